@@ -1,0 +1,34 @@
+// Access control as ZooKeeper does it: the schemes world, auth, digest and ip; the check of a
+// permission against a node's ACL and a connection's authenticated ids; the normalisation of a
+// client-supplied ACL (ZooKeeper's fixupACL). One ACL check for the whole server.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "wire/records.hpp"
+
+namespace warden::server {
+
+using AuthIds = std::vector<wire::Id>;
+
+// The digest id ZooKeeper derives from "user:password": user:base64(sha1(user:password)).
+std::string digest_id(std::string_view user_colon_password);
+
+// True when `ids` may do `perm` on a node with `acl`. An empty ACL allows everything, and an
+// id of scheme "super" passes every check.
+bool acl_allows(const wire::AclList& acl, int32_t perm, const AuthIds& ids);
+
+// The ACL as stored: duplicates dropped, "auth" expanded to the caller's digest ids. Empty when
+// the list is empty or an entry is malformed (the caller answers InvalidACL).
+std::vector<wire::Acl> fixup_acl(const wire::AclList& acl, const AuthIds& ids);
+
+// "a.b.c.d", "a.b.c.d/n" or an IPv6 address with an optional prefix length.
+bool valid_ip_id(std::string_view id);
+bool ip_matches(std::string_view client_address, std::string_view acl_id);
+
+std::string sha1(std::string_view data);
+std::string base64(std::string_view data);
+
+}  // namespace warden::server

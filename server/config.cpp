@@ -1,0 +1,178 @@
+#include "server/config.hpp"
+
+#include <charconv>
+#include <fstream>
+#include <sstream>
+
+namespace warden::server {
+
+namespace {
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
+  return s;
+}
+
+template <class T>
+std::optional<T> parse_number(std::string_view v) {
+  T out{};
+  auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
+  if (ec != std::errc() || p != v.data() + v.size() || v.empty()) return std::nullopt;
+  return out;
+}
+
+std::optional<std::string> parse_peer(std::string_view value, PeerEntry& e) {
+  std::string_view addr = value, client;
+  if (auto semi = value.find(';'); semi != std::string_view::npos) {
+    addr = value.substr(0, semi);
+    client = value.substr(semi + 1);
+  }
+  std::string_view rest;
+  if (!addr.empty() && addr.front() == '[') {
+    auto close = addr.find(']');
+    if (close == std::string_view::npos) return "unclosed '[' in the host";
+    e.host = std::string(addr.substr(1, close - 1));
+    rest = addr.substr(close + 1);
+    if (rest.empty() || rest.front() != ':') return "expected ':' after the host";
+    rest.remove_prefix(1);
+  } else {
+    auto colon = addr.find(':');
+    if (colon == std::string_view::npos) return "expected host:quorumPort:electionPort";
+    e.host = std::string(addr.substr(0, colon));
+    rest = addr.substr(colon + 1);
+  }
+  std::vector<std::string_view> parts;
+  while (true) {
+    auto colon = rest.find(':');
+    parts.push_back(rest.substr(0, colon));
+    if (colon == std::string_view::npos) break;
+    rest = rest.substr(colon + 1);
+  }
+  if (e.host.empty()) return "the host is empty";
+  if (parts.size() < 2 || parts.size() > 3) return "expected host:quorumPort:electionPort[:role]";
+  auto q = parse_number<int32_t>(parts[0]);
+  auto el = parse_number<int32_t>(parts[1]);
+  if (!q || *q < 1 || *q > 65535) return "the quorum port is not a port number";
+  if (!el || *el < 1 || *el > 65535) return "the election port is not a port number";
+  e.quorum_port = *q;
+  e.election_port = *el;
+  if (parts.size() == 3) {
+    if (parts[2] != "participant" && parts[2] != "observer") return "the role must be participant or observer";
+    e.role = std::string(parts[2]);
+  }
+  e.client_address = std::string(trim(client));
+  return std::nullopt;
+}
+
+bool parse_bool(std::string_view v, bool& out) {
+  if (v == "true" || v == "yes") {
+    out = true;
+    return true;
+  }
+  if (v == "false" || v == "no") {
+    out = false;
+    return true;
+  }
+  return false;
+}
+
+// Keys ZooKeeper knows that Warden accepts and does not use yet, so they draw no warning.
+bool known_unused(std::string_view key) {
+  return key == "admin.enableServer" || key == "admin.serverPort" || key == "autopurge.snapRetainCount" ||
+         key == "autopurge.purgeInterval" || key == "4lw.commands.whitelist" || key == "forceSync" ||
+         key == "snapCount" || key == "preAllocSize" || key == "globalOutstandingLimit" ||
+         key == "standaloneEnabled" || key == "reconfigEnabled" || key == "metricsProvider.className" ||
+         key == "electionAlg" || key == "peerType" || key == "quorumListenOnAllIPs";
+}
+}  // namespace
+
+ConfigResult parse_config(std::string_view text, std::string_view file_name) {
+  Config c;
+  std::istringstream in{std::string(text)};
+  std::string raw;
+  int line_no = 0;
+  auto where = [&] { return std::string(file_name) + ":" + std::to_string(line_no) + ": "; };
+  while (std::getline(in, raw)) {
+    ++line_no;
+    std::string_view line = trim(raw);
+    if (line.empty() || line.front() == '#' || line.front() == '!') continue;
+    auto eq = line.find('=');
+    if (eq == std::string_view::npos) return where() + "expected key=value, got '" + std::string(line) + "'";
+    std::string key(trim(line.substr(0, eq)));
+    std::string_view value = trim(line.substr(eq + 1));
+    if (key.empty()) return where() + "the key before '=' is empty";
+    auto bad = [&](std::string_view why) {
+      return where() + key + "=" + std::string(value) + ": " + std::string(why);
+    };
+    auto set_int = [&](int32_t& field, int32_t min, int32_t max) -> std::optional<std::string> {
+      auto v = parse_number<int32_t>(value);
+      if (!v) return bad("not a whole number");
+      if (*v < min || *v > max)
+        return bad("must be between " + std::to_string(min) + " and " + std::to_string(max));
+      field = *v;
+      return std::nullopt;
+    };
+    std::optional<std::string> err;
+    if (key == "tickTime") {
+      err = set_int(c.tick_time, 1, 1 << 30);
+    } else if (key == "initLimit") {
+      err = set_int(c.init_limit, 1, 1 << 30);
+    } else if (key == "syncLimit") {
+      err = set_int(c.sync_limit, 1, 1 << 30);
+    } else if (key == "dataDir") {
+      c.data_dir = std::string(value);
+    } else if (key == "dataLogDir") {
+      c.data_log_dir = std::string(value);
+    } else if (key == "clientPort") {
+      err = set_int(c.client_port, 0, 65535);
+    } else if (key == "clientPortAddress") {
+      if (value.empty()) err = bad("the address is empty");
+      c.client_port_address = std::string(value);
+    } else if (key == "maxClientCnxns") {
+      err = set_int(c.max_client_cnxns, 0, 1 << 30);
+    } else if (key == "minSessionTimeout") {
+      err = set_int(c.min_session_timeout, -1, 1 << 30);
+    } else if (key == "maxSessionTimeout") {
+      err = set_int(c.max_session_timeout, -1, 1 << 30);
+    } else if (key == "jute.maxbuffer") {
+      err = set_int(c.jute_max_buffer, 1024, 1 << 30);
+    } else if (key == "extendedTypesEnabled") {
+      if (!parse_bool(value, c.extended_types)) err = bad("must be true or false");
+    } else if (key == "znode.container.checkIntervalMs") {
+      err = set_int(c.container_check_interval_ms, 10, 1 << 30);
+    } else if (key.rfind("server.", 0) == 0) {
+      auto id = parse_number<int64_t>(std::string_view(key).substr(7));
+      if (!id || *id < 0 || *id > 254) return bad("the server id must be a number from 0 to 254");
+      PeerEntry e;
+      e.id = *id;
+      if (auto why = parse_peer(value, e)) return bad(*why);
+      if (c.servers.count(*id)) return bad("server id " + std::to_string(*id) + " is given twice");
+      c.servers[*id] = e;
+    } else if (!known_unused(key)) {
+      c.warnings.push_back(where() + "unknown key '" + key + "' ignored");
+    }
+    if (err) return *err;
+  }
+  if (auto why = validate_config(c, file_name)) return *why;
+  return c;
+}
+
+std::optional<std::string> validate_config(const Config& c, std::string_view origin) {
+  std::string o(origin);
+  if (c.data_dir.empty()) return o + ": dataDir is not set";
+  if (c.client_port < 0) return o + ": clientPort is not set";
+  if (c.effective_min_session_timeout() > c.effective_max_session_timeout())
+    return o + ": minSessionTimeout (" + std::to_string(c.effective_min_session_timeout()) +
+           ") is larger than maxSessionTimeout (" + std::to_string(c.effective_max_session_timeout()) + ")";
+  return std::nullopt;
+}
+
+ConfigResult load_config(const std::string& file_name) {
+  std::ifstream f(file_name);
+  if (!f) return file_name + ": cannot be read";
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return parse_config(ss.str(), file_name);
+}
+
+}  // namespace warden::server

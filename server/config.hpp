@@ -1,0 +1,57 @@
+// zoo.cfg: the keys Warden reads, their defaults (ZooKeeper's), and the parser. A line that is
+// not `key=value`, or a value that does not parse, stops the start with the file, the line and
+// the reason; a key Warden does not know is accepted with a warning, as ZooKeeper accepts it.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+namespace warden::server {
+
+struct PeerEntry {
+  int64_t id = 0;
+  std::string host;
+  int32_t quorum_port = 0;
+  int32_t election_port = 0;
+  std::string role = "participant";
+  std::string client_address;  // after ';', empty when absent
+};
+
+struct Config {
+  int32_t tick_time = 2000;
+  int32_t init_limit = 10;
+  int32_t sync_limit = 5;
+  std::string data_dir;
+  std::string data_log_dir;  // defaults to data_dir
+  int32_t client_port = -1;
+  std::string client_port_address = "0.0.0.0";
+  int32_t max_client_cnxns = 60;
+  int32_t min_session_timeout = -1;  // -1: 2 x tickTime
+  int32_t max_session_timeout = -1;  // -1: 20 x tickTime
+  int32_t jute_max_buffer = 0xfffff;
+  bool extended_types = false;
+  int32_t container_check_interval_ms = 60000;
+  std::map<int64_t, PeerEntry> servers;
+  std::vector<std::string> warnings;  // one per unknown key, with its line
+
+  int32_t effective_min_session_timeout() const {
+    return min_session_timeout < 0 ? 2 * tick_time : min_session_timeout;
+  }
+  int32_t effective_max_session_timeout() const {
+    return max_session_timeout < 0 ? 20 * tick_time : max_session_timeout;
+  }
+};
+
+// Either a config or one error message naming the file, line and key.
+using ConfigResult = std::variant<Config, std::string>;
+ConfigResult parse_config(std::string_view text, std::string_view file_name);
+ConfigResult load_config(const std::string& file_name);
+// Checks a config assembled from command-line options as well as from a file.
+std::optional<std::string> validate_config(const Config& c, std::string_view origin);
+
+}  // namespace warden::server

@@ -1,0 +1,222 @@
+#include "server/data_tree.hpp"
+
+#include <cassert>
+
+#include "server/path.hpp"
+
+namespace warden::server {
+
+using wire::Err;
+using wire::EventType;
+
+namespace {
+std::shared_ptr<const wire::AclList> open_acl() {
+  static const auto acl = std::make_shared<const wire::AclList>(
+      wire::AclList{wire::Acl{wire::perms::all, wire::Id{"world", "anyone"}}});
+  return acl;
+}
+}  // namespace
+
+wire::Stat client_stat(const Node& n) {
+  wire::Stat s;
+  s.czxid = n.czxid;
+  s.mzxid = n.mzxid;
+  s.ctime = n.ctime;
+  s.mtime = n.mtime;
+  s.version = n.version;
+  auto kids = static_cast<int32_t>(n.children.size());
+  s.cversion = n.creates * 2 - kids;
+  s.aversion = n.aversion;
+  s.ephemeralOwner = ephemeral::is_session(n.ephemeralOwner) ? n.ephemeralOwner : 0;
+  s.dataLength = n.data ? static_cast<int32_t>(n.data->size()) : 0;
+  s.numChildren = kids;
+  s.pzxid = n.pzxid;
+  return s;
+}
+
+DataTree::DataTree() {
+  // The nodes every ZooKeeper server starts with, with the stats ZooKeeper 3.8 shows for them.
+  Node root;
+  root.acl = open_acl();
+  root.children = {"zookeeper"};
+  nodes_.emplace("/", std::move(root));
+  Node zk;
+  zk.acl = open_acl();
+  zk.children = {"config", "quota"};
+  nodes_.emplace("/zookeeper", std::move(zk));
+  Node quota;
+  quota.acl = open_acl();
+  quota.data = std::string();
+  nodes_.emplace("/zookeeper/quota", std::move(quota));
+  Node config;
+  config.acl = std::make_shared<const wire::AclList>(
+      wire::AclList{wire::Acl{wire::perms::read, wire::Id{"world", "anyone"}}});
+  config.data = std::string();
+  config.aversion = -1;
+  nodes_.emplace("/zookeeper/config", std::move(config));
+}
+
+bool DataTree::is_special(std::string_view path) {
+  return path == "/" || path == "/zookeeper" || path == "/zookeeper/quota" ||
+         path == "/zookeeper/config";
+}
+
+const Node* DataTree::find(std::string_view path) const {
+  auto it = nodes_.find(std::string(path));
+  return it == nodes_.end() ? nullptr : &it->second;
+}
+
+Node* DataTree::find_mut(std::string_view path) {
+  auto it = nodes_.find(std::string(path));
+  return it == nodes_.end() ? nullptr : &it->second;
+}
+
+std::vector<std::string> DataTree::ephemerals_of(SessionId s) const {
+  auto it = ephemerals_.find(s);
+  if (it == ephemerals_.end()) return {};
+  return {it->second.begin(), it->second.end()};
+}
+
+Err DataTree::create(const CreateTxn& c, const Txn& t, Zxid zxid, std::vector<WatchTrigger>& tr) {
+  if (c.path.size() < 2 || nodes_.count(c.path)) return Err::nodeExists;
+  auto parent_name = parent_path(c.path);
+  Node* parent = find_mut(parent_name);
+  if (!parent) return Err::noNode;
+  Node n;
+  n.data = c.data;
+  n.acl = std::make_shared<const wire::AclList>(c.acl);
+  n.czxid = n.mzxid = n.pzxid = zxid;
+  n.ctime = n.mtime = t.time;
+  n.ephemeralOwner = c.ephemeralOwner;
+  parent->children.emplace(node_name(c.path));
+  parent->creates = c.parentCreates;
+  parent->pzxid = zxid;
+  if (ephemeral::is_session(c.ephemeralOwner)) ephemerals_[c.ephemeralOwner].insert(c.path);
+  if (c.ephemeralOwner != 0 && !ephemeral::is_session(c.ephemeralOwner)) expirable_.insert(c.path);
+  nodes_.emplace(c.path, std::move(n));
+  tr.push_back({EventType::nodeCreated, c.path});
+  tr.push_back({EventType::nodeChildrenChanged, std::string(parent_name)});
+  return Err::ok;
+}
+
+Err DataTree::remove(std::string_view path, Zxid zxid, std::vector<WatchTrigger>& tr) {
+  auto it = nodes_.find(std::string(path));
+  if (it == nodes_.end() || is_special(path)) return Err::noNode;
+  if (!it->second.children.empty()) return Err::notEmpty;
+  auto parent_name = parent_path(path);
+  Node* parent = find_mut(parent_name);
+  assert(parent && "a node's parent is always in the tree");
+  parent->children.erase(parent->children.find(node_name(path)));
+  // A later create may already have moved pzxid on (replay after a fuzzy snapshot): never back.
+  if (zxid > parent->pzxid) parent->pzxid = zxid;
+  int64_t owner = it->second.ephemeralOwner;
+  if (ephemeral::is_session(owner)) {
+    auto e = ephemerals_.find(owner);
+    if (e != ephemerals_.end()) {
+      e->second.erase(std::string(path));
+      if (e->second.empty()) ephemerals_.erase(e);
+    }
+  } else if (owner != 0) {
+    expirable_.erase(std::string(path));
+  }
+  std::string removed(path);
+  nodes_.erase(it);
+  tr.push_back({EventType::nodeDeleted, removed});
+  tr.push_back({EventType::nodeChildrenChanged, std::string(parent_name)});
+  return Err::ok;
+}
+
+ApplyResult DataTree::apply_one(int32_t type, const TxnBody& body, const Txn& t, Zxid zxid,
+                                std::vector<WatchTrigger>& tr) {
+  ApplyResult r;
+  std::visit(
+      [&](const auto& b) {
+        using B = std::decay_t<decltype(b)>;
+        if constexpr (std::is_same_v<B, CreateTxn>) {
+          r.err = create(b, t, zxid, tr);
+          r.path = b.path;
+          if (r.err == Err::ok) r.stat = client_stat(*find(b.path));
+        } else if constexpr (std::is_same_v<B, DeleteTxn>) {
+          r.err = remove(b.path, zxid, tr);
+        } else if constexpr (std::is_same_v<B, SetDataTxn>) {
+          Node* n = find_mut(b.path);
+          if (!n) {
+            r.err = Err::noNode;
+            return;
+          }
+          n->data = b.data;
+          n->version = b.version;
+          n->mzxid = zxid;
+          n->mtime = t.time;
+          r.stat = client_stat(*n);
+          tr.push_back({EventType::nodeDataChanged, b.path});
+        } else if constexpr (std::is_same_v<B, SetAclTxn>) {
+          Node* n = find_mut(b.path);
+          if (!n) {
+            r.err = Err::noNode;
+            return;
+          }
+          n->acl = std::make_shared<const wire::AclList>(b.acl);
+          n->aversion = b.version;
+          r.stat = client_stat(*n);
+        } else if constexpr (std::is_same_v<B, CheckTxn>) {
+          if (!find(b.path)) r.err = Err::noNode;
+        } else if constexpr (std::is_same_v<B, ErrorTxn>) {
+          r.err = static_cast<Err>(b.err);
+        } else if constexpr (std::is_same_v<B, CreateSessionTxn>) {
+          // Sessions live in the session table; the tree has nothing to do.
+        } else if constexpr (std::is_same_v<B, CloseSessionTxn>) {
+          for (const auto& p : b.ephemerals) {
+            const Node* n = find(p);
+            // Only the session's own ephemerals: a path reused since prep is left alone.
+            if (n && n->ephemeralOwner == t.session) remove(p, zxid, tr);
+          }
+        } else if constexpr (std::is_same_v<B, MultiTxn>) {
+          r = apply_multi(b, t, zxid, tr);
+        }
+      },
+      body);
+  (void)type;
+  return r;
+}
+
+ApplyResult DataTree::apply_multi(const MultiTxn& m, const Txn& t, Zxid zxid,
+                                  std::vector<WatchTrigger>& tr) {
+  ApplyResult r;
+  bool failed = false;
+  for (const auto& op : m.ops)
+    if (std::holds_alternative<ErrorTxn>(op.body)) failed = true;
+  for (const auto& op : m.ops) {
+    wire::MultiResult res;
+    if (failed) {
+      // Prep already gave every op of a failed multi its error result; nothing is applied.
+      res.type = static_cast<int32_t>(wire::OpCode::error);
+      res.err = std::holds_alternative<ErrorTxn>(op.body) ? std::get<ErrorTxn>(op.body).err : 0;
+      res.record = wire::ErrorResponse{res.err};
+      r.multi.push_back(std::move(res));
+      continue;
+    }
+    ApplyResult one = apply_one(op.type, TxnBody(std::visit([](const auto& b) -> TxnBody { return b; }, op.body)),
+                                t, zxid, tr);
+    assert(one.err == Err::ok && "prep validated every op of a multi");
+    res.type = op.type;
+    switch (static_cast<wire::OpCode>(op.type)) {
+      case wire::OpCode::create: res.record = wire::CreateResponse{one.path}; break;
+      case wire::OpCode::create2:
+      case wire::OpCode::createContainer:
+      case wire::OpCode::createTTL: res.record = wire::Create2Response{one.path, one.stat}; break;
+      case wire::OpCode::setData: res.record = wire::StatResponse{one.stat}; break;
+      default: break;
+    }
+    r.multi.push_back(std::move(res));
+  }
+  return r;
+}
+
+ApplyResult DataTree::apply(const Txn& txn, Zxid zxid, std::vector<WatchTrigger>& triggers) {
+  ApplyResult r = apply_one(txn.type, txn.body, txn, zxid, triggers);
+  last_applied_ = zxid;
+  return r;
+}
+
+}  // namespace warden::server

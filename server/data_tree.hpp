@@ -1,0 +1,83 @@
+// The znode tree: a plain in-memory structure that applies txns and answers reads. It knows
+// nothing of connections, sessions' liveness, replication or watches; applying a txn returns
+// the result and the watch triggers it caused, for the caller to deliver.
+//
+// Invariants: every node but the root has its parent in the tree and its name in the parent's
+// children; `creates` counts the creates ever done under a node (ZooKeeper's stored cversion,
+// which names sequential nodes); an ephemeral's owner session lists it in `ephemerals_`.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "server/txn.hpp"
+#include "wire/codes.hpp"
+#include "wire/records.hpp"
+
+namespace warden::server {
+
+struct Node {
+  wire::Bytes data;
+  std::shared_ptr<const wire::AclList> acl;
+  Zxid czxid = 0, mzxid = 0, pzxid = 0;
+  int64_t ctime = 0, mtime = 0;
+  int32_t version = 0, creates = 0, aversion = 0;
+  int64_t ephemeralOwner = 0;
+  std::set<std::string, std::less<>> children;
+};
+
+// What a client is told of a node (ZooKeeper's DataNode.copyStat): cversion counts creates and
+// deletes, derived from the create counter and the live children; containers and TTL nodes
+// show no owner.
+wire::Stat client_stat(const Node& n);
+
+struct WatchTrigger {
+  wire::EventType type;
+  std::string path;
+};
+
+struct ApplyResult {
+  wire::Err err = wire::Err::ok;
+  std::string path;  // a create's path
+  wire::Stat stat;   // the stat a create2/setData/setACL reply carries
+  std::vector<wire::MultiResult> multi;
+};
+
+class DataTree {
+ public:
+  DataTree();
+
+  const Node* find(std::string_view path) const;
+  size_t size() const { return nodes_.size(); }
+  Zxid last_applied() const { return last_applied_; }
+
+  // Applies a committed txn at `zxid`, appending the watch triggers it causes.
+  ApplyResult apply(const Txn& txn, Zxid zxid, std::vector<WatchTrigger>& triggers);
+
+  std::vector<std::string> ephemerals_of(SessionId s) const;
+  // Containers and TTL nodes: the candidates of the periodic cleanup.
+  const std::set<std::string>& expirable() const { return expirable_; }
+
+  static bool is_special(std::string_view path);
+
+ private:
+  ApplyResult apply_one(int32_t type, const TxnBody& body, const Txn& t, Zxid zxid,
+                        std::vector<WatchTrigger>& triggers);
+  wire::Err create(const CreateTxn& c, const Txn& t, Zxid zxid, std::vector<WatchTrigger>& tr);
+  wire::Err remove(std::string_view path, Zxid zxid, std::vector<WatchTrigger>& tr);
+  ApplyResult apply_multi(const MultiTxn& m, const Txn& t, Zxid zxid, std::vector<WatchTrigger>& tr);
+  Node* find_mut(std::string_view path);
+
+  std::unordered_map<std::string, Node> nodes_;
+  std::map<SessionId, std::set<std::string>> ephemerals_;
+  std::set<std::string> expirable_;
+  Zxid last_applied_ = 0;
+};
+
+}  // namespace warden::server

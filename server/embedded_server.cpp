@@ -1,0 +1,31 @@
+#include "server/embedded_server.hpp"
+
+#include "server/runtime.hpp"
+
+namespace warden::server {
+
+Config EmbeddedServer::default_config() {
+  Config c;
+  c.client_port = 0;
+  c.client_port_address = "127.0.0.1";
+  c.data_dir = "(memory)";
+  return c;
+}
+
+EmbeddedServer::EmbeddedServer(Config config) : runtime_(std::make_unique<ServerRuntime>(config)) {
+  runtime_->bind();
+  port_ = runtime_->port();
+  thread_ = std::thread([this] { runtime_->run(false); });
+}
+
+EmbeddedServer::~EmbeddedServer() { stop(); }
+
+std::string EmbeddedServer::connect_string() const { return "127.0.0.1:" + std::to_string(port_); }
+
+void EmbeddedServer::stop() {
+  if (!thread_.joinable()) return;
+  runtime_->stop();
+  thread_.join();
+}
+
+}  // namespace warden::server

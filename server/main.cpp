@@ -1,0 +1,122 @@
+// warden-server: a ZooKeeper-compatible coordination server.
+//   warden-server FILE                              run from a zoo.cfg
+//   warden-server --standalone --port N --data-dir DIR [--host ADDR]
+// Prints "warden-server listening on HOST:PORT" on stdout once it serves.
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <charconv>
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "server/config.hpp"
+#include "server/runtime.hpp"
+
+using warden::server::Config;
+
+namespace {
+constexpr const char* usage = R"(usage:
+  warden-server FILE
+      Runs a server from the zoo.cfg FILE, as `zkServer.sh start-foreground FILE` does.
+  warden-server --standalone --port N --data-dir DIR [--host ADDR] [--tick-time MS]
+      Runs a standalone server with no configuration file.
+
+options:
+  --standalone        run without a configuration file (requires --port and --data-dir)
+  --port N            client port; 0 picks a free one
+  --data-dir DIR      data directory
+  --host ADDR         address to listen on (default 127.0.0.1)
+  --tick-time MS      tick length in milliseconds (default 2000)
+  --help              print this text
+
+Once serving, the server prints one line: "warden-server listening on HOST:PORT".
+SIGTERM or SIGINT stops it cleanly.
+)";
+
+int fail(const std::string& msg) {
+  std::fprintf(stderr, "warden-server: %s\n", msg.c_str());
+  return 2;
+}
+
+bool parse_int(const std::string& s, int32_t& out) {
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+  return ec == std::errc() && p == s.data() + s.size() && !s.empty();
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  spdlog::set_default_logger(spdlog::stderr_color_mt("warden"));
+  spdlog::set_pattern("%Y-%m-%d %H:%M:%S.%e %^%l%$ %v");
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty()) {
+    std::fputs(usage, stderr);
+    return 2;
+  }
+  Config config;
+  bool standalone = false;
+  std::string file;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const auto& a = args[i];
+    auto value = [&](const char* name) -> const std::string* {
+      if (i + 1 >= args.size()) return nullptr;
+      (void)name;
+      return &args[++i];
+    };
+    if (a == "--help" || a == "-h") {
+      std::fputs(usage, stdout);
+      return 0;
+    } else if (a == "--standalone") {
+      standalone = true;
+    } else if (a == "--port") {
+      auto v = value("--port");
+      if (!v || !parse_int(*v, config.client_port) || config.client_port < 0 || config.client_port > 65535)
+        return fail("--port needs a port number from 0 to 65535");
+    } else if (a == "--data-dir") {
+      auto v = value("--data-dir");
+      if (!v || v->empty()) return fail("--data-dir needs a directory");
+      config.data_dir = *v;
+    } else if (a == "--host") {
+      auto v = value("--host");
+      if (!v || v->empty()) return fail("--host needs an address");
+      config.client_port_address = *v;
+    } else if (a == "--tick-time") {
+      auto v = value("--tick-time");
+      if (!v || !parse_int(*v, config.tick_time) || config.tick_time < 1)
+        return fail("--tick-time needs a positive number of milliseconds");
+    } else if (!a.empty() && a[0] == '-') {
+      return fail("unknown option " + a + " (see --help)");
+    } else if (file.empty()) {
+      file = a;
+    } else {
+      return fail("more than one configuration file given");
+    }
+  }
+  if (standalone) {
+    if (!file.empty()) return fail("--standalone takes no configuration file");
+    if (config.client_port_address == "0.0.0.0") config.client_port_address = "127.0.0.1";
+    if (auto why = warden::server::validate_config(config, "command line"))
+      return fail(*why + " (use --port and --data-dir)");
+  } else {
+    if (file.empty()) return fail("no configuration file given (see --help)");
+    auto loaded = warden::server::load_config(file);
+    if (auto* err = std::get_if<std::string>(&loaded)) return fail(*err);
+    config = std::get<Config>(loaded);
+    for (const auto& w : config.warnings) spdlog::warn("{}", w);
+    if (!config.servers.empty())
+      spdlog::warn("{}: server.N lines are read but the ensemble is not implemented yet; running standalone", file);
+  }
+  try {
+    warden::server::ServerRuntime runtime(config);
+    runtime.bind();
+    std::cout << "warden-server listening on " << runtime.address() << std::endl;
+    spdlog::info("serving clients on {} (tickTime={} ms, session timeouts {}..{} ms)", runtime.address(),
+                 config.tick_time, config.effective_min_session_timeout(), config.effective_max_session_timeout());
+    runtime.run(true);
+  } catch (const std::exception& e) {
+    return fail(e.what());
+  }
+  return 0;
+}

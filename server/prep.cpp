@@ -1,0 +1,326 @@
+#include "server/prep.hpp"
+
+#include <cstdio>
+
+#include "server/path.hpp"
+
+namespace warden::server {
+
+using wire::Err;
+using wire::OpCode;
+
+namespace {
+// ZooKeeper's checkAndIncVersion: -1 matches any version.
+std::optional<int32_t> next_version(int32_t current, int32_t expected) {
+  if (expected != -1 && expected != current) return std::nullopt;
+  return current + 1;
+}
+}  // namespace
+
+std::optional<Prep::View> Prep::view(const std::string& path) const {
+  if (auto it = pending_.find(path); it != pending_.end()) return it->second;
+  const Node* n = tree_.find(path);
+  if (!n) return std::nullopt;
+  View v;
+  v.exists = true;
+  v.version = n->version;
+  v.creates = n->creates;
+  v.aversion = n->aversion;
+  v.children = static_cast<int32_t>(n->children.size());
+  v.ephemeralOwner = n->ephemeralOwner;
+  v.acl = n->acl;
+  return v;
+}
+
+void Prep::stage(const std::string& path, View v, Undo* undo) {
+  auto it = pending_.find(path);
+  if (undo) {
+    if (it == pending_.end())
+      undo->emplace_back(path, std::nullopt);
+    else
+      undo->emplace_back(path, it->second ? std::optional<View>(*it->second) : std::optional<View>(View{}));
+  }
+  std::optional<View> stored;
+  if (v.exists) stored = std::move(v);
+  pending_[path] = std::move(stored);
+}
+
+Prep::Outcome Prep::prep_create(OpCode type, const wire::CreateTTLRequest& req, const AuthIds& auth, Undo* undo) {
+  auto mode = wire::create_mode_from_flags(req.flags);
+  if (!mode) return Err::badArguments;
+  int64_t ttl = type == OpCode::createTTL ? req.ttl : -1;
+  if (wire::is_ttl(*mode) && !extended_types_) return Err::unimplemented;
+  if (wire::is_ttl(*mode) ? (ttl <= 0 || ttl > ephemeral::max_ttl) : ttl >= 0) return Err::badArguments;
+  if (type == OpCode::createTTL && !wire::is_ttl(*mode)) return Err::badArguments;
+
+  std::string path = req.path;
+  auto slash = path.rfind('/');
+  if (slash == std::string::npos || path.find('\0') != std::string::npos) return Err::badArguments;
+  auto acl = fixup_acl(req.acl, auth);
+  if (acl.empty()) return Err::invalidACL;
+  std::string parent_name(slash == 0 ? std::string_view("/") : std::string_view(path).substr(0, slash));
+  auto parent = view(parent_name);
+  if (!parent) return Err::noNode;
+  if (!acl_allows(*parent->acl, wire::perms::create, auth)) return Err::noAuth;
+  if (wire::is_sequential(*mode)) {
+    char suffix[16];
+    std::snprintf(suffix, sizeof suffix, "%010d", parent->creates);
+    path += suffix;
+  }
+  if (!valid_path(path)) return Err::badArguments;
+  if (auto existing = view(path); existing) return Err::nodeExists;
+  if (ephemeral::is_session(parent->ephemeralOwner)) return Err::noChildrenForEphemerals;
+
+  // The opcode, not the flags, makes a container (ZooKeeper's create txn has no container form).
+  int64_t owner = 0;
+  if (type == OpCode::createContainer) {
+    owner = ephemeral::container;
+  } else if (wire::is_ttl(*mode)) {
+    owner = ephemeral::ttl_owner(ttl);
+  } else if (wire::is_ephemeral(*mode)) {
+    owner = -1;  // replaced by the session below, by the caller's context
+  }
+  View p = *parent;
+  p.creates += 1;
+  p.children += 1;
+  stage(parent_name, p, undo);
+  View n;
+  n.exists = true;
+  n.ephemeralOwner = owner;
+  n.acl = std::make_shared<const wire::AclList>(acl);
+  stage(path, n, undo);
+  return CreateTxn{path, req.data, std::move(acl), owner, p.creates};
+}
+
+Prep::Outcome Prep::prep_delete(const wire::DeleteRequest& req, const AuthIds& auth, Undo* undo) {
+  const std::string& path = req.path;
+  auto slash = path.rfind('/');
+  if (slash == std::string::npos || path.find('\0') != std::string::npos || DataTree::is_special(path))
+    return Err::badArguments;
+  std::string parent_name(slash == 0 ? std::string_view("/") : std::string_view(path).substr(0, slash));
+  auto parent = view(parent_name);
+  if (!parent) return Err::noNode;
+  if (!acl_allows(*parent->acl, wire::perms::remove, auth)) return Err::noAuth;
+  auto node = view(path);
+  if (!node) return Err::noNode;
+  if (!next_version(node->version, req.version)) return Err::badVersion;
+  if (node->children > 0) return Err::notEmpty;
+  View p = *parent;
+  p.children -= 1;
+  stage(parent_name, p, undo);
+  stage(path, View{}, undo);
+  return DeleteTxn{path};
+}
+
+Prep::Outcome Prep::prep_set_data(const wire::SetDataRequest& req, const AuthIds& auth, Undo* undo) {
+  if (!valid_path(req.path)) return Err::badArguments;
+  auto node = view(req.path);
+  if (!node) return Err::noNode;
+  if (!acl_allows(*node->acl, wire::perms::write, auth)) return Err::noAuth;
+  auto v = next_version(node->version, req.version);
+  if (!v) return Err::badVersion;
+  node->version = *v;
+  stage(req.path, *node, undo);
+  return SetDataTxn{req.path, req.data, *v};
+}
+
+Prep::Outcome Prep::prep_set_acl(const wire::SetACLRequest& req, const AuthIds& auth, Undo* undo) {
+  if (!valid_path(req.path)) return Err::badArguments;
+  auto acl = fixup_acl(req.acl, auth);
+  if (acl.empty()) return Err::invalidACL;
+  auto node = view(req.path);
+  if (!node) return Err::noNode;
+  if (!acl_allows(*node->acl, wire::perms::admin, auth)) return Err::noAuth;
+  auto v = next_version(node->aversion, req.version);
+  if (!v) return Err::badVersion;
+  node->aversion = *v;
+  node->acl = std::make_shared<const wire::AclList>(acl);
+  stage(req.path, *node, undo);
+  return SetAclTxn{req.path, std::move(acl), *v};
+}
+
+Prep::Outcome Prep::prep_check(const wire::CheckVersionRequest& req, const AuthIds& auth) {
+  if (!valid_path(req.path)) return Err::badArguments;
+  auto node = view(req.path);
+  if (!node) return Err::noNode;
+  if (!acl_allows(*node->acl, wire::perms::read, auth)) return Err::noAuth;
+  if (!next_version(node->version, req.version)) return Err::badVersion;
+  return CheckTxn{req.path};
+}
+
+Prep::Outcome Prep::prep_op(OpCode type, const wire::MultiOpRecord& rec, const AuthIds& auth, Undo* undo) {
+  return std::visit(
+      [&](const auto& r) -> Outcome {
+        using R = std::decay_t<decltype(r)>;
+        if constexpr (std::is_same_v<R, wire::CreateRequest>) {
+          return prep_create(type, wire::CreateTTLRequest{r.path, r.data, r.acl, r.flags, -1}, auth, undo);
+        } else if constexpr (std::is_same_v<R, wire::CreateTTLRequest>) {
+          return prep_create(type, r, auth, undo);
+        } else if constexpr (std::is_same_v<R, wire::DeleteRequest>) {
+          return prep_delete(r, auth, undo);
+        } else if constexpr (std::is_same_v<R, wire::SetDataRequest>) {
+          return prep_set_data(r, auth, undo);
+        } else if constexpr (std::is_same_v<R, wire::CheckVersionRequest>) {
+          return prep_check(r, auth);
+        } else {
+          return Err::badArguments;
+        }
+      },
+      rec);
+}
+
+TxnBody Prep::prep_multi(std::string_view body, const AuthIds& auth) {
+  auto decoded = wire::decode_multi(body, false);
+  if (decoded.error) return ErrorTxn{static_cast<int32_t>(Err::marshallingError)};
+  MultiTxn m;
+  Undo undo;
+  bool failed = false;
+  for (const auto& op : decoded.ops) {
+    if (failed) {
+      m.ops.push_back({-1, ErrorTxn{static_cast<int32_t>(Err::runtimeInconsistency)}});
+      continue;
+    }
+    Outcome o = prep_op(op.type, op.record, auth, &undo);
+    if (auto* e = std::get_if<Err>(&o)) {
+      failed = true;
+      // ZooKeeper reports the ops before the failure as error results with code 0.
+      for (auto& done : m.ops) done = SubTxn{-1, ErrorTxn{0}};
+      m.ops.push_back({-1, ErrorTxn{static_cast<int32_t>(*e)}});
+    } else {
+      m.ops.push_back({static_cast<int32_t>(op.type), std::get<SubTxnBody>(std::move(o))});
+    }
+  }
+  if (failed) {
+    for (auto it = undo.rbegin(); it != undo.rend(); ++it) {
+      if (!it->second)
+        pending_.erase(it->first);
+      else
+        pending_[it->first] = it->second->exists ? it->second : std::optional<View>();
+    }
+  }
+  return m;
+}
+
+Txn Prep::prepare(const PrepRequest& r) {
+  Txn t;
+  t.session = r.session;
+  t.cxid = r.cxid;
+  t.time = r.now_ms;
+  t.type = static_cast<int32_t>(r.type);
+  const AuthIds& auth = *r.auth;
+  auto marshalling = [] { return ErrorTxn{static_cast<int32_t>(Err::marshallingError)}; };
+  auto finish = [&](Outcome o) {
+    if (auto* e = std::get_if<Err>(&o)) {
+      t.body = ErrorTxn{static_cast<int32_t>(*e)};
+    } else if (auto* a = std::get_if<SetAclTxn>(&o)) {
+      t.body = std::move(*a);
+    } else {
+      t.body = std::visit([](auto&& b) -> TxnBody { return std::move(b); }, std::get<SubTxnBody>(std::move(o)));
+    }
+  };
+  switch (r.type) {
+    case OpCode::create:
+    case OpCode::create2:
+    case OpCode::createContainer: {
+      auto req = wire::decode<wire::CreateRequest>(r.body);
+      if (!req) { t.body = marshalling(); break; }
+      finish(prep_create(r.type, wire::CreateTTLRequest{req->path, req->data, req->acl, req->flags, -1}, auth, nullptr));
+      break;
+    }
+    case OpCode::createTTL: {
+      auto req = wire::decode<wire::CreateTTLRequest>(r.body);
+      if (!req) { t.body = marshalling(); break; }
+      finish(prep_create(r.type, *req, auth, nullptr));
+      break;
+    }
+    case OpCode::remove: {
+      auto req = wire::decode<wire::DeleteRequest>(r.body);
+      if (!req) { t.body = marshalling(); break; }
+      finish(prep_delete(*req, auth, nullptr));
+      break;
+    }
+    case OpCode::setData: {
+      auto req = wire::decode<wire::SetDataRequest>(r.body);
+      if (!req) { t.body = marshalling(); break; }
+      finish(prep_set_data(*req, auth, nullptr));
+      break;
+    }
+    case OpCode::setACL: {
+      auto req = wire::decode<wire::SetACLRequest>(r.body);
+      if (!req) { t.body = marshalling(); break; }
+      finish(prep_set_acl(*req, auth, nullptr));
+      break;
+    }
+    case OpCode::check: {
+      auto req = wire::decode<wire::CheckVersionRequest>(r.body);
+      if (!req) { t.body = marshalling(); break; }
+      finish(prep_check(*req, auth));
+      break;
+    }
+    case OpCode::multi:
+      t.body = prep_multi(r.body, auth);
+      break;
+    default:
+      t.body = ErrorTxn{static_cast<int32_t>(Err::unimplemented)};
+      break;
+  }
+  // An ephemeral belongs to the session that created it.
+  auto own = [&](CreateTxn& c) {
+    if (c.ephemeralOwner == -1) {
+      c.ephemeralOwner = r.session;
+      if (auto it = pending_.find(c.path); it != pending_.end() && it->second) it->second->ephemeralOwner = r.session;
+    }
+  };
+  if (auto* c = std::get_if<CreateTxn>(&t.body)) own(*c);
+  if (auto* m = std::get_if<MultiTxn>(&t.body))
+    for (auto& op : m->ops)
+      if (auto* c = std::get_if<CreateTxn>(&op.body)) own(*c);
+  return t;
+}
+
+Txn Prep::close_session(SessionId s, int32_t cxid, int64_t now_ms) {
+  Txn t;
+  t.session = s;
+  t.cxid = cxid;
+  t.time = now_ms;
+  t.type = static_cast<int32_t>(OpCode::closeSession);
+  CloseSessionTxn c;
+  c.ephemerals = tree_.ephemerals_of(s);
+  for (const auto& p : c.ephemerals) {
+    if (auto v = view(p)) {
+      std::string parent_name(parent_path(p));
+      if (auto parent = view(parent_name)) {
+        parent->children -= 1;
+        stage(parent_name, *parent, nullptr);
+      }
+      stage(p, View{}, nullptr);
+    }
+  }
+  t.body = std::move(c);
+  return t;
+}
+
+std::optional<Txn> Prep::expire_node(const std::string& path, int64_t now_ms) {
+  const Node* n = tree_.find(path);
+  if (!n || !n->children.empty() || pending_.count(path)) return std::nullopt;
+  bool due = false;
+  if (ephemeral::is_container(n->ephemeralOwner)) {
+    due = n->creates > 0;  // a container that never had a child is left alone
+  } else if (ephemeral::is_ttl(n->ephemeralOwner)) {
+    due = now_ms - n->mtime > ephemeral::ttl_of(n->ephemeralOwner);
+  }
+  if (!due) return std::nullopt;
+  std::string parent_name(parent_path(path));
+  auto parent = view(parent_name);
+  if (!parent) return std::nullopt;
+  parent->children -= 1;
+  stage(parent_name, *parent, nullptr);
+  stage(path, View{}, nullptr);
+  Txn t;
+  t.time = now_ms;
+  t.type = static_cast<int32_t>(OpCode::deleteContainer);
+  t.body = DeleteTxn{path};
+  return t;
+}
+
+}  // namespace warden::server

@@ -1,0 +1,238 @@
+#include "server/runtime.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <boost/asio.hpp>
+#include <chrono>
+#include <memory>
+#include <unordered_map>
+
+#include "consensus/replicator.hpp"
+#include "server/zk_server.hpp"
+#include "storage/log_store.hpp"
+#include "wire/framing.hpp"
+
+namespace warden::server {
+
+namespace asio = boost::asio;
+using asio::ip::tcp;
+
+namespace {
+int64_t wall_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// How much one read takes from a socket: large enough to take many pipelined requests at once.
+constexpr size_t read_chunk = 64 * 1024;
+
+class Connection;
+
+struct Registry {
+  std::unordered_map<Connection*, std::shared_ptr<Connection>> live;
+};
+
+class Connection final : public ClientLink, public std::enable_shared_from_this<Connection> {
+ public:
+  Connection(tcp::socket s, ZkServer& server, Registry& reg, int32_t max_buffer)
+      : socket_(std::move(s)), server_(server), registry_(reg), max_buffer_(max_buffer) {
+    boost::system::error_code ec;
+    auto ep = socket_.remote_endpoint(ec);
+    peer_ = ec ? std::string("unknown") : ep.address().to_string();
+    socket_.set_option(tcp::no_delay(true), ec);
+  }
+
+  void start() {
+    id_ = server_.open(this);
+    read();
+  }
+
+  void send(std::string frame) override {
+    if (done_) return;
+    out_pending_ += frame;
+    if (!writing_) flush();
+  }
+
+  void close() override {
+    if (done_) return;
+    close_requested_ = true;
+    if (!writing_ && out_pending_.empty())
+      asio::post(socket_.get_executor(), [self = shared_from_this()] { self->finish(); });
+  }
+
+  const std::string& peer_address() const override { return peer_; }
+
+  void finish() {
+    if (done_) return;
+    done_ = true;
+    boost::system::error_code ec;
+    socket_.close(ec);
+    server_.closed(id_);
+    registry_.live.erase(this);  // may drop the last reference: touch nothing after this
+  }
+
+ private:
+  void read() {
+    chunk_.resize(read_chunk);
+    socket_.async_read_some(asio::buffer(chunk_), [self = shared_from_this()](boost::system::error_code ec, size_t n) {
+      if (ec) return self->finish();
+      self->in_.append(self->chunk_.data(), n);
+      self->consume();
+      if (!self->done_ && !self->close_requested_) self->read();
+    });
+  }
+
+  void consume() {
+    size_t off = 0;
+    while (!close_requested_ && !done_) {
+      auto scan = wire::scan_frame(std::string_view(in_).substr(off), max_buffer_);
+      if (scan.status == wire::FrameStatus::incomplete) break;
+      if (scan.status == wire::FrameStatus::bad_length) {
+        spdlog::warn("closing connection from {}: frame length {} is negative or above jute.maxbuffer {}", peer_,
+                     scan.length, max_buffer_);
+        close();
+        break;
+      }
+      off += scan.consumed;
+      server_.receive(id_, scan.payload);
+    }
+    in_.erase(0, off);
+  }
+
+  void flush() {
+    writing_ = true;
+    out_writing_.swap(out_pending_);
+    out_pending_.clear();
+    asio::async_write(socket_, asio::buffer(out_writing_),
+                      [self = shared_from_this()](boost::system::error_code ec, size_t) {
+                        self->writing_ = false;
+                        self->out_writing_.clear();
+                        if (ec) return self->finish();
+                        if (!self->out_pending_.empty())
+                          self->flush();
+                        else if (self->close_requested_)
+                          self->finish();
+                      });
+  }
+
+  tcp::socket socket_;
+  ZkServer& server_;
+  Registry& registry_;
+  int32_t max_buffer_;
+  ConnId id_ = 0;
+  std::string peer_;
+  std::vector<char> chunk_;
+  std::string in_;
+  std::string out_pending_, out_writing_;
+  bool writing_ = false, close_requested_ = false, done_ = false;
+};
+}  // namespace
+
+struct ServerRuntime::Impl {
+  Config config;
+  asio::io_context io{1};
+  storage::MemoryLogStore log;
+  consensus::SoloReplicator replicator{log, 0};
+  ZkServer server;
+  tcp::acceptor acceptor{io};
+  asio::steady_timer ticker{io};
+  asio::signal_set signals{io};
+  Registry registry;
+  bool stopping = false;
+
+  static ServerOptions options_of(const Config& c) {
+    ServerOptions o;
+    o.tick_ms = c.tick_time;
+    o.min_session_timeout_ms = c.effective_min_session_timeout();
+    o.max_session_timeout_ms = c.effective_max_session_timeout();
+    o.extended_types = c.extended_types;
+    o.container_check_interval_ms = c.container_check_interval_ms;
+    return o;
+  }
+
+  explicit Impl(const Config& c) : config(c), server(options_of(c), replicator, wall_ms) {}
+
+  void accept() {
+    acceptor.async_accept([this](boost::system::error_code ec, tcp::socket s) {
+      if (ec) {
+        if (!stopping) spdlog::warn("accept failed: {}", ec.message());
+        if (stopping || ec == asio::error::operation_aborted) return;
+      } else {
+        auto c = std::make_shared<Connection>(std::move(s), server, registry, config.jute_max_buffer);
+        registry.live.emplace(c.get(), c);
+        c->start();
+      }
+      accept();
+    });
+  }
+
+  void schedule_tick() {
+    // A few checks per tick keep expiry within a fraction of a tick of ZooKeeper's.
+    auto period = std::chrono::milliseconds(std::max(10, config.tick_time / 4));
+    ticker.expires_after(period);
+    ticker.async_wait([this](boost::system::error_code ec) {
+      if (ec || stopping) return;
+      server.tick();
+      schedule_tick();
+    });
+  }
+
+  void shutdown() {
+    if (stopping) return;
+    stopping = true;
+    boost::system::error_code ec;
+    acceptor.close(ec);
+    ticker.cancel();
+    signals.cancel();
+    auto live = registry.live;  // finish() edits the registry
+    for (auto& [p, c] : live) c->finish();
+    spdlog::info("warden-server stopped");
+  }
+};
+
+ServerRuntime::ServerRuntime(const Config& config) : impl_(std::make_unique<Impl>(config)) {}
+ServerRuntime::~ServerRuntime() = default;
+
+void ServerRuntime::bind() {
+  boost::system::error_code ec;
+  auto addr = asio::ip::make_address(impl_->config.client_port_address, ec);
+  if (ec) throw std::runtime_error("clientPortAddress '" + impl_->config.client_port_address + "' is not an IP address");
+  tcp::endpoint ep(addr, static_cast<uint16_t>(impl_->config.client_port));
+  auto& a = impl_->acceptor;
+  a.open(ep.protocol(), ec);
+  if (!ec) a.set_option(tcp::acceptor::reuse_address(true), ec);
+  if (!ec) a.bind(ep, ec);
+  if (!ec) a.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) throw std::runtime_error("cannot listen on " + impl_->config.client_port_address + ":" +
+                                   std::to_string(impl_->config.client_port) + ": " + ec.message());
+}
+
+uint16_t ServerRuntime::port() const { return impl_->acceptor.local_endpoint().port(); }
+
+std::string ServerRuntime::address() const {
+  auto ep = impl_->acceptor.local_endpoint();
+  auto host = ep.address().to_string();
+  if (ep.address().is_v6()) host = "[" + host + "]";
+  return host + ":" + std::to_string(ep.port());
+}
+
+void ServerRuntime::run(bool handle_signals) {
+  if (handle_signals) {
+    impl_->signals.add(SIGTERM);
+    impl_->signals.add(SIGINT);
+    impl_->signals.async_wait([this](boost::system::error_code ec, int sig) {
+      if (ec) return;
+      spdlog::info("signal {} received, stopping", sig);
+      impl_->shutdown();
+    });
+  }
+  impl_->accept();
+  impl_->schedule_tick();
+  impl_->io.run();
+}
+
+void ServerRuntime::stop() {
+  asio::post(impl_->io, [this] { impl_->shutdown(); });
+}
+
+}  // namespace warden::server

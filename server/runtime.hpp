@@ -1,0 +1,36 @@
+// A running standalone server: the log, the ensemble of one, the pipeline, the client port and
+// the tick, on one event-loop thread. The binary and EmbeddedServer both build on it. Asio stays
+// inside runtime.cpp.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "server/config.hpp"
+
+namespace warden::server {
+
+class ServerRuntime {
+ public:
+  explicit ServerRuntime(const Config& config);
+  ~ServerRuntime();
+  ServerRuntime(const ServerRuntime&) = delete;
+  ServerRuntime& operator=(const ServerRuntime&) = delete;
+
+  // Binds the client port (0 picks a free one). Throws std::runtime_error when it cannot.
+  void bind();
+  // "host:port" as bound, IPv6 in brackets.
+  std::string address() const;
+  uint16_t port() const;
+  // Serves until stop(); stops cleanly on SIGTERM and SIGINT when `handle_signals`.
+  void run(bool handle_signals);
+  // Safe from any thread.
+  void stop();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace warden::server

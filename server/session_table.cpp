@@ -1,0 +1,68 @@
+#include "server/session_table.hpp"
+
+#include "server/txn.hpp"
+
+namespace warden::server {
+
+void SessionTable::seed_ids(int64_t now_ms, uint8_t server_id) {
+  uint64_t base = (static_cast<uint64_t>(now_ms) << 24) >> 8;
+  next_ = static_cast<SessionId>(base | (static_cast<uint64_t>(server_id) << 56));
+}
+
+SessionId SessionTable::next_id() {
+  SessionId id = next_++;
+  // Never hand out 0 (no session) or the container marker.
+  if (id == 0 || id == ephemeral::container) id = next_++;
+  return id;
+}
+
+void SessionTable::add(SessionId id, int32_t timeout_ms, std::string passwd, int64_t now_ms) {
+  Session s{id, timeout_ms, std::move(passwd), bucket_for(now_ms + timeout_ms), false};
+  buckets_[s.deadline].insert(id);
+  sessions_[id] = std::move(s);
+}
+
+Session* SessionTable::find(SessionId id) {
+  auto it = sessions_.find(id);
+  return it == sessions_.end() ? nullptr : &it->second;
+}
+
+bool SessionTable::touch(SessionId id, int64_t now_ms) {
+  Session* s = find(id);
+  if (!s || s->closing) return false;
+  int64_t deadline = bucket_for(now_ms + s->timeout_ms);
+  if (deadline <= s->deadline) return true;
+  auto b = buckets_.find(s->deadline);
+  if (b != buckets_.end()) {
+    b->second.erase(id);
+    if (b->second.empty()) buckets_.erase(b);
+  }
+  s->deadline = deadline;
+  buckets_[deadline].insert(id);
+  return true;
+}
+
+void SessionTable::remove(SessionId id) {
+  auto it = sessions_.find(id);
+  if (it == sessions_.end()) return;
+  auto b = buckets_.find(it->second.deadline);
+  if (b != buckets_.end()) {
+    b->second.erase(id);
+    if (b->second.empty()) buckets_.erase(b);
+  }
+  sessions_.erase(it);
+}
+
+std::vector<SessionId> SessionTable::take_expired(int64_t now_ms) {
+  std::vector<SessionId> out;
+  while (!buckets_.empty() && buckets_.begin()->first <= now_ms) {
+    for (SessionId id : buckets_.begin()->second) {
+      out.push_back(id);
+      if (Session* s = find(id)) s->closing = true;
+    }
+    buckets_.erase(buckets_.begin());
+  }
+  return out;
+}
+
+}  // namespace warden::server

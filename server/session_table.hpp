@@ -1,0 +1,58 @@
+// The sessions the ensemble knows, and when each expires. Expiry uses ZooKeeper's buckets: a
+// session's deadline is rounded up to the next multiple of the tick, so one check per tick
+// finds every expired session at once.
+//
+// Sessions are added and removed only by applying txns (create/close session), so every
+// replica has the same table; deadlines are local to the server that tracks them.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "wire/records.hpp"
+
+namespace warden::server {
+
+using wire::SessionId;
+
+struct Session {
+  SessionId id = 0;
+  int32_t timeout_ms = 0;
+  std::string passwd;
+  int64_t deadline = 0;  // the bucket this session sits in
+  bool closing = false;  // a close txn is on its way: no new requests
+};
+
+class SessionTable {
+ public:
+  explicit SessionTable(int32_t tick_ms) : tick_(tick_ms) {}
+
+  // Seeds the id generator as ZooKeeper does: the server id in the top byte, the start time in
+  // milliseconds below it, so ids never repeat across restarts of a server whose clock advances.
+  void seed_ids(int64_t now_ms, uint8_t server_id);
+  SessionId next_id();
+
+  void add(SessionId id, int32_t timeout_ms, std::string passwd, int64_t now_ms);
+  Session* find(SessionId id);
+  // Pushes the session's deadline out to now + its timeout; false for an unknown or closing one.
+  bool touch(SessionId id, int64_t now_ms);
+  void remove(SessionId id);
+  // Every session whose deadline has passed, marked closing.
+  std::vector<SessionId> take_expired(int64_t now_ms);
+  size_t size() const { return sessions_.size(); }
+
+ private:
+  int64_t bucket_for(int64_t t) const { return (t / tick_ + 1) * tick_; }
+
+  int32_t tick_;
+  SessionId next_ = 1;
+  std::unordered_map<SessionId, Session> sessions_;
+  std::map<int64_t, std::unordered_set<SessionId>> buckets_;
+};
+
+}  // namespace warden::server

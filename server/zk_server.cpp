@@ -1,0 +1,448 @@
+#include "server/zk_server.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cassert>
+
+#include "wire/framing.hpp"
+
+namespace warden::server {
+
+using wire::Err;
+using wire::OpCode;
+
+namespace {
+// Writes a reply frame: length prefix, header, then the body record if any.
+template <class R>
+std::string frame_of(const wire::ReplyHeader& h, const R* body) {
+  std::string out(4, '\0');
+  wire::Writer w(out);
+  h.visit(w);
+  if (body) body->visit(w);
+  wire::Writer len(out);
+  std::string prefix;
+  wire::Writer(prefix).put_int(static_cast<int32_t>(out.size() - 4));
+  out.replace(0, 4, prefix);
+  return out;
+}
+
+bool is_write(OpCode op) {
+  switch (op) {
+    case OpCode::create:
+    case OpCode::create2:
+    case OpCode::createContainer:
+    case OpCode::createTTL:
+    case OpCode::remove:
+    case OpCode::setData:
+    case OpCode::setACL:
+    case OpCode::check:
+    case OpCode::multi:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool is_known(OpCode op) {
+  switch (op) {
+    case OpCode::reconfig:
+    case OpCode::checkWatches:
+    case OpCode::removeWatches:
+    case OpCode::multiRead:
+    case OpCode::sasl:
+    case OpCode::getEphemerals:
+    case OpCode::getAllChildrenNumber:
+    case OpCode::setWatches2:
+    case OpCode::addWatch:
+    case OpCode::whoAmI:
+      return true;
+    default:
+      return false;
+  }
+}
+}  // namespace
+
+ZkServer::ZkServer(ServerOptions opts, consensus::Replicator& replicator, Clock clock)
+    : opts_(opts),
+      replicator_(replicator),
+      clock_(std::move(clock)),
+      prep_(tree_, opts.extended_types),
+      sessions_(opts.tick_ms),
+      rng_(std::random_device{}()) {
+  sessions_.seed_ids(clock_(), opts_.server_id);
+  replicator_.set_commit_handler([this](Zxid z, std::string_view p) { on_commit(z, p); });
+  next_container_check_ = clock_() + opts_.container_check_interval_ms;
+}
+
+ZkServer::Conn* ZkServer::conn(ConnId id) {
+  auto it = conns_.find(id);
+  return it == conns_.end() ? nullptr : &it->second;
+}
+
+ConnId ZkServer::open(ClientLink* link) {
+  ConnId id = next_conn_++;
+  Conn c;
+  c.link = link;
+  c.auth.push_back(wire::Id{"ip", link->peer_address()});
+  conns_.emplace(id, std::move(c));
+  return id;
+}
+
+void ZkServer::closed(ConnId id) {
+  auto it = conns_.find(id);
+  if (it == conns_.end()) return;
+  if (it->second.attached) {
+    auto o = owner_.find(it->second.session);
+    if (o != owner_.end() && o->second == id) owner_.erase(o);
+  }
+  watches_.remove_connection(id);
+  for (auto& p : pending_)
+    if (p.conn == id) p.conn = 0;  // its replies have nowhere to go
+  conns_.erase(it);
+}
+
+void ZkServer::close_conn(ConnId id) {
+  Conn* c = conn(id);
+  if (!c || c->closing) return;
+  c->closing = true;
+  c->link->close();
+}
+
+void ZkServer::receive(ConnId id, std::string_view payload) {
+  Conn* c = conn(id);
+  if (!c || c->closing) return;
+  if (!c->attached) {
+    handle_connect(id, *c, payload);
+  } else {
+    handle_request(id, *c, payload);
+  }
+}
+
+void ZkServer::handle_connect(ConnId id, Conn& c, std::string_view payload) {
+  if (c.session != 0) return;  // a session is being created for this connection: ignore extras
+  auto req = wire::decode_connect_request(payload);
+  if (!req) {
+    spdlog::warn("closing connection from {}: malformed connect request of {} bytes", c.link->peer_address(),
+                 payload.size());
+    close_conn(id);
+    return;
+  }
+  Zxid last = tree_.last_applied();
+  if (req->lastZxidSeen > last) {
+    spdlog::info("refusing session request from {}: it has seen zxid 0x{:x}, ours is 0x{:x}; it must try another server",
+                 c.link->peer_address(), req->lastZxidSeen, last);
+    close_conn(id);
+    return;
+  }
+  int32_t timeout = std::clamp(req->timeOut, opts_.min_session_timeout_ms, opts_.max_session_timeout_ms);
+  c.old_client = !req->read_only.has_value();
+  c.negotiated_timeout = timeout;
+  if (req->sessionId == 0) {
+    SessionId s = sessions_.next_id();
+    std::string passwd(16, '\0');
+    for (auto& ch : passwd) ch = static_cast<char>(rng_());
+    c.session = s;
+    Txn t;
+    t.session = s;
+    t.time = clock_();
+    t.type = static_cast<int32_t>(OpCode::createSession);
+    t.body = CreateSessionTxn{timeout, passwd};
+    submit(std::move(t), Pending{Kind::connect, id, 0});
+    return;
+  }
+  Session* s = sessions_.find(req->sessionId);
+  if (!s || s->closing || !req->passwd || *req->passwd != s->passwd) {
+    spdlog::info("session 0x{:x} from {} is expired or its password does not match", req->sessionId,
+                 c.link->peer_address());
+    send_connect_response(c, 0, 0, std::string(16, '\0'));
+    close_conn(id);
+    return;
+  }
+  if (auto o = owner_.find(s->id); o != owner_.end() && o->second != id) close_conn(o->second);
+  sessions_.touch(s->id, clock_());
+  attach(id, c, s->id);
+  send_connect_response(c, timeout, s->id, s->passwd);
+}
+
+void ZkServer::attach(ConnId id, Conn& c, SessionId s) {
+  c.session = s;
+  c.attached = true;
+  owner_[s] = id;
+}
+
+void ZkServer::send_connect_response(Conn& c, int32_t timeout, SessionId s, const std::string& passwd) {
+  wire::ConnectResponse r;
+  r.timeOut = timeout;
+  r.sessionId = s;
+  r.passwd = passwd;
+  if (!c.old_client) r.read_only = false;
+  std::string frame;
+  wire::append_frame(frame, wire::encode_connect_response(r));
+  c.link->send(std::move(frame));
+}
+
+void ZkServer::send_reply(ConnId id, int32_t xid, Zxid zxid, Err err) {
+  Conn* c = conn(id);
+  if (!c) return;
+  c->link->send(frame_of<wire::ErrorResponse>(wire::ReplyHeader{xid, zxid, static_cast<int32_t>(err)}, nullptr));
+}
+
+template <class R>
+void ZkServer::send_reply(ConnId id, int32_t xid, Zxid zxid, const R& body) {
+  Conn* c = conn(id);
+  if (!c) return;
+  c->link->send(frame_of(wire::ReplyHeader{xid, zxid, 0}, &body));
+}
+
+void ZkServer::handle_request(ConnId id, Conn& c, std::string_view payload) {
+  wire::Reader r(payload);
+  wire::RequestHeader h;
+  h.visit(r);
+  if (!r.ok()) {
+    spdlog::warn("closing connection of session 0x{:x}: request of {} bytes has no header", c.session, payload.size());
+    close_conn(id);
+    return;
+  }
+  std::string_view body = payload.substr(8);
+  auto op = static_cast<OpCode>(h.type);
+  Zxid last = tree_.last_applied();
+  if (!sessions_.touch(c.session, clock_())) {
+    send_reply(id, h.xid, last, Err::sessionExpired);
+    close_conn(id);
+    return;
+  }
+  if (h.xid == wire::xid::auth && op == OpCode::auth) {
+    handle_auth(c, body);
+    if (c.closing) return;
+    return;
+  }
+  switch (op) {
+    case OpCode::ping:
+      send_reply(id, h.xid, last, Err::ok);
+      return;
+    case OpCode::setWatches:
+      handle_set_watches(id, c, h.xid, body);
+      return;
+    case OpCode::sync: {
+      auto req = wire::decode<wire::SyncRequest>(body);
+      if (!req) return send_reply(id, h.xid, last, Err::marshallingError);
+      return send_reply(id, h.xid, last, wire::SyncResponse{req->path});
+    }
+    case OpCode::closeSession: {
+      Session* s = sessions_.find(c.session);
+      if (s) s->closing = true;
+      submit(prep_.close_session(c.session, h.xid, clock_()), Pending{Kind::request, id, h.xid});
+      return;
+    }
+    case OpCode::exists:
+    case OpCode::getData:
+    case OpCode::getChildren:
+    case OpCode::getChildren2:
+    case OpCode::getACL:
+      handle_read(id, c, op, h.xid, body);
+      return;
+    default:
+      break;
+  }
+  if (is_write(op)) {
+    PrepRequest pr{c.session, h.xid, op, body, &c.auth, clock_()};
+    submit(prep_.prepare(pr), Pending{Kind::request, id, h.xid});
+    return;
+  }
+  if (is_known(op)) {
+    // A ZooKeeper opcode this server does not serve yet: the client learns it, the session lives.
+    send_reply(id, h.xid, last, Err::unimplemented);
+    return;
+  }
+  spdlog::warn("closing connection of session 0x{:x}: unknown opcode {}", c.session, h.type);
+  send_reply(id, h.xid, -1, Err::unimplemented);
+  close_conn(id);
+}
+
+void ZkServer::handle_read(ConnId id, Conn& c, OpCode op, int32_t xid, std::string_view body) {
+  Zxid last = tree_.last_applied();
+  if (op == OpCode::getACL) {
+    auto req = wire::decode<wire::GetACLRequest>(body);
+    if (!req) return send_reply(id, xid, last, Err::marshallingError);
+    const Node* n = tree_.find(req->path);
+    if (!n) return send_reply(id, xid, last, Err::noNode);
+    if (!acl_allows(*n->acl, wire::perms::read | wire::perms::admin, c.auth))
+      return send_reply(id, xid, last, Err::noAuth);
+    wire::GetACLResponse resp{*n->acl, client_stat(*n)};
+    // Without ADMIN, digest ids are shown without their hashes, as ZooKeeper does.
+    if (!acl_allows(*n->acl, wire::perms::admin, c.auth))
+      for (auto& a : resp.acl)
+        if (a.id.scheme == "digest") a.id.id = a.id.id.substr(0, a.id.id.find(':')) + ":x";
+    return send_reply(id, xid, last, resp);
+  }
+  auto req = wire::decode<wire::PathWatchRequest>(body);
+  if (!req) return send_reply(id, xid, last, Err::marshallingError);
+  const Node* n = tree_.find(req->path);
+  if (op == OpCode::exists) {
+    // exists leaves a watch on a missing node too: it fires when the node is created.
+    if (req->watch) watches_.add_data_watch(req->path, id);
+    if (!n) return send_reply(id, xid, last, Err::noNode);
+    return send_reply(id, xid, last, wire::StatResponse{client_stat(*n)});
+  }
+  if (!n) return send_reply(id, xid, last, Err::noNode);
+  if (!acl_allows(*n->acl, wire::perms::read, c.auth)) return send_reply(id, xid, last, Err::noAuth);
+  if (op == OpCode::getData) {
+    if (req->watch) watches_.add_data_watch(req->path, id);
+    return send_reply(id, xid, last, wire::GetDataResponse{n->data, client_stat(*n)});
+  }
+  if (req->watch) watches_.add_child_watch(req->path, id);
+  std::vector<std::string> kids(n->children.begin(), n->children.end());
+  if (op == OpCode::getChildren) return send_reply(id, xid, last, wire::GetChildrenResponse{std::move(kids)});
+  return send_reply(id, xid, last, wire::GetChildren2Response{std::move(kids), client_stat(*n)});
+}
+
+void ZkServer::handle_auth(Conn& c, std::string_view body) {
+  auto req = wire::decode<wire::AuthPacket>(body);
+  if (req && req->scheme == "digest" && req->auth) {
+    wire::Id id{"digest", digest_id(*req->auth)};
+    if (std::find(c.auth.begin(), c.auth.end(), id) == c.auth.end()) c.auth.push_back(id);
+    c.link->send(frame_of<wire::ErrorResponse>(wire::ReplyHeader{wire::xid::auth, 0, 0}, nullptr));
+    return;
+  }
+  spdlog::warn("authentication failed for session 0x{:x}: scheme '{}'", c.session, req ? req->scheme : "?");
+  c.link->send(frame_of<wire::ErrorResponse>(
+      wire::ReplyHeader{wire::xid::auth, 0, static_cast<int32_t>(Err::authFailed)}, nullptr));
+  for (auto& [cid, cc] : conns_)
+    if (&cc == &c) close_conn(cid);
+}
+
+void ZkServer::handle_set_watches(ConnId id, Conn& c, int32_t xid, std::string_view body) {
+  (void)c;
+  Zxid last = tree_.last_applied();
+  auto req = wire::decode<wire::SetWatches>(body);
+  if (!req) return send_reply(id, xid, last, Err::marshallingError);
+  // ZooKeeper's DataTree.setWatches: what changed after relativeZxid fires at once, the rest
+  // is watched again.
+  std::vector<WatchEvent> events;
+  auto fire = [&](wire::EventType t, const std::string& p) {
+    events.push_back({id, wire::WatcherEvent{static_cast<int32_t>(t),
+                                             static_cast<int32_t>(wire::KeeperState::syncConnected), p}});
+  };
+  for (const auto& p : req->dataWatches) {
+    const Node* n = tree_.find(p);
+    if (!n)
+      fire(wire::EventType::nodeDeleted, p);
+    else if (n->mzxid > req->relativeZxid)
+      fire(wire::EventType::nodeDataChanged, p);
+    else
+      watches_.add_data_watch(p, id);
+  }
+  for (const auto& p : req->existWatches) {
+    if (tree_.find(p))
+      fire(wire::EventType::nodeCreated, p);
+    else
+      watches_.add_data_watch(p, id);
+  }
+  for (const auto& p : req->childWatches) {
+    const Node* n = tree_.find(p);
+    if (!n)
+      fire(wire::EventType::nodeDeleted, p);
+    else if (n->pzxid > req->relativeZxid)
+      fire(wire::EventType::nodeChildrenChanged, p);
+    else
+      watches_.add_child_watch(p, id);
+  }
+  for (const auto& e : events) send_reply(id, wire::xid::notification, -1, e.event);
+  send_reply(id, xid, last, Err::ok);
+}
+
+void ZkServer::submit(Txn txn, Pending p) {
+  pending_.push_back(p);
+  replicator_.propose(encode_txn(txn));
+}
+
+void ZkServer::on_commit(Zxid zxid, std::string_view payload) {
+  auto txn = decode_txn(payload);
+  if (!txn) {
+    // Only our own encoder writes payloads: a failure here is a bug, never input.
+    spdlog::critical("committed txn 0x{:x} does not decode; stopping", zxid);
+    std::abort();
+  }
+  std::vector<WatchTrigger> triggers;
+  ApplyResult r = tree_.apply(*txn, zxid, triggers);
+  if (auto* cs = std::get_if<CreateSessionTxn>(&txn->body)) {
+    sessions_.add(txn->session, cs->timeout, cs->passwd, clock_());
+  } else if (std::holds_alternative<CloseSessionTxn>(txn->body)) {
+    sessions_.remove(txn->session);
+  }
+  std::vector<WatchEvent> events;
+  for (const auto& t : triggers) watches_.trigger(t, events);
+  for (const auto& e : events) send_reply(e.conn, wire::xid::notification, -1, e.event);
+
+  assert(!pending_.empty());
+  Pending p = pending_.front();
+  pending_.pop_front();
+  if (pending_.empty()) prep_.retire_all();
+  reply_write(p, *txn, r, zxid);
+}
+
+void ZkServer::reply_write(const Pending& p, const Txn& txn, const ApplyResult& r, Zxid zxid) {
+  if (std::holds_alternative<CloseSessionTxn>(txn.body)) {
+    if (p.kind == Kind::internal) spdlog::info("session 0x{:x} expired", txn.session);
+    if (p.conn) send_reply(p.conn, p.xid, zxid, Err::ok);
+    if (auto o = owner_.find(txn.session); o != owner_.end()) {
+      close_conn(o->second);
+      owner_.erase(o);
+    }
+    return;
+  }
+  if (p.kind == Kind::internal || p.conn == 0) return;
+  Conn* c = conn(p.conn);
+  if (!c) return;
+  if (p.kind == Kind::connect) {
+    const auto& cs = std::get<CreateSessionTxn>(txn.body);
+    attach(p.conn, *c, txn.session);
+    send_connect_response(*c, cs.timeout, txn.session, cs.passwd);
+    return;
+  }
+  if (r.err != Err::ok) return send_reply(p.conn, p.xid, zxid, r.err);
+  switch (static_cast<OpCode>(txn.type)) {
+    case OpCode::create:
+      return send_reply(p.conn, p.xid, zxid, wire::CreateResponse{r.path});
+    case OpCode::create2:
+    case OpCode::createContainer:
+    case OpCode::createTTL:
+      return send_reply(p.conn, p.xid, zxid, wire::Create2Response{r.path, r.stat});
+    case OpCode::setData:
+    case OpCode::setACL:
+      return send_reply(p.conn, p.xid, zxid, wire::StatResponse{r.stat});
+    case OpCode::multi: {
+      std::string out(4, '\0');
+      wire::Writer w(out);
+      wire::ReplyHeader{p.xid, zxid, 0}.visit(w);
+      wire::encode_multi_response(w, r.multi);
+      std::string prefix;
+      wire::Writer(prefix).put_int(static_cast<int32_t>(out.size() - 4));
+      out.replace(0, 4, prefix);
+      c->link->send(std::move(out));
+      return;
+    }
+    default:
+      return send_reply(p.conn, p.xid, zxid, Err::ok);
+  }
+}
+
+void ZkServer::expire_nodes(int64_t now) {
+  // Copied: applying a removal edits the set being walked.
+  std::vector<std::string> candidates(tree_.expirable().begin(), tree_.expirable().end());
+  for (const auto& path : candidates)
+    if (auto t = prep_.expire_node(path, now)) submit(std::move(*t), Pending{Kind::internal, 0, 0});
+}
+
+void ZkServer::tick() {
+  int64_t now = clock_();
+  for (SessionId s : sessions_.take_expired(now))
+    submit(prep_.close_session(s, 0, now), Pending{Kind::internal, 0, 0});
+  if (now >= next_container_check_) {
+    next_container_check_ = now + opts_.container_check_interval_ms;
+    expire_nodes(now);
+  }
+}
+
+}  // namespace warden::server

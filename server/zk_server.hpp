@@ -1,0 +1,122 @@
+// The request pipeline of one server, free of sockets and clocks so that tests drive it
+// directly. The network layer hands it frames per connection and gives it a ClientLink to
+// answer on; time comes from the injected clock.
+//
+// A write goes prep -> replicator.propose -> (commit) apply to the tree -> watch events ->
+// reply. A read is answered from the tree at once. Everything runs on one thread (the strand
+// that owns the tree), so a session's replies leave in request order and a watch event always
+// leaves before the reply whose result announced it.
+//
+// Invariants: `owner_` maps each attached session to its one live connection; `pending_` holds
+// one entry per proposed txn not yet applied, in zxid order.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <random>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+#include "consensus/replicator.hpp"
+#include "server/acl.hpp"
+#include "server/data_tree.hpp"
+#include "server/prep.hpp"
+#include "server/session_table.hpp"
+#include "server/watch_manager.hpp"
+
+namespace warden::server {
+
+// One client connection as the pipeline sees it; implemented by the network layer.
+class ClientLink {
+ public:
+  virtual ~ClientLink() = default;
+  // Queues one frame (length prefix included) for sending.
+  virtual void send(std::string frame) = 0;
+  // Closes once what was queued has been sent. Must not call back into ZkServer synchronously.
+  virtual void close() = 0;
+  // The peer's address without port, for ip ACLs and log lines.
+  virtual const std::string& peer_address() const = 0;
+};
+
+struct ServerOptions {
+  int32_t tick_ms = 2000;
+  int32_t min_session_timeout_ms = 4000;
+  int32_t max_session_timeout_ms = 40000;
+  bool extended_types = false;
+  uint8_t server_id = 0;
+  // How often containers and TTL nodes are checked (ZooKeeper's znode.container.checkIntervalMs).
+  int32_t container_check_interval_ms = 60000;
+};
+
+class ZkServer {
+ public:
+  using Clock = std::function<int64_t()>;  // ms since the Unix epoch
+
+  ZkServer(ServerOptions opts, consensus::Replicator& replicator, Clock clock);
+
+  ConnId open(ClientLink* link);
+  // One frame's payload (without its length prefix) from a connection.
+  void receive(ConnId c, std::string_view payload);
+  // The connection is gone; its watches go with it, its session lives on until it expires.
+  void closed(ConnId c);
+  // Called about every tick: expires sessions, removes due containers and TTL nodes.
+  void tick();
+
+  const DataTree& tree() const { return tree_; }
+  size_t session_count() const { return sessions_.size(); }
+  size_t connection_count() const { return conns_.size(); }
+  size_t watch_count() const { return watches_.watch_count(); }
+
+ private:
+  struct Conn {
+    ClientLink* link = nullptr;
+    SessionId session = 0;
+    bool attached = false;
+    bool old_client = false;  // sent no readOnly byte, so gets none back
+    bool closing = false;
+    int32_t negotiated_timeout = 0;
+    AuthIds auth;
+  };
+  enum class Kind { connect, request, internal };
+  struct Pending {
+    Kind kind;
+    ConnId conn = 0;
+    int32_t xid = 0;
+  };
+
+  void handle_connect(ConnId id, Conn& c, std::string_view payload);
+  void handle_request(ConnId id, Conn& c, std::string_view payload);
+  void handle_read(ConnId id, Conn& c, wire::OpCode op, int32_t xid, std::string_view body);
+  void handle_auth(Conn& c, std::string_view body);
+  void handle_set_watches(ConnId id, Conn& c, int32_t xid, std::string_view body);
+  void submit(Txn txn, Pending p);
+  void on_commit(Zxid zxid, std::string_view payload);
+  void reply_write(const Pending& p, const Txn& txn, const ApplyResult& r, Zxid zxid);
+  void attach(ConnId id, Conn& c, SessionId s);
+  void send_connect_response(Conn& c, int32_t timeout, SessionId s, const std::string& passwd);
+  void send_reply(ConnId id, int32_t xid, Zxid zxid, wire::Err err);
+  template <class R>
+  void send_reply(ConnId id, int32_t xid, Zxid zxid, const R& body);
+  void close_conn(ConnId id);
+  void expire_nodes(int64_t now);
+  Conn* conn(ConnId id);
+
+  ServerOptions opts_;
+  consensus::Replicator& replicator_;
+  Clock clock_;
+  DataTree tree_;
+  Prep prep_;
+  SessionTable sessions_;
+  WatchManager watches_;
+  std::unordered_map<ConnId, Conn> conns_;
+  std::unordered_map<SessionId, ConnId> owner_;
+  std::deque<Pending> pending_;
+  ConnId next_conn_ = 1;
+  int64_t next_container_check_ = 0;
+  std::mt19937_64 rng_;
+};
+
+}  // namespace warden::server

@@ -1,0 +1,52 @@
+// The transaction log, as replication sees it: opaque payloads keyed by zxid, appended in zxid
+// order. Storage knows nothing of what a payload means.
+//
+// MemoryLogStore is the embedded-mode and test implementation: it keeps a bounded tail of the
+// log in memory, so a long-running server does not grow without end; the durable RocksDB store
+// replaces it for production.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <vector>
+
+namespace warden::storage {
+
+using Zxid = int64_t;
+
+struct LogEntry {
+  Zxid zxid = 0;
+  std::string payload;
+};
+
+class LogStore {
+ public:
+  virtual ~LogStore() = default;
+  // Appends entries whose zxids are above last_zxid(), in ascending order; durable on return.
+  virtual void append(std::vector<LogEntry> entries) = 0;
+  virtual Zxid last_zxid() const = 0;
+  // Entries with zxid > `after` that the store still holds, in zxid order.
+  virtual std::vector<LogEntry> read_after(Zxid after) const = 0;
+};
+
+class MemoryLogStore final : public LogStore {
+ public:
+  // How many of the newest entries stay in memory: enough for a follower that is a little
+  // behind to catch up by DIFF once the ensemble exists, small enough to bound memory.
+  static constexpr size_t default_retained = 10000;
+
+  explicit MemoryLogStore(size_t retained = default_retained) : retained_(retained) {}
+
+  void append(std::vector<LogEntry> entries) override;
+  Zxid last_zxid() const override { return last_; }
+  std::vector<LogEntry> read_after(Zxid after) const override;
+
+ private:
+  size_t retained_;
+  std::deque<LogEntry> entries_;
+  Zxid last_ = 0;
+};
+
+}  // namespace warden::storage
