@@ -1,0 +1,30 @@
+# Shared by scripts/run, scripts/test and scripts/bench: install what is missing, then build.
+# Sourced, not run.
+
+WARDEN_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+BUILD_DIR="${BUILD_DIR:-$WARDEN_ROOT/build}"
+
+# Debian packages the build needs.
+BUILD_PACKAGES=(cmake ninja-build g++ ccache libboost-dev libspdlog-dev libfmt-dev catch2
+                libprotobuf-dev protobuf-compiler librocksdb-dev)
+# The real clients the integration tests drive, and ZooKeeper itself as the reference.
+CLIENT_PACKAGES=(zookeeper zookeeper-bin libzookeeper-mt-dev python3-kazoo libcurator-recipes-java
+                 default-jdk-headless)
+
+install_packages() {
+  local missing=()
+  for p in "$@"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  echo "installing: ${missing[*]}"
+  local sudo=""
+  [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" </dev/null
+}
+
+build() {
+  cmake -S "$WARDEN_ROOT" -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-RelWithDebInfo}" "$@" >/dev/null
+  ninja -C "$BUILD_DIR"
+}

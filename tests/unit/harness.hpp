@@ -1,0 +1,164 @@
+// Drives a ZkServer directly: fake connections that collect frames, and a clock the test moves.
+#pragma once
+
+#include <catch2/catch.hpp>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "consensus/replicator.hpp"
+#include "server/zk_server.hpp"
+#include "storage/log_store.hpp"
+#include "wire/framing.hpp"
+#include "wire/records.hpp"
+
+namespace test {
+
+using namespace warden;
+using wire::Err;
+using wire::OpCode;
+
+struct FakeLink : server::ClientLink {
+  std::deque<std::string> frames;
+  bool closed = false;
+  std::string addr = "127.0.0.1";
+  void send(std::string f) override { frames.push_back(std::move(f)); }
+  void close() override { closed = true; }
+  const std::string& peer_address() const override { return addr; }
+};
+
+struct Harness {
+  int64_t now = 1'700'000'000'000;
+  storage::MemoryLogStore log;
+  consensus::SoloReplicator replicator{log, 0};
+  server::ZkServer server;
+  explicit Harness(server::ServerOptions o = {}, int64_t start = 1'700'000'000'000)
+      : now(start), server(o, replicator, [this] { return now; }) {}
+  // Moves the clock and runs the ticks a real server would have run meanwhile.
+  void advance(int64_t ms) {
+    for (int64_t step = 0; step < ms; step += 100) {
+      now += std::min<int64_t>(100, ms - step);
+      server.tick();
+    }
+  }
+};
+
+struct Reply {
+  wire::ReplyHeader header;
+  std::string body;
+  Err err() const { return static_cast<Err>(header.err); }
+};
+
+class Client {
+ public:
+  explicit Client(Harness& h) : h_(h) { id_ = h_.server.open(&link_); }
+  ~Client() {
+    if (!gone_) h_.server.closed(id_);
+  }
+
+  // Handshake; returns the response, or nothing when the server closed without one.
+  std::optional<wire::ConnectResponse> connect(int32_t timeout = 30000, wire::SessionId session = 0,
+                                               std::string passwd = std::string(16, '\0'), wire::Zxid last = 0) {
+    wire::ConnectRequest req{0, last, timeout, session, passwd, false};
+    h_.server.receive(id_, wire::encode_connect_request(req));
+    if (link_.frames.empty()) return std::nullopt;
+    auto f = pop();
+    auto resp = wire::decode_connect_response(f);
+    REQUIRE(resp);
+    session_ = resp->sessionId;
+    passwd_ = resp->passwd.value_or("");
+    return resp;
+  }
+
+  // Sends one request and returns its reply; watch events that came first land in `events`.
+  template <class R>
+  Reply call(OpCode op, const R& body) {
+    return call_raw(op, wire::encode(body));
+  }
+  // Sends bytes as one frame and expects nothing back.
+  void send_raw(const std::string& payload) { h_.server.receive(id_, payload); }
+  Reply call_raw(OpCode op, const std::string& body, int32_t xid = 0) {
+    int32_t x = xid ? xid : next_xid_++;
+    h_.server.receive(id_, wire::encode(wire::RequestHeader{x, static_cast<int32_t>(op)}) + body);
+    return next_reply();
+  }
+  Reply next_reply() {
+    while (!link_.frames.empty()) {
+      auto f = pop();
+      wire::Reader r(f);
+      wire::ReplyHeader h;
+      h.visit(r);
+      REQUIRE(r.ok());
+      std::string body(f.substr(16));
+      if (h.xid == wire::xid::notification) {
+        auto ev = wire::decode<wire::WatcherEvent>(body);
+        REQUIRE(ev);
+        events.push_back(*ev);
+        order.push_back("event:" + ev->path);
+        continue;
+      }
+      order.push_back("reply");
+      return Reply{h, body};
+    }
+    FAIL("no reply was sent");
+    return {};
+  }
+  // Collects events sent without a request (triggered by another client).
+  void drain() {
+    while (!link_.frames.empty()) {
+      auto f = pop();
+      wire::Reader r(f);
+      wire::ReplyHeader h;
+      h.visit(r);
+      if (h.xid == wire::xid::notification) events.push_back(*wire::decode<wire::WatcherEvent>(f.substr(16)));
+    }
+  }
+
+  Reply create(const std::string& path, std::string data = "", int32_t flags = 0,
+               OpCode op = OpCode::create, wire::AclList acl = open_acl()) {
+    return call(op, wire::CreateRequest{path, data, acl, flags});
+  }
+  std::optional<wire::Stat> exists(const std::string& path, bool watch = false) {
+    auto r = call(OpCode::exists, wire::PathWatchRequest{path, watch});
+    if (r.err() != Err::ok) return std::nullopt;
+    return wire::decode<wire::StatResponse>(r.body)->stat;
+  }
+  std::vector<std::string> children(const std::string& path, bool watch = false) {
+    auto r = call(OpCode::getChildren, wire::PathWatchRequest{path, watch});
+    REQUIRE(r.err() == Err::ok);
+    return wire::decode<wire::GetChildrenResponse>(r.body)->children;
+  }
+  static wire::AclList open_acl() { return {wire::Acl{wire::perms::all, wire::Id{"world", "anyone"}}}; }
+
+  void disconnect() {
+    h_.server.closed(id_);
+    gone_ = true;
+  }
+  FakeLink& link() { return link_; }
+  wire::SessionId session() const { return session_; }
+  const std::string& passwd() const { return passwd_; }
+
+  std::vector<wire::WatcherEvent> events;
+  std::vector<std::string> order;
+
+ private:
+  std::string pop() {
+    std::string f = std::move(link_.frames.front());
+    link_.frames.pop_front();
+    auto scan = wire::scan_frame(f, wire::default_max_buffer);
+    REQUIRE(scan.status == wire::FrameStatus::complete);
+    return std::string(scan.payload);
+  }
+
+  Harness& h_;
+  FakeLink link_;
+  server::ConnId id_;
+  bool gone_ = false;
+  wire::SessionId session_ = 0;
+  std::string passwd_;
+  int32_t next_xid_ = 1;
+};
+
+}  // namespace test

@@ -1,0 +1,125 @@
+// Paths, ACL primitives and zoo.cfg parsing.
+#include <catch2/catch.hpp>
+
+#include "hex.hpp"
+#include "server/acl.hpp"
+#include "server/config.hpp"
+#include "server/path.hpp"
+
+using namespace warden::server;
+
+TEST_CASE("path rules are ZooKeeper's") {
+  CHECK(valid_path("/"));
+  CHECK(valid_path("/a/b.c/d..e/\xc3\xa9"));  // é is fine
+  CHECK(path_problem("") == "Path length must be > 0");
+  CHECK(path_problem("a") == "Path must start with / character");
+  CHECK(path_problem("/a/") == "Path must not end with / character");
+  CHECK(path_problem("/a//b") == "empty node name specified @3");
+  CHECK(path_problem("/a/./b") == "relative paths not allowed @3");
+  CHECK(path_problem("/a/..") == "relative paths not allowed @3");
+  CHECK(path_problem(std::string("/a\0b", 4)) == "null character not allowed @2");
+  CHECK_FALSE(valid_path("/\x7f"));
+  CHECK_FALSE(valid_path("/\xc2\x85"));        // U+0085, a C1 control
+  CHECK_FALSE(valid_path("/\xee\x80\x80"));    // U+E000, private use
+  CHECK_FALSE(valid_path("/\xf0\x9f\x98\x80"));  // beyond U+FFFF: a surrogate pair in Java
+  CHECK_FALSE(valid_path("/\xff"));            // not UTF-8
+  CHECK(parent_path("/a") == "/");
+  CHECK(parent_path("/a/b") == "/a");
+  CHECK(node_name("/a/b") == "b");
+}
+
+TEST_CASE("digest ids are the ones ZooKeeper's DigestAuthenticationProvider prints") {
+  CHECK(hex(sha1("abc")) == "a9993e364706816aba3e25717850c26c9cd0d89d");
+  CHECK(hex(sha1(std::string(1000, 'a'))) == "291e9a6c66994949b57ba5e650361e98fc36b1ba");
+  CHECK(base64("f") == "Zg==");
+  CHECK(base64("fo") == "Zm8=");
+  CHECK(base64("foo") == "Zm9v");
+  CHECK(digest_id("alice:secret") == "alice:aYXlLOpEooaV1cRAvUL1fp9Qt7E=");
+  CHECK(digest_id("bob:pw:with:colons") == "bob:Y/LfFgTEMzeSdJM371GRzmUOebQ=");
+}
+
+TEST_CASE("ip ids: IPv4 and IPv6 with prefix lengths") {
+  CHECK(ip_matches("127.0.0.1", "127.0.0.0/8"));
+  CHECK(ip_matches("127.0.0.1", "127.0.0.1"));
+  CHECK_FALSE(ip_matches("127.0.0.1", "127.0.0.2"));
+  CHECK(ip_matches("::1", "::1/128"));
+  CHECK(ip_matches("fe80::1", "fe80::/16"));
+  CHECK_FALSE(ip_matches("::1", "127.0.0.1"));
+  CHECK_FALSE(valid_ip_id("1.2.3.4/33"));
+  CHECK_FALSE(valid_ip_id("garbage"));
+  CHECK_FALSE(valid_ip_id("1.2.3.4/"));
+}
+
+TEST_CASE("fixup_acl drops duplicates, expands auth, refuses malformed ids") {
+  AuthIds ids{{"ip", "127.0.0.1"}, {"digest", "u:h"}};
+  warden::wire::Acl world{31, {"world", "anyone"}};
+  CHECK(fixup_acl({world, world}, ids).size() == 1);
+  auto expanded = fixup_acl({{5, {"auth", ""}}}, ids);
+  REQUIRE(expanded.size() == 1);
+  CHECK(expanded[0].id.id == "u:h");
+  CHECK(fixup_acl({{5, {"auth", ""}}}, {{"ip", "127.0.0.1"}}).empty());
+  CHECK(fixup_acl({{5, {"digest", "nohash"}}}, ids).empty());
+  CHECK(fixup_acl({{5, {"digest", "a:b:c"}}}, ids).empty());
+  CHECK(fixup_acl({{5, {"sasl", "x"}}}, ids).empty());
+  CHECK(acl_allows({}, 1, {}));
+  CHECK(acl_allows({{1, {"digest", "u:h"}}}, 1, ids));
+  CHECK_FALSE(acl_allows({{2, {"digest", "u:h"}}}, 1, ids));
+  CHECK(acl_allows({{2, {"digest", "other"}}}, 2, {{"super", ""}}));
+}
+
+TEST_CASE("zoo.cfg: the keys ZooKeeper users write") {
+  auto r = parse_config(
+      "# comment\n"
+      "tickTime=1000\n initLimit = 5 \nsyncLimit=2\ndataDir=/tmp/d\ndataLogDir=/tmp/l\n"
+      "clientPort=0\nclientPortAddress=127.0.0.1\nmaxClientCnxns=10\nminSessionTimeout=3000\n"
+      "maxSessionTimeout=9000\njute.maxbuffer=4096\nextendedTypesEnabled=true\n"
+      "server.1=127.0.0.1:2888:3888\nserver.2=[::1]:2889:3889:observer;127.0.0.1:2182\n"
+      "4lw.commands.whitelist=srvr\nsomethingNew=1\n",
+      "zoo.cfg");
+  REQUIRE(std::holds_alternative<Config>(r));
+  auto c = std::get<Config>(r);
+  CHECK(c.tick_time == 1000);
+  CHECK(c.init_limit == 5);
+  CHECK(c.data_log_dir == "/tmp/l");
+  CHECK(c.effective_min_session_timeout() == 3000);
+  CHECK(c.jute_max_buffer == 4096);
+  CHECK(c.extended_types);
+  REQUIRE(c.servers.size() == 2);
+  CHECK(c.servers[2].host == "::1");
+  CHECK(c.servers[2].role == "observer");
+  CHECK(c.servers[2].client_address == "127.0.0.1:2182");
+  REQUIRE(c.warnings.size() == 1);
+  CHECK(c.warnings[0] == "zoo.cfg:17: unknown key 'somethingNew' ignored");
+}
+
+TEST_CASE("zoo.cfg: session timeouts default to 2 and 20 ticks") {
+  auto c = std::get<Config>(parse_config("tickTime=3000\ndataDir=/d\nclientPort=1\n", "f"));
+  CHECK(c.effective_min_session_timeout() == 6000);
+  CHECK(c.effective_max_session_timeout() == 60000);
+}
+
+TEST_CASE("zoo.cfg: bad input names the file, the line and the key") {
+  auto err = [](const char* text) {
+    auto r = parse_config(text, "my.cfg");
+    REQUIRE(std::holds_alternative<std::string>(r));
+    return std::get<std::string>(r);
+  };
+  CHECK(err("dataDir=/d\nclientPort=1\nthis line is garbage\n") ==
+        "my.cfg:3: expected key=value, got 'this line is garbage'");
+  CHECK(err("dataDir=/d\ntickTime=fast\nclientPort=1\n") == "my.cfg:2: tickTime=fast: not a whole number");
+  CHECK(err("clientPort=70000\n") == "my.cfg:1: clientPort=70000: must be between 0 and 65535");
+  CHECK(err("=x\n") == "my.cfg:1: the key before '=' is empty");
+  CHECK(err("dataDir=/d\nclientPort=1\nserver.1=host\n") ==
+        "my.cfg:3: server.1=host: expected host:quorumPort:electionPort");
+  CHECK(err("dataDir=/d\nclientPort=1\nserver.x=h:1:2\n") ==
+        "my.cfg:3: server.x=h:1:2: the server id must be a number from 0 to 254");
+  CHECK(err("dataDir=/d\nclientPort=1\nextendedTypesEnabled=maybe\n") ==
+        "my.cfg:3: extendedTypesEnabled=maybe: must be true or false");
+  CHECK(err("clientPort=1\n") == "my.cfg: dataDir is not set");
+  CHECK(err("dataDir=/d\n") == "my.cfg: clientPort is not set");
+  CHECK(err("dataDir=/d\nclientPort=1\nminSessionTimeout=9000\nmaxSessionTimeout=100\n") ==
+        "my.cfg: minSessionTimeout (9000) is larger than maxSessionTimeout (100)");
+  // Binary junk: an error, never a crash.
+  std::string junk = "\x01\x02\xff=\xfe\n\x00\x00\n";
+  CHECK_FALSE(std::holds_alternative<Config>(parse_config(junk, "junk.cfg")));
+}
