@@ -1,0 +1,144 @@
+"""Starting and stopping the servers the integration tests talk to.
+
+Warden comes from WARDEN_SERVER (set by CTest); Apache ZooKeeper 3.8 from Debian's package is
+the reference. Both listen on loopback only, on ports chosen at run time, and are stopped by
+the PID this module started.
+"""
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+ZK_CLASSPATH = "/etc/zookeeper/conf:/usr/share/java/zookeeper.jar"
+ZKCLI = "/usr/share/zookeeper/bin/zkCli.sh"
+JAVA_LIBS = "/usr/share/java"
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for_port(port, proc, what, timeout=30):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"{what} exited with {proc.returncode} before serving")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                return
+        except OSError:
+            time.sleep(0.1)
+    raise RuntimeError(f"{what} did not listen on {port} within {timeout}s")
+
+
+class Server:
+    def __init__(self, proc, port, workdir, log_path):
+        self.proc, self.port, self.workdir, self.log_path = proc, port, workdir, log_path
+
+    @property
+    def hosts(self):
+        return f"127.0.0.1:{self.port}"
+
+    def log(self):
+        with open(self.log_path, errors="replace") as f:
+            return f.read()
+
+    def alive(self):
+        return self.proc.poll() is None
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+
+
+def start_warden(extra_cfg="", use_file=True):
+    """Starts warden-server on port 0 and reads the address it prints."""
+    binary = os.environ.get("WARDEN_SERVER")
+    if not binary:
+        raise RuntimeError("WARDEN_SERVER is not set (run through ctest)")
+    workdir = tempfile.mkdtemp(prefix="warden-it-")
+    log_path = os.path.join(workdir, "server.log")
+    if use_file:
+        cfg = os.path.join(workdir, "zoo.cfg")
+        with open(cfg, "w") as f:
+            f.write(f"tickTime=2000\ndataDir={workdir}/data\nclientPort=0\nclientPortAddress=127.0.0.1\n{extra_cfg}")
+        args = [binary, cfg]
+    else:
+        args = [binary, "--standalone", "--port", "0", "--data-dir", workdir + "/data"]
+    log = open(log_path, "w")
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=log, text=True)
+    line = proc.stdout.readline()
+    m = re.match(r"warden-server listening on 127\.0\.0\.1:(\d+)$", line.strip())
+    if not m:
+        proc.kill()
+        raise RuntimeError(f"warden-server did not announce its address: {line!r}\n{open(log_path).read()}")
+    return Server(proc, int(m.group(1)), workdir, log_path)
+
+
+def start_zookeeper(extended_types=True, extra_cfg=""):
+    """Starts Apache ZooKeeper 3.8 standalone on a probed free loopback port."""
+    workdir = tempfile.mkdtemp(prefix="zk-ref-")
+    port = free_port()
+    cfg = os.path.join(workdir, "zoo.cfg")
+    with open(cfg, "w") as f:
+        f.write(f"tickTime=2000\ndataDir={workdir}/data\nclientPort={port}\nclientPortAddress=127.0.0.1\n"
+                f"admin.enableServer=false\nforceSync=no\n{extra_cfg}")
+    log_path = os.path.join(workdir, "zk.log")
+    props = ["-Dzookeeper.extendedTypesEnabled=true"] if extended_types else []
+    proc = subprocess.Popen(["java", "-Xmx512m", *props, "-cp", ZK_CLASSPATH,
+                             "org.apache.zookeeper.server.quorum.QuorumPeerMain", cfg],
+                            stdout=open(log_path, "w"), stderr=subprocess.STDOUT)
+    wait_for_port(port, proc, "ZooKeeper")
+    return Server(proc, port, workdir, log_path)
+
+
+def run_zkcli(hosts, script, timeout=120):
+    """Runs a zkCli.sh script (one command a line) against `hosts`; returns what it printed
+    (zkCli prints results on stdout and errors on stderr: both count)."""
+    r = subprocess.run([ZKCLI, "-server", hosts], input=script, stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, text=True, timeout=timeout)
+    return r.stdout
+
+
+def java_classpath(*jars):
+    return ":".join(os.path.join(JAVA_LIBS, j) for j in jars)
+
+
+class Checks:
+    """Counts checks and prints the closing line CI reads: 'N passed, N failed'."""
+
+    def __init__(self, name):
+        self.name, self.passed, self.failed = name, 0, 0
+
+    def check(self, cond, what):
+        if cond:
+            self.passed += 1
+        else:
+            self.failed += 1
+            print(f"FAILED: {what}", flush=True)
+
+    def equal(self, got, want, what):
+        self.check(got == want, f"{what}: got {got!r}, want {want!r}")
+
+    def finish(self):
+        print(f"{self.name}: {self.passed} passed, {self.failed} failed", flush=True)
+        sys.exit(1 if self.failed or not self.passed else 0)
