@@ -9,6 +9,7 @@ import re
 import shutil
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -25,17 +26,37 @@ def free_port():
         return s.getsockname()[1]
 
 
-def wait_for_port(port, proc, what, timeout=30):
+def handshake_ok(port):
+    """True when the server on `port` answers a ZooKeeper connect request (then closes it)."""
+    req = struct.pack(">iqiqi", 0, 0, 30000, 0, 16) + b"\0" * 16 + b"\0"
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=2) as s:
+            s.sendall(struct.pack(">i", len(req)) + req)
+            got = b""
+            while len(got) < 4 + 36:
+                chunk = s.recv(64)
+                if not chunk:
+                    return False
+                got += chunk
+            # Close the session we opened, so it does not linger until it expires.
+            sid = struct.unpack(">q", got[12:20])[0]
+            close = struct.pack(">ii", 1, -11)
+            s.sendall(struct.pack(">i", len(close)) + close)
+            return sid != 0
+    except OSError:
+        return False
+
+
+def wait_until_serving(port, proc, what, timeout=60):
+    """Waits for a completed handshake: ZooKeeper opens its port before it serves sessions."""
     deadline = time.time() + timeout
     while time.time() < deadline:
         if proc.poll() is not None:
             raise RuntimeError(f"{what} exited with {proc.returncode} before serving")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=1):
-                return
-        except OSError:
-            time.sleep(0.1)
-    raise RuntimeError(f"{what} did not listen on {port} within {timeout}s")
+        if handshake_ok(port):
+            return
+        time.sleep(0.2)
+    raise RuntimeError(f"{what} did not serve sessions on {port} within {timeout}s")
 
 
 class Server:
@@ -107,7 +128,7 @@ def start_zookeeper(extended_types=True, extra_cfg=""):
     proc = subprocess.Popen(["java", "-Xmx512m", *props, "-cp", ZK_CLASSPATH,
                              "org.apache.zookeeper.server.quorum.QuorumPeerMain", cfg],
                             stdout=open(log_path, "w"), stderr=subprocess.STDOUT)
-    wait_for_port(port, proc, "ZooKeeper")
+    wait_until_serving(port, proc, "ZooKeeper")
     return Server(proc, port, workdir, log_path)
 
 
