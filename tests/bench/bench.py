@@ -1,0 +1,93 @@
+"""The benchmark matrix, Warden and Apache ZooKeeper 3.8 side by side in one run.
+
+Both are standalone on loopback with fsync off (ZooKeeper's forceSync=no; Warden has no durable
+log yet). For each operation the same load (warden-loadgen: pipelined, pre-encoded requests)
+runs against each server after a warm-up; the table shows throughput, latency percentiles,
+the server's CPU time per request (from /proc) and the load generator's own CPU, with ratios.
+This is a benchmark, not a test: nothing here passes or fails on timing.
+"""
+import argparse
+import os
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
+import support  # noqa: E402
+
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_of(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICKS  # utime + stime
+
+
+def loadgen(binary, port, op, args, seconds):
+    out = subprocess.run([binary, "--port", str(port), "--op", op, "--seconds", str(seconds),
+                          "--connections", str(args.connections), "--depth", str(args.depth),
+                          "--threads", str(args.threads), "--max-ops", str(args.max_ops)],
+                         capture_output=True, text=True, timeout=seconds * 10 + 60)
+    if out.returncode != 0:
+        raise RuntimeError(f"loadgen failed: {out.stderr}")
+    return dict(kv.split("=") for kv in out.stdout.split())
+
+
+def measure(binary, server, op, args):
+    loadgen(binary, server.port, op, args, args.warmup)  # JIT, caches, first allocations
+    before = cpu_of(server.proc.pid)
+    r = loadgen(binary, server.port, op, args, args.seconds)
+    server_cpu = cpu_of(server.proc.pid) - before
+    ops = int(r["ops"])
+    return {
+        "ops_s": float(r["ops_per_s"]),
+        "p50": int(r["p50_us"]), "p99": int(r["p99_us"]), "p999": int(r["p999_us"]),
+        "cpu_us": server_cpu / ops * 1e6 if ops else 0.0,
+        "client_cpu_us": float(r["client_cpu_s"]) / ops * 1e6 if ops else 0.0,
+        "errors": int(r["errors"]),
+    }
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--loadgen", required=True)
+    p.add_argument("--ops", default="create,set,get,exists,mix")
+    p.add_argument("--seconds", type=float, default=5)
+    p.add_argument("--warmup", type=float, default=3)
+    p.add_argument("--connections", type=int, default=16)
+    p.add_argument("--depth", type=int, default=32)
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--max-ops", type=int, default=20_000_000)
+    args = p.parse_args()
+    ops = args.ops.split(",")
+    results = {}
+    with support.start_zookeeper(extended_types=False, extra_cfg="maxClientCnxns=0\n") as zk:
+        for op in ops:
+            results[("zk", op)] = measure(args.loadgen, zk, op, args)
+    with support.start_warden() as w:
+        for op in ops:
+            results[("warden", op)] = measure(args.loadgen, w, op, args)
+    print(f"\nload: {args.connections} sessions x {args.depth} in flight, {args.threads} load thread(s), "
+          f"{args.seconds:g} s per cell after {args.warmup:g} s warm-up; fsync off on both\n")
+    head = ("| op | server | ops/s | p50 us | p99 us | p999 us | server CPU us/req | loadgen CPU us/req | errors |")
+    print(head)
+    print("|" + "---|" * 9)
+    for op in ops:
+        for s in ("zk", "warden"):
+            r = results[(s, op)]
+            name = "ZooKeeper 3.8" if s == "zk" else "Warden"
+            print(f"| {op} | {name} | {r['ops_s']:.0f} | {r['p50']} | {r['p99']} | {r['p999']} | "
+                  f"{r['cpu_us']:.1f} | {r['client_cpu_us']:.2f} | {r['errors']} |")
+    print("\nratios, Warden against ZooKeeper (throughput: higher is better; p99 and CPU: lower is better)\n")
+    print("| op | throughput x | p99 x | server CPU/req x |")
+    print("|---|---|---|---|")
+    for op in ops:
+        z, w = results[("zk", op)], results[("warden", op)]
+        tput = w["ops_s"] / z["ops_s"] if z["ops_s"] else float("nan")
+        p99 = w["p99"] / z["p99"] if z["p99"] else float("nan")
+        cpu = w["cpu_us"] / z["cpu_us"] if z["cpu_us"] else float("nan")
+        print(f"| {op} | {tput:.2f} | {p99:.2f} | {cpu:.2f} |")
+
+
+if __name__ == "__main__":
+    main()
