@@ -208,7 +208,6 @@ Txn Prep::prepare(const PrepRequest& r) {
   t.time = r.now_ms;
   t.type = static_cast<int32_t>(r.type);
   const AuthIds& auth = *r.auth;
-  auto marshalling = [] { return ErrorTxn{static_cast<int32_t>(Err::marshallingError)}; };
   auto finish = [&](Outcome o) {
     if (auto* e = std::get_if<Err>(&o)) {
       t.body = ErrorTxn{static_cast<int32_t>(*e)};
@@ -218,45 +217,38 @@ Txn Prep::prepare(const PrepRequest& r) {
       t.body = std::visit([](auto&& b) -> TxnBody { return std::move(b); }, std::get<SubTxnBody>(std::move(o)));
     }
   };
+  // Decodes the request record R and prepares it with `fn`; a record that does not decode is
+  // a MarshallingError, as in ZooKeeper.
+  auto with = [&]<class R>(auto&& fn) {
+    auto req = wire::decode<R>(r.body);
+    if (!req)
+      t.body = ErrorTxn{static_cast<int32_t>(Err::marshallingError)};
+    else
+      finish(fn(*req));
+  };
   switch (r.type) {
     case OpCode::create:
     case OpCode::create2:
-    case OpCode::createContainer: {
-      auto req = wire::decode<wire::CreateRequest>(r.body);
-      if (!req) { t.body = marshalling(); break; }
-      finish(prep_create(r.type, wire::CreateTTLRequest{req->path, req->data, req->acl, req->flags, -1}, auth, nullptr));
+    case OpCode::createContainer:
+      with.operator()<wire::CreateRequest>([&](const wire::CreateRequest& q) {
+        return prep_create(r.type, wire::CreateTTLRequest{q.path, q.data, q.acl, q.flags, -1}, auth, nullptr);
+      });
       break;
-    }
-    case OpCode::createTTL: {
-      auto req = wire::decode<wire::CreateTTLRequest>(r.body);
-      if (!req) { t.body = marshalling(); break; }
-      finish(prep_create(r.type, *req, auth, nullptr));
+    case OpCode::createTTL:
+      with.operator()<wire::CreateTTLRequest>([&](const auto& q) { return prep_create(r.type, q, auth, nullptr); });
       break;
-    }
-    case OpCode::remove: {
-      auto req = wire::decode<wire::DeleteRequest>(r.body);
-      if (!req) { t.body = marshalling(); break; }
-      finish(prep_delete(*req, auth, nullptr));
+    case OpCode::remove:
+      with.operator()<wire::DeleteRequest>([&](const auto& q) { return prep_delete(q, auth, nullptr); });
       break;
-    }
-    case OpCode::setData: {
-      auto req = wire::decode<wire::SetDataRequest>(r.body);
-      if (!req) { t.body = marshalling(); break; }
-      finish(prep_set_data(*req, auth, nullptr));
+    case OpCode::setData:
+      with.operator()<wire::SetDataRequest>([&](const auto& q) { return prep_set_data(q, auth, nullptr); });
       break;
-    }
-    case OpCode::setACL: {
-      auto req = wire::decode<wire::SetACLRequest>(r.body);
-      if (!req) { t.body = marshalling(); break; }
-      finish(prep_set_acl(*req, auth, nullptr));
+    case OpCode::setACL:
+      with.operator()<wire::SetACLRequest>([&](const auto& q) { return prep_set_acl(q, auth, nullptr); });
       break;
-    }
-    case OpCode::check: {
-      auto req = wire::decode<wire::CheckVersionRequest>(r.body);
-      if (!req) { t.body = marshalling(); break; }
-      finish(prep_check(*req, auth));
+    case OpCode::check:
+      with.operator()<wire::CheckVersionRequest>([&](const auto& q) { return prep_check(q, auth); });
       break;
-    }
     case OpCode::multi:
       t.body = prep_multi(r.body, auth);
       break;

@@ -13,18 +13,24 @@ using wire::Err;
 using wire::OpCode;
 
 namespace {
-// Writes a reply frame: length prefix, header, then the body record if any.
-template <class R>
-std::string frame_of(const wire::ReplyHeader& h, const R* body) {
+// Writes a reply frame: a length prefix, the header, then whatever `body` writes.
+template <class BodyWriter>
+std::string reply_frame(const wire::ReplyHeader& h, BodyWriter&& body) {
   std::string out(4, '\0');
   wire::Writer w(out);
   h.visit(w);
-  if (body) body->visit(w);
-  wire::Writer len(out);
+  body(w);
   std::string prefix;
   wire::Writer(prefix).put_int(static_cast<int32_t>(out.size() - 4));
   out.replace(0, 4, prefix);
   return out;
+}
+
+template <class R>
+std::string frame_of(const wire::ReplyHeader& h, const R* body) {
+  return reply_frame(h, [&](wire::Writer& w) {
+    if (body) body->visit(w);
+  });
 }
 
 bool is_write(OpCode op) {
@@ -212,9 +218,8 @@ void ZkServer::handle_request(ConnId id, Conn& c, std::string_view payload) {
     close_conn(id);
     return;
   }
-  if (h.xid == wire::xid::auth && op == OpCode::auth) {
-    handle_auth(c, body);
-    if (c.closing) return;
+  if (op == OpCode::auth) {
+    handle_auth(id, c, body);
     return;
   }
   switch (op) {
@@ -297,7 +302,7 @@ void ZkServer::handle_read(ConnId id, Conn& c, OpCode op, int32_t xid, std::stri
   return send_reply(id, xid, last, wire::GetChildren2Response{std::move(kids), client_stat(*n)});
 }
 
-void ZkServer::handle_auth(Conn& c, std::string_view body) {
+void ZkServer::handle_auth(ConnId id, Conn& c, std::string_view body) {
   auto req = wire::decode<wire::AuthPacket>(body);
   if (req && req->scheme == "digest" && req->auth) {
     wire::Id id{"digest", digest_id(*req->auth)};
@@ -308,8 +313,7 @@ void ZkServer::handle_auth(Conn& c, std::string_view body) {
   spdlog::warn("authentication failed for session 0x{:x}: scheme '{}'", c.session, req ? req->scheme : "?");
   c.link->send(frame_of<wire::ErrorResponse>(
       wire::ReplyHeader{wire::xid::auth, 0, static_cast<int32_t>(Err::authFailed)}, nullptr));
-  for (auto& [cid, cc] : conns_)
-    if (&cc == &c) close_conn(cid);
+  close_conn(id);
 }
 
 void ZkServer::handle_set_watches(ConnId id, Conn& c, int32_t xid, std::string_view body) {
@@ -412,17 +416,11 @@ void ZkServer::reply_write(const Pending& p, const Txn& txn, const ApplyResult& 
     case OpCode::setData:
     case OpCode::setACL:
       return send_reply(p.conn, p.xid, zxid, wire::StatResponse{r.stat});
-    case OpCode::multi: {
-      std::string out(4, '\0');
-      wire::Writer w(out);
-      wire::ReplyHeader{p.xid, zxid, 0}.visit(w);
-      wire::encode_multi_response(w, r.multi);
-      std::string prefix;
-      wire::Writer(prefix).put_int(static_cast<int32_t>(out.size() - 4));
-      out.replace(0, 4, prefix);
-      c->link->send(std::move(out));
+    case OpCode::multi:
+      // A failed multi still says OK in its header; the per-op results carry the errors.
+      c->link->send(reply_frame(wire::ReplyHeader{p.xid, zxid, 0},
+                                [&](wire::Writer& w) { wire::encode_multi_response(w, r.multi); }));
       return;
-    }
     default:
       return send_reply(p.conn, p.xid, zxid, Err::ok);
   }

@@ -90,7 +90,7 @@ class ZkServer {
   void handle_connect(ConnId id, Conn& c, std::string_view payload);
   void handle_request(ConnId id, Conn& c, std::string_view payload);
   void handle_read(ConnId id, Conn& c, wire::OpCode op, int32_t xid, std::string_view body);
-  void handle_auth(Conn& c, std::string_view body);
+  void handle_auth(ConnId id, Conn& c, std::string_view body);
   void handle_set_watches(ConnId id, Conn& c, int32_t xid, std::string_view body);
   void submit(Txn txn, Pending p);
   void on_commit(Zxid zxid, std::string_view payload);
