@@ -3,6 +3,8 @@
 
 WARDEN_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD_DIR="${BUILD_DIR:-$WARDEN_ROOT/build}"
+# ccache makes the second and later builds on a machine cheap.
+export CCACHE_DIR="${CCACHE_DIR:-$HOME/.cache/ccache}"
 
 # Debian packages the build needs.
 BUILD_PACKAGES=(cmake ninja-build g++ ccache libboost-dev libspdlog-dev libfmt-dev catch2
@@ -24,6 +26,7 @@ install_packages() {
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" </dev/null
 }
 
+# Configures and builds $BUILD_DIR; extra arguments go to cmake.
 build() {
   cmake -S "$WARDEN_ROOT" -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-RelWithDebInfo}" "$@" >/dev/null
   ninja -C "$BUILD_DIR"
