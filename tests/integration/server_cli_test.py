@@ -35,6 +35,21 @@ def main():
         c.check("stopped" in w.log(), "and a log line says it stopped")
         w.stop()
 
+    # The configuration scripts/run starts with.
+    conf = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "conf", "zoo.cfg")
+    p = subprocess.Popen([BIN, conf], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = p.stdout.readline().strip()
+        c.check(line.startswith("warden-server listening on 127.0.0.1:"), f"conf/zoo.cfg starts a server: {line!r}")
+        if line.startswith("warden-server listening on"):
+            zk = KazooClient(hosts=line.rsplit(" ", 1)[1])
+            zk.start(timeout=10)
+            c.check(zk.exists("/zookeeper") is not None, "and it serves")
+            zk.stop()
+    finally:
+        p.send_signal(signal.SIGTERM)
+        c.equal(p.wait(timeout=15), 0, "and stops cleanly")
+
     bad_args = [
         ([], "usage"),
         (["--bogus"], "unknown option --bogus"),
