@@ -3,11 +3,14 @@
 // makes it durable on a quorum and reports it committed, always in zxid order.
 //
 // SoloReplicator is the ensemble of one that a standalone server runs: the quorum is itself,
-// so a proposal commits as soon as its log append returns. The standalone server and the
-// ensemble go through this same interface: one code path.
+// so a proposal commits once its own log has made it durable. Like the rest of consensus/ it
+// does no I/O: it hands each entry to a `persist` action and is told with durable() how far the
+// log is durable. A synchronous store calls durable() from inside persist; a group-commit store
+// calls it later, from the server's thread.
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <string>
 #include <string_view>
@@ -32,25 +35,34 @@ class Replicator {
   virtual ~Replicator() = default;
   virtual void set_commit_handler(CommitHandler h) = 0;
   // Queues a txn for replication; returns the zxid it was given. The commit handler may run
-  // before this returns (the ensemble of one) or later (a quorum).
+  // before this returns (a synchronous log) or later.
   virtual Zxid propose(std::string payload) = 0;
   virtual Zxid last_committed() const = 0;
 };
 
 class SoloReplicator final : public Replicator {
  public:
-  SoloReplicator(storage::LogStore& log, uint32_t epoch);
+  using Persist = std::function<void(storage::LogEntry)>;
+
+  // Continues the zxid counter after `last_logged` within `epoch`, or starts the epoch at 1.
+  SoloReplicator(Zxid last_logged, uint32_t epoch, Persist persist);
 
   void set_commit_handler(CommitHandler h) override { on_commit_ = std::move(h); }
   Zxid propose(std::string payload) override;
   Zxid last_committed() const override { return last_committed_; }
+  // The log is durable up to `upto`: commit every proposal at or below it, in order.
+  void durable(Zxid upto);
+  size_t in_flight() const { return unacked_.size(); }
 
  private:
-  storage::LogStore& log_;
   uint32_t epoch_;
   uint32_t counter_;
   Zxid last_committed_;
+  Zxid durable_upto_;
+  Persist persist_;
   CommitHandler on_commit_;
+  std::deque<storage::LogEntry> unacked_;  // proposed, not yet durable; ascending zxids
+  bool committing_ = false;
 };
 
 }  // namespace warden::consensus

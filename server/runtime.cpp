@@ -132,7 +132,11 @@ struct ServerRuntime::Impl {
   Config config;
   asio::io_context io{1};
   storage::MemoryLogStore log;
-  consensus::SoloReplicator replicator{log, 0};
+  consensus::SoloReplicator replicator{log.last_zxid(), 0, [this](storage::LogEntry e) {
+                                         Zxid z = e.zxid;
+                                         log.append({std::move(e)});
+                                         replicator.durable(z);
+                                       }};
   ZkServer server;
   tcp::acceptor acceptor{io};
   asio::steady_timer ticker{io};

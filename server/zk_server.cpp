@@ -118,10 +118,43 @@ void ZkServer::close_conn(ConnId id) {
 void ZkServer::receive(ConnId id, std::string_view payload) {
   Conn* c = conn(id);
   if (!c || c->closing) return;
-  if (!c->attached) {
-    handle_connect(id, *c, payload);
+  if (!c->held.empty() || must_wait(*c, payload)) {
+    if (c->held.size() >= max_held_frames) {
+      spdlog::warn("closing connection of session 0x{:x}: {} requests wait behind its writes", c->session,
+                   c->held.size());
+      close_conn(id);
+      return;
+    }
+    c->held.emplace_back(payload);
+    return;
+  }
+  process(id, *c, payload);
+}
+
+bool ZkServer::must_wait(const Conn& c, std::string_view payload) const {
+  if (!c.attached) return c.session != 0;  // its session is being created
+  if (c.in_flight == 0) return false;
+  wire::Reader r(payload);
+  wire::RequestHeader h;
+  h.visit(r);
+  return !r.ok() || !is_write(static_cast<OpCode>(h.type));
+}
+
+void ZkServer::process(ConnId id, Conn& c, std::string_view payload) {
+  if (!c.attached) {
+    handle_connect(id, c, payload);
   } else {
-    handle_request(id, *c, payload);
+    handle_request(id, c, payload);
+  }
+}
+
+void ZkServer::drain(ConnId id) {
+  for (;;) {
+    Conn* c = conn(id);
+    if (!c || c->closing || c->held.empty() || must_wait(*c, c->held.front())) return;
+    std::string payload = std::move(c->held.front());
+    c->held.pop_front();
+    process(id, *c, payload);
   }
 }
 
@@ -357,6 +390,7 @@ void ZkServer::handle_set_watches(ConnId id, Conn& c, int32_t xid, std::string_v
 }
 
 void ZkServer::submit(Txn txn, Pending p) {
+  if (Conn* c = p.conn ? conn(p.conn) : nullptr) ++c->in_flight;
   pending_.push_back(p);
   replicator_.propose(encode_txn(txn));
 }
@@ -384,6 +418,10 @@ void ZkServer::on_commit(Zxid zxid, std::string_view payload) {
   pending_.pop_front();
   if (pending_.empty()) prep_.retire_all();
   reply_write(p, *txn, r, zxid);
+  if (Conn* c = p.conn ? conn(p.conn) : nullptr) {
+    --c->in_flight;
+    drain(p.conn);
+  }
 }
 
 void ZkServer::reply_write(const Pending& p, const Txn& txn, const ApplyResult& r, Zxid zxid) {

@@ -3,9 +3,11 @@
 // answer on; time comes from the injected clock.
 //
 // A write goes prep -> replicator.propose -> (commit) apply to the tree -> watch events ->
-// reply. A read is answered from the tree at once. Everything runs on one thread (the strand
-// that owns the tree), so a session's replies leave in request order and a watch event always
-// leaves before the reply whose result announced it.
+// reply. A read is answered from the tree at once, unless the same connection has writes in
+// flight: then it, and every frame after it, waits in `held` until they are applied, so a
+// session's replies leave in request order and its reads see its own writes. Writes need not
+// wait: prep sees the changes in flight. Everything runs on one thread (the strand that owns
+// the tree), and a watch event always leaves before the reply whose result announced it.
 //
 // Invariants: `owner_` maps each attached session to its one live connection; `pending_` holds
 // one entry per proposed txn not yet applied, in zxid order.
@@ -79,7 +81,12 @@ class ZkServer {
     bool closing = false;
     int32_t negotiated_timeout = 0;
     AuthIds auth;
+    int in_flight = 0;              // this connection's txns proposed and not yet applied
+    std::deque<std::string> held;   // frames waiting behind them, in arrival order
   };
+  // Frames one connection may have waiting behind its in-flight writes; past it the client is
+  // not reading its replies or is flooding, and the connection is closed.
+  static constexpr size_t max_held_frames = 100000;
   enum class Kind { connect, request, internal };
   struct Pending {
     Kind kind;
@@ -87,6 +94,9 @@ class ZkServer {
     int32_t xid = 0;
   };
 
+  bool must_wait(const Conn& c, std::string_view payload) const;
+  void process(ConnId id, Conn& c, std::string_view payload);
+  void drain(ConnId id);
   void handle_connect(ConnId id, Conn& c, std::string_view payload);
   void handle_request(ConnId id, Conn& c, std::string_view payload);
   void handle_read(ConnId id, Conn& c, wire::OpCode op, int32_t xid, std::string_view body);

@@ -32,10 +32,29 @@ struct FakeLink : server::ClientLink {
 struct Harness {
   int64_t now = 1'700'000'000'000;
   storage::MemoryLogStore log;
-  consensus::SoloReplicator replicator{log, 0};
+  // With `defer_sync`, proposals wait in `unsynced` until sync(): a log that syncs in groups.
+  bool defer_sync = false;
+  std::vector<storage::LogEntry> unsynced;
+  consensus::SoloReplicator replicator{0, 0, [this](storage::LogEntry e) {
+                                         if (defer_sync) {
+                                           unsynced.push_back(std::move(e));
+                                           return;
+                                         }
+                                         wire::Zxid z = e.zxid;
+                                         log.append({std::move(e)});
+                                         replicator.durable(z);
+                                       }};
   server::ZkServer server;
   explicit Harness(server::ServerOptions o = {}, int64_t start = 1'700'000'000'000)
       : now(start), server(o, replicator, [this] { return now; }) {}
+  // Makes every deferred proposal durable in one group.
+  void sync() {
+    if (unsynced.empty()) return;
+    wire::Zxid last = unsynced.back().zxid;
+    log.append(std::move(unsynced));
+    unsynced.clear();
+    replicator.durable(last);
+  }
   // Moves the clock and runs the ticks a real server would have run meanwhile.
   void advance(int64_t ms) {
     for (int64_t step = 0; step < ms; step += 100) {
@@ -59,6 +78,18 @@ class Client {
   }
 
   // Handshake; returns the response, or nothing when the server closed without one.
+  // Sends the handshake without waiting for the answer.
+  void send_connect(int32_t timeout = 30000) {
+    h_.server.receive(id_, wire::encode_connect_request({0, 0, timeout, 0, std::string(16, '\0'), false}));
+  }
+  std::optional<wire::ConnectResponse> read_connect_response() {
+    if (link_.frames.empty()) return std::nullopt;
+    auto resp = wire::decode_connect_response(pop());
+    REQUIRE(resp);
+    session_ = resp->sessionId;
+    passwd_ = resp->passwd.value_or("");
+    return resp;
+  }
   std::optional<wire::ConnectResponse> connect(int32_t timeout = 30000, wire::SessionId session = 0,
                                                std::string passwd = std::string(16, '\0'), wire::Zxid last = 0) {
     wire::ConnectRequest req{0, last, timeout, session, passwd, false};
@@ -77,6 +108,14 @@ class Client {
   Reply call(OpCode op, const R& body) {
     return call_raw(op, wire::encode(body));
   }
+  // Sends a request without waiting for its reply; returns its xid.
+  template <class R>
+  int32_t send(OpCode op, const R& body) {
+    int32_t x = next_xid_++;
+    h_.server.receive(id_, wire::encode(wire::RequestHeader{x, static_cast<int32_t>(op)}) + wire::encode(body));
+    return x;
+  }
+  bool has_frames() const { return !link_.frames.empty(); }
   // Sends bytes as one frame and expects nothing back.
   void send_raw(const std::string& payload) { h_.server.receive(id_, payload); }
   Reply call_raw(OpCode op, const std::string& body, int32_t xid = 0) {
