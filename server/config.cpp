@@ -79,7 +79,7 @@ bool parse_bool(std::string_view v, bool& out) {
 // Keys ZooKeeper knows that Warden accepts and does not use yet, so they draw no warning.
 bool known_unused(std::string_view key) {
   return key == "admin.enableServer" || key == "admin.serverPort" || key == "autopurge.snapRetainCount" ||
-         key == "autopurge.purgeInterval" || key == "4lw.commands.whitelist" || key == "forceSync" ||
+         key == "autopurge.purgeInterval" || key == "4lw.commands.whitelist" ||
          key == "snapCount" || key == "preAllocSize" || key == "globalOutstandingLimit" ||
          key == "standaloneEnabled" || key == "reconfigEnabled" || key == "metricsProvider.className" ||
          key == "electionAlg" || key == "peerType" || key == "quorumListenOnAllIPs";
@@ -138,6 +138,8 @@ ConfigResult parse_config(std::string_view text, std::string_view file_name) {
       err = set_int(c.jute_max_buffer, 1024, 1 << 30);
     } else if (key == "extendedTypesEnabled") {
       if (!parse_bool(value, c.extended_types)) err = bad("must be true or false");
+    } else if (key == "forceSync") {
+      if (!parse_bool(value, c.force_sync)) err = bad("must be yes or no");
     } else if (key == "znode.container.checkIntervalMs") {
       err = set_int(c.container_check_interval_ms, 10, 1 << 30);
     } else if (key.rfind("server.", 0) == 0) {

@@ -36,6 +36,12 @@ struct Config {
   int32_t jute_max_buffer = 0xfffff;
   bool extended_types = false;
   int32_t container_check_interval_ms = 60000;
+  // Sync every log write (ZooKeeper's forceSync). `no` is for benchmarks only: a crash of the
+  // machine may then lose acknowledged writes.
+  bool force_sync = true;
+  // Keep the log in memory instead of under dataDir (embedded mode, tests): nothing survives a
+  // restart.
+  bool in_memory = false;
   std::map<int64_t, PeerEntry> servers;
   std::vector<std::string> warnings;  // one per unknown key, with its line
 

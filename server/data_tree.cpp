@@ -56,6 +56,24 @@ DataTree::DataTree() {
   nodes_.emplace("/zookeeper/config", std::move(config));
 }
 
+uint64_t DataTree::digest() const {
+  // FNV-1a per node, combined by addition so that hash-map order does not matter.
+  uint64_t total = 0;
+  for (const auto& [path, n] : nodes_) {
+    uint64_t h = 1469598103934665603ULL;
+    auto mix = [&](std::string_view bytes) {
+      for (unsigned char ch : bytes) h = (h ^ ch) * 1099511628211ULL;
+      h = (h ^ 0xff) * 1099511628211ULL;  // a separator, so "ab"+"c" differs from "a"+"bc"
+    };
+    mix(path);
+    mix(n.data ? *n.data : std::string_view("\0null", 5));
+    mix(wire::encode(wire::StatResponse{client_stat(n)}));
+    for (const auto& a : *n.acl) mix(wire::encode(a));
+    total += h;
+  }
+  return total;
+}
+
 bool DataTree::is_special(std::string_view path) {
   return path == "/" || path == "/zookeeper" || path == "/zookeeper/quota" ||
          path == "/zookeeper/config";

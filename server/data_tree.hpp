@@ -65,6 +65,9 @@ class DataTree {
   const std::set<std::string>& expirable() const { return expirable_; }
 
   static bool is_special(std::string_view path);
+  // A digest of every node's path, data, ACL and Stat, independent of insertion order: two
+  // trees with the same digest hold the same nodes.
+  uint64_t digest() const;
 
  private:
   ApplyResult apply_one(int32_t type, const TxnBody& body, const Txn& t, Zxid zxid,

@@ -9,6 +9,7 @@ Config EmbeddedServer::default_config() {
   c.client_port = 0;
   c.client_port_address = "127.0.0.1";
   c.data_dir = "(memory)";
+  c.in_memory = true;
   return c;
 }
 

@@ -114,7 +114,7 @@ int main(int argc, char** argv) {
     std::cout << "warden-server listening on " << runtime.address() << std::endl;
     spdlog::info("serving clients on {} (tickTime={} ms, session timeouts {}..{} ms)", runtime.address(),
                  config.tick_time, config.effective_min_session_timeout(), config.effective_max_session_timeout());
-    runtime.run(true);
+    if (!runtime.run(true)) return 1;
   } catch (const std::exception& e) {
     return fail(e.what());
   }

@@ -4,12 +4,15 @@
 
 #include <boost/asio.hpp>
 #include <chrono>
+#include <filesystem>
 #include <memory>
 #include <unordered_map>
 
 #include "consensus/replicator.hpp"
 #include "server/zk_server.hpp"
+#include "storage/group_commit.hpp"
 #include "storage/log_store.hpp"
+#include "storage/rocksdb_log_store.hpp"
 #include "wire/framing.hpp"
 
 namespace warden::server {
@@ -131,18 +134,16 @@ class Connection final : public ClientLink, public std::enable_shared_from_this<
 struct ServerRuntime::Impl {
   Config config;
   asio::io_context io{1};
-  storage::MemoryLogStore log;
-  consensus::SoloReplicator replicator{log.last_zxid(), 0, [this](storage::LogEntry e) {
-                                         Zxid z = e.zxid;
-                                         log.append({std::move(e)});
-                                         replicator.durable(z);
-                                       }};
-  ZkServer server;
+  std::unique_ptr<storage::LogStore> log;
+  std::unique_ptr<consensus::SoloReplicator> replicator;
+  std::unique_ptr<ZkServer> server;
+  std::unique_ptr<storage::GroupCommitter> committer;  // with a durable log only
   tcp::acceptor acceptor{io};
   asio::steady_timer ticker{io};
   asio::signal_set signals{io};
   Registry registry;
   bool stopping = false;
+  bool failed = false;
 
   static ServerOptions options_of(const Config& c) {
     ServerOptions o;
@@ -154,7 +155,62 @@ struct ServerRuntime::Impl {
     return o;
   }
 
-  explicit Impl(const Config& c) : config(c), server(options_of(c), replicator, wall_ms) {}
+  explicit Impl(const Config& c) : config(c) {
+    if (config.in_memory) {
+      log = std::make_unique<storage::MemoryLogStore>();
+    } else {
+      auto dir = std::filesystem::path(config.data_log_dir.empty() ? config.data_dir : config.data_log_dir) / "log";
+      std::error_code ec;
+      std::filesystem::create_directories(dir, ec);
+      if (ec) throw storage::StorageError("cannot create the log directory " + dir.string() + ": " + ec.message());
+      log = std::make_unique<storage::RocksDbLogStore>(dir.string(), config.force_sync);
+      if (!config.force_sync) spdlog::warn("forceSync=no: a machine crash may lose acknowledged writes");
+    }
+    Zxid last = log->last_zxid();
+    replicator = std::make_unique<consensus::SoloReplicator>(
+        last, consensus::zxid_epoch(last), [this](storage::LogEntry e) { persist(std::move(e)); });
+    server = std::make_unique<ZkServer>(options_of(config), *replicator, wall_ms);
+    if (auto* durable = dynamic_cast<storage::RocksDbLogStore*>(log.get())) {
+      recover(*durable);
+      committer = std::make_unique<storage::GroupCommitter>(
+          *log, [this](Zxid upto, std::optional<std::string> error) {
+            asio::post(io, [this, upto, error] { on_durable(upto, error); });
+          });
+    }
+  }
+
+  void recover(storage::RocksDbLogStore& durable) {
+    size_t n = 0;
+    durable.for_each_after(0, [&](const storage::LogEntry& e) {
+      server->replay(e.zxid, e.payload);
+      ++n;
+    });
+    if (n > 0)
+      spdlog::info("recovered {} txns from the log, up to zxid 0x{:x}; {} nodes, {} sessions", n,
+                   durable.last_zxid(), server->tree().size(), server->session_count());
+  }
+
+  void persist(storage::LogEntry e) {
+    if (committer) {
+      committer->submit(std::move(e));
+      return;
+    }
+    Zxid z = e.zxid;
+    log->append({std::move(e)});
+    replicator->durable(z);
+  }
+
+  void on_durable(Zxid upto, const std::optional<std::string>& error) {
+    if (!error) {
+      replicator->durable(upto);
+      return;
+    }
+    // Nothing after a failed write may be acknowledged, and the pipeline cannot take the
+    // proposals back: stop, and let recovery start from what is durable.
+    spdlog::critical("{}; stopping the server", *error);
+    failed = true;
+    shutdown();
+  }
 
   void accept() {
     acceptor.async_accept([this](boost::system::error_code ec, tcp::socket s) {
@@ -162,7 +218,7 @@ struct ServerRuntime::Impl {
         if (!stopping) spdlog::warn("accept failed: {}", ec.message());
         if (stopping || ec == asio::error::operation_aborted) return;
       } else {
-        auto c = std::make_shared<Connection>(std::move(s), server, registry, config.jute_max_buffer);
+        auto c = std::make_shared<Connection>(std::move(s), *server, registry, config.jute_max_buffer);
         registry.live.emplace(c.get(), c);
         c->start();
       }
@@ -176,7 +232,7 @@ struct ServerRuntime::Impl {
     ticker.expires_after(period);
     ticker.async_wait([this](boost::system::error_code ec) {
       if (ec || stopping) return;
-      server.tick();
+      server->tick();
       schedule_tick();
     });
   }
@@ -220,7 +276,7 @@ std::string ServerRuntime::address() const {
   return host + ":" + std::to_string(ep.port());
 }
 
-void ServerRuntime::run(bool handle_signals) {
+bool ServerRuntime::run(bool handle_signals) {
   if (handle_signals) {
     impl_->signals.add(SIGTERM);
     impl_->signals.add(SIGINT);
@@ -233,6 +289,8 @@ void ServerRuntime::run(bool handle_signals) {
   impl_->accept();
   impl_->schedule_tick();
   impl_->io.run();
+  impl_->committer.reset();  // writes what is queued, then stops its thread
+  return !impl_->failed;
 }
 
 void ServerRuntime::stop() {

@@ -13,6 +13,8 @@ namespace warden::server {
 
 class ServerRuntime {
  public:
+  // Opens the log under dataLogDir (or dataDir) and replays it. Throws storage::StorageError
+  // (a std::runtime_error) naming the directory and the problem when it cannot.
   explicit ServerRuntime(const Config& config);
   ~ServerRuntime();
   ServerRuntime(const ServerRuntime&) = delete;
@@ -23,8 +25,9 @@ class ServerRuntime {
   // "host:port" as bound, IPv6 in brackets.
   std::string address() const;
   uint16_t port() const;
-  // Serves until stop(); stops cleanly on SIGTERM and SIGINT when `handle_signals`.
-  void run(bool handle_signals);
+  // Serves until stop(); stops cleanly on SIGTERM and SIGINT when `handle_signals`. False when
+  // it stopped because the log could not be written.
+  bool run(bool handle_signals);
   // Safe from any thread.
   void stop();
 

@@ -16,6 +16,10 @@ SessionId SessionTable::next_id() {
   return id;
 }
 
+void SessionTable::saw_id(SessionId id) {
+  if ((static_cast<uint64_t>(id) >> 56) == (static_cast<uint64_t>(next_) >> 56) && id >= next_) next_ = id + 1;
+}
+
 void SessionTable::add(SessionId id, int32_t timeout_ms, std::string passwd, int64_t now_ms) {
   Session s{id, timeout_ms, std::move(passwd), bucket_for(now_ms + timeout_ms), false};
   buckets_[s.deadline].insert(id);

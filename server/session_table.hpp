@@ -36,6 +36,8 @@ class SessionTable {
   // milliseconds below it, so ids never repeat across restarts of a server whose clock advances.
   void seed_ids(int64_t now_ms, uint8_t server_id);
   SessionId next_id();
+  // An id seen in the log: the generator never hands it, or one below it of this server, out.
+  void saw_id(SessionId id);
 
   void add(SessionId id, int32_t timeout_ms, std::string passwd, int64_t now_ms);
   Session* find(SessionId id);

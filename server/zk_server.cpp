@@ -403,12 +403,7 @@ void ZkServer::on_commit(Zxid zxid, std::string_view payload) {
     std::abort();
   }
   std::vector<WatchTrigger> triggers;
-  ApplyResult r = tree_.apply(*txn, zxid, triggers);
-  if (auto* cs = std::get_if<CreateSessionTxn>(&txn->body)) {
-    sessions_.add(txn->session, cs->timeout, cs->passwd, clock_());
-  } else if (std::holds_alternative<CloseSessionTxn>(txn->body)) {
-    sessions_.remove(txn->session);
-  }
+  ApplyResult r = apply(*txn, zxid, triggers);
   std::vector<WatchEvent> events;
   for (const auto& t : triggers) watches_.trigger(t, events);
   for (const auto& e : events) send_reply(e.conn, wire::xid::notification, -1, e.event);
@@ -422,6 +417,24 @@ void ZkServer::on_commit(Zxid zxid, std::string_view payload) {
     --c->in_flight;
     drain(p.conn);
   }
+}
+
+ApplyResult ZkServer::apply(const Txn& txn, Zxid zxid, std::vector<WatchTrigger>& triggers) {
+  ApplyResult r = tree_.apply(txn, zxid, triggers);
+  if (auto* cs = std::get_if<CreateSessionTxn>(&txn.body)) {
+    sessions_.add(txn.session, cs->timeout, cs->passwd, clock_());
+  } else if (std::holds_alternative<CloseSessionTxn>(txn.body)) {
+    sessions_.remove(txn.session);
+  }
+  return r;
+}
+
+void ZkServer::replay(Zxid zxid, std::string_view payload) {
+  auto txn = decode_txn(payload);
+  if (!txn) throw std::runtime_error(fmt::format("log record 0x{:x} does not hold a txn", zxid));
+  std::vector<WatchTrigger> ignored;
+  apply(*txn, zxid, ignored);
+  if (std::holds_alternative<CreateSessionTxn>(txn->body)) sessions_.saw_id(txn->session);
 }
 
 void ZkServer::reply_write(const Pending& p, const Txn& txn, const ApplyResult& r, Zxid zxid) {

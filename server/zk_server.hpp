@@ -66,6 +66,10 @@ class ZkServer {
   void closed(ConnId c);
   // Called about every tick: expires sessions, removes due containers and TTL nodes.
   void tick();
+  // Re-applies a txn from the log at start, before any connection: the tree and the session
+  // table move on, nobody is answered. Restored sessions get their full timeout from now.
+  // Throws std::runtime_error when the payload is not a txn.
+  void replay(Zxid zxid, std::string_view payload);
 
   const DataTree& tree() const { return tree_; }
   size_t session_count() const { return sessions_.size(); }
@@ -104,6 +108,7 @@ class ZkServer {
   void handle_set_watches(ConnId id, Conn& c, int32_t xid, std::string_view body);
   void submit(Txn txn, Pending p);
   void on_commit(Zxid zxid, std::string_view payload);
+  ApplyResult apply(const Txn& txn, Zxid zxid, std::vector<WatchTrigger>& triggers);
   void reply_write(const Pending& p, const Txn& txn, const ApplyResult& r, Zxid zxid);
   void attach(ConnId id, Conn& c, SessionId s);
   void send_connect_response(Conn& c, int32_t timeout, SessionId s, const std::string& passwd);

@@ -1,0 +1,54 @@
+#include "storage/group_commit.hpp"
+
+#include <exception>
+
+namespace warden::storage {
+
+GroupCommitter::GroupCommitter(LogStore& store, Durable durable)
+    : store_(store), durable_(std::move(durable)), thread_([this] { run(); }) {}
+
+GroupCommitter::~GroupCommitter() {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_one();
+  thread_.join();
+}
+
+void GroupCommitter::submit(LogEntry e) {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    queue_.push_back(std::move(e));
+  }
+  cv_.notify_one();
+}
+
+void GroupCommitter::run() {
+  for (;;) {
+    std::vector<LogEntry> batch;
+    {
+      std::unique_lock<std::mutex> l(mu_);
+      cv_.wait(l, [&] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty() || failed_) return;  // stopping, and nothing left that may be written
+      while (!queue_.empty() && batch.size() < max_batch) {
+        batch.push_back(std::move(queue_.front()));
+        queue_.pop_front();
+      }
+    }
+    Zxid last = batch.back().zxid;
+    try {
+      store_.append(std::move(batch));
+      durable_(last, std::nullopt);
+    } catch (const std::exception& e) {
+      // Once a write failed, nothing after it may become durable out of order.
+      std::lock_guard<std::mutex> l(mu_);
+      failed_ = true;
+      queue_.clear();
+      durable_(store_.last_zxid(), std::string(e.what()));
+      return;
+    }
+  }
+}
+
+}  // namespace warden::storage

@@ -1,0 +1,48 @@
+// The transaction log in RocksDB. Records are keyed "L" + big-endian zxid, so they iterate in
+// zxid order; each value is a LogRecord (protobuf) carrying its zxid and the txn bytes. One
+// append is one WriteBatch, written with sync unless forceSync=no: RocksDB's write-ahead log
+// makes the batch atomic, so a crash leaves whole batches or nothing of the last one.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+#include "storage/log_store.hpp"
+
+namespace rocksdb {
+class DB;
+}
+
+namespace warden::storage {
+
+// A storage failure with a message for an operator: what, where, and why.
+class StorageError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+class RocksDbLogStore final : public LogStore {
+ public:
+  // Opens or creates the log in `dir`. Throws StorageError when the directory cannot be used,
+  // holds something that is not a Warden log, or is locked by another running server.
+  RocksDbLogStore(const std::string& dir, bool sync);
+  ~RocksDbLogStore() override;
+
+  void append(std::vector<LogEntry> entries) override;
+  Zxid last_zxid() const override { return last_; }
+  std::vector<LogEntry> read_after(Zxid after) const override;
+  // Calls `fn` for every record after `after` in zxid order. Throws StorageError naming the
+  // first damaged record: a record that does not parse, sits under the wrong key, or leaves
+  // a gap in the zxid counter of its epoch.
+  void for_each_after(Zxid after, const std::function<void(const LogEntry&)>& fn) const;
+
+ private:
+  std::string dir_;
+  bool sync_;
+  std::unique_ptr<rocksdb::DB> db_;
+  Zxid last_ = 0;
+};
+
+}  // namespace warden::storage
