@@ -1,0 +1,240 @@
+// The RocksDB log, group commit, and recovery by replay.
+#include <rocksdb/db.h>
+
+#include <atomic>
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <random>
+
+#include "harness.hpp"
+#include "storage/group_commit.hpp"
+#include "storage/rocksdb_log_store.hpp"
+
+using namespace test;
+namespace fs = std::filesystem;
+
+namespace {
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    static std::atomic<int> n{0};
+    path = fs::temp_directory_path() / ("warden-unit-" + std::to_string(getpid()) + "-" + std::to_string(n++));
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~TempDir() { fs::remove_all(path); }
+  std::string str() const { return path.string(); }
+};
+
+std::vector<storage::LogEntry> entries(wire::Zxid from, wire::Zxid to) {
+  std::vector<storage::LogEntry> v;
+  for (auto z = from; z <= to; ++z) v.push_back({z, "txn-" + std::to_string(z)});
+  return v;
+}
+
+// Writes a raw record under a log key, bypassing the store: how damage gets into a test log.
+void poke(const std::string& dir, wire::Zxid z, const std::string& value) {
+  rocksdb::DB* db = nullptr;
+  REQUIRE(rocksdb::DB::Open(rocksdb::Options(), dir, &db).ok());
+  std::string k(9, '\0');
+  k[0] = 'L';
+  for (int i = 0; i < 8; ++i) k[static_cast<size_t>(1 + i)] = static_cast<char>(static_cast<uint64_t>(z) >> (56 - 8 * i));
+  REQUIRE(db->Put(rocksdb::WriteOptions(), k, value).ok());
+  delete db;
+}
+}  // namespace
+
+TEST_CASE("the RocksDB log keeps entries in zxid order across a reopen") {
+  TempDir d;
+  {
+    storage::RocksDbLogStore log(d.str(), true);
+    CHECK(log.last_zxid() == 0);
+    log.append(entries(1, 3));
+    log.append(entries(4, 300));  // past one byte of the key: order must stay numeric
+    CHECK(log.last_zxid() == 300);
+    CHECK_THROWS_AS(log.append(entries(300, 300)), std::logic_error);
+  }
+  storage::RocksDbLogStore log(d.str(), true);
+  CHECK(log.last_zxid() == 300);
+  auto all = log.read_after(0);
+  REQUIRE(all.size() == 300);
+  for (size_t i = 0; i < all.size(); ++i) CHECK(all[i].zxid == static_cast<wire::Zxid>(i + 1));
+  CHECK(all[255].payload == "txn-256");
+  CHECK(log.read_after(298).size() == 2);
+}
+
+TEST_CASE("a second server on the same log is refused, naming the lock") {
+  TempDir d;
+  storage::RocksDbLogStore first(d.str(), true);
+  try {
+    storage::RocksDbLogStore second(d.str(), true);
+    FAIL("opened a locked log");
+  } catch (const storage::StorageError& e) {
+    CHECK(std::string(e.what()).find("in use by another running server") != std::string::npos);
+  }
+}
+
+TEST_CASE("a directory that is not a Warden log is refused") {
+  TempDir d;
+  {
+    rocksdb::DB* db = nullptr;
+    rocksdb::Options o;
+    o.create_if_missing = true;
+    REQUIRE(rocksdb::DB::Open(o, d.str(), &db).ok());
+    REQUIRE(db->Put(rocksdb::WriteOptions(), "someone", "else's data").ok());
+    delete db;
+  }
+  CHECK_THROWS_WITH(storage::RocksDbLogStore(d.str(), true), Catch::Contains("not a Warden log"));
+  TempDir junk;
+  std::ofstream(junk.path / "CURRENT") << "garbage\n";
+  CHECK_THROWS_AS(storage::RocksDbLogStore(junk.str(), true), storage::StorageError);
+}
+
+TEST_CASE("damage before the tail stops recovery with a message naming it") {
+  TempDir d;
+  {
+    storage::RocksDbLogStore log(d.str(), true);
+    log.append(entries(1, 5));
+  }
+  SECTION("a record that does not parse") {
+    poke(d.str(), 3, "\xff\xff\xff not a record");
+    storage::RocksDbLogStore log(d.str(), true);
+    CHECK_THROWS_WITH(log.read_after(0), Catch::Contains("record 0x3 does not parse"));
+  }
+  SECTION("a missing record") {
+    {
+      rocksdb::DB* db = nullptr;
+      REQUIRE(rocksdb::DB::Open(rocksdb::Options(), d.str(), &db).ok());
+      std::string k(9, '\0');
+      k[0] = 'L';
+      k[8] = 2;
+      REQUIRE(db->Delete(rocksdb::WriteOptions(), k).ok());
+      delete db;
+    }
+    storage::RocksDbLogStore log(d.str(), true);
+    CHECK_THROWS_WITH(log.read_after(0), Catch::Contains("records 0x2 to 0x2 are missing"));
+  }
+}
+
+namespace {
+// A store that counts appends, to see groups form.
+struct CountingStore : storage::LogStore {
+  storage::MemoryLogStore inner{1000000};
+  std::atomic<int> appends{0};
+  void append(std::vector<storage::LogEntry> e) override {
+    ++appends;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));  // a slow fsync
+    inner.append(std::move(e));
+  }
+  wire::Zxid last_zxid() const override { return inner.last_zxid(); }
+  std::vector<storage::LogEntry> read_after(wire::Zxid a) const override { return inner.read_after(a); }
+};
+}  // namespace
+
+TEST_CASE("group commit: one synced write covers everything queued meanwhile, reported in order") {
+  CountingStore store;
+  std::mutex mu;
+  std::vector<wire::Zxid> reported;
+  {
+    storage::GroupCommitter gc(store, [&](wire::Zxid upto, std::optional<std::string> err) {
+      REQUIRE_FALSE(err);
+      std::lock_guard<std::mutex> l(mu);
+      reported.push_back(upto);
+    });
+    for (wire::Zxid z = 1; z <= 2000; ++z) gc.submit({z, "x"});
+  }  // the destructor writes what is queued
+  CHECK(store.last_zxid() == 2000);
+  REQUIRE_FALSE(reported.empty());
+  CHECK(reported.back() == 2000);
+  CHECK(std::is_sorted(reported.begin(), reported.end()));
+  CHECK(store.appends < 2000 / 10);  // groups, not one write per txn
+}
+
+TEST_CASE("group commit: a failed write is reported and nothing after it is written") {
+  struct FailingStore : CountingStore {
+    void append(std::vector<storage::LogEntry> e) override {
+      if (e.back().zxid >= 5) throw storage::StorageError("disk full");
+      CountingStore::append(std::move(e));
+    }
+  } store;
+  std::optional<std::string> error;
+  {
+    storage::GroupCommitter gc(store, [&](wire::Zxid, std::optional<std::string> err) {
+      if (err) error = err;
+    });
+    for (wire::Zxid z = 1; z <= 10; ++z) {
+      gc.submit({z, "x"});
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
+  REQUIRE(error);
+  CHECK(*error == "disk full");
+  CHECK(store.last_zxid() < 5);
+}
+
+TEST_CASE("replaying the log rebuilds the same tree, sessions and counters") {
+  server::ServerOptions o;
+  o.extended_types = true;
+  Harness h(o);
+  Client a(h);
+  a.connect(20000);
+  a.create("/app", "cfg");
+  a.create("/app/seq-", "", 2);
+  a.create("/app/seq-", "", 2);
+  a.create("/app/eph", "", 1);
+  a.call(OpCode::setData, wire::SetDataRequest{"/app", std::string("cfg2"), -1});
+  a.call(OpCode::setACL, wire::SetACLRequest{"/app", {wire::Acl{31, wire::Id{"world", "anyone"}}}, 0});
+  a.call(OpCode::remove, wire::DeleteRequest{"/app/seq-0000000000", -1});
+  a.create("/c", "", 4, OpCode::createContainer);
+  a.call(OpCode::createTTL, wire::CreateTTLRequest{"/t", std::string("x"), Client::open_acl(), 5, 60000});
+  a.create("/dup");
+  a.create("/dup");  // an error txn is in the log too
+  Client b(h);
+  b.connect();
+  b.call_raw(OpCode::closeSession, "");
+
+  Harness restarted(o, h.now + 5000);
+  for (const auto& e : h.log.read_after(0)) restarted.server.replay(e.zxid, e.payload);
+  CHECK(restarted.server.tree().digest() == h.server.tree().digest());
+  CHECK(restarted.server.tree().last_applied() == h.server.tree().last_applied());
+  CHECK(restarted.server.session_count() == 1);  // a's session lives on, b's was closed
+
+  // The session can re-attach with its password, and keeps its ephemeral.
+  Client again(restarted);
+  auto resp = again.connect(20000, a.session(), a.passwd(), h.server.tree().last_applied());
+  REQUIRE(resp);
+  CHECK(resp->sessionId == a.session());
+  CHECK(again.exists("/app/eph"));
+  // Sequential names and zxids continue; new session ids are new.
+  CHECK(wire::decode<wire::CreateResponse>(again.create("/app/seq-", "", 2).body)->path == "/app/seq-0000000003");
+  Client c(restarted);
+  c.connect();
+  CHECK(c.session() != a.session());
+  CHECK(c.session() != b.session());
+  // A digest tells a changed tree apart.
+  auto before = restarted.server.tree().digest();
+  c.call(OpCode::setData, wire::SetDataRequest{"/app", std::string("cfg3"), -1});
+  CHECK(restarted.server.tree().digest() != before);
+}
+
+TEST_CASE("a restored session that nobody re-attaches expires after its full timeout") {
+  Harness h;
+  Client a(h);
+  a.connect(10000);
+  a.create("/eph", "", 1);
+  Harness restarted({}, h.now + 60000);  // down for longer than the timeout
+  for (const auto& e : h.log.read_after(0)) restarted.server.replay(e.zxid, e.payload);
+  Client w(restarted);
+  w.connect();
+  restarted.advance(8000);
+  CHECK(w.exists("/eph"));  // the full timeout counts from the restart
+  restarted.advance(5000);
+  CHECK_FALSE(w.exists("/eph"));
+}
+
+TEST_CASE("a log record that is not a txn stops the replay") {
+  Harness h;
+  CHECK_THROWS_WITH(h.server.replay(1, "\x01\x02"), Catch::Contains("does not hold a txn"));
+}
