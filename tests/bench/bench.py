@@ -1,9 +1,11 @@
 """The benchmark matrix, Warden and Apache ZooKeeper 3.8 side by side in one run.
 
-Both are standalone on loopback with fsync off (ZooKeeper's forceSync=no; Warden has no durable
-log yet). For each operation the same load (warden-loadgen: pipelined, pre-encoded requests)
-runs against each server after a warm-up; the table shows throughput, latency percentiles,
-the server's CPU time per request (from /proc) and the load generator's own CPU, with ratios.
+Both are standalone on loopback, each writing its transaction log to a temporary directory,
+in two modes: "nosync" (forceSync=no on both: the log is written but not fsynced) for every
+operation, and "durable" (both defaults: every write group fsynced before its reply) for the
+writes. For each cell the same load (warden-loadgen: pipelined, pre-encoded requests) runs
+against each server after a warm-up; the tables show throughput, latency percentiles, the
+server's CPU time per request (from /proc) and the load generator's own CPU, with ratios.
 This is a benchmark, not a test: nothing here passes or fails on timing.
 """
 import argparse
@@ -48,29 +50,9 @@ def measure(binary, server, op, args):
     }
 
 
-def main():
-    p = argparse.ArgumentParser()
-    p.add_argument("--loadgen", required=True)
-    p.add_argument("--ops", default="create,set,get,exists,mix")
-    p.add_argument("--seconds", type=float, default=5)
-    p.add_argument("--warmup", type=float, default=3)
-    p.add_argument("--connections", type=int, default=16)
-    p.add_argument("--depth", type=int, default=32)
-    p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--max-ops", type=int, default=20_000_000)
-    args = p.parse_args()
-    ops = args.ops.split(",")
-    results = {}
-    with support.start_zookeeper(extended_types=False, extra_cfg="maxClientCnxns=0\n") as zk:
-        for op in ops:
-            results[("zk", op)] = measure(args.loadgen, zk, op, args)
-    with support.start_warden() as w:
-        for op in ops:
-            results[("warden", op)] = measure(args.loadgen, w, op, args)
-    print(f"\nload: {args.connections} sessions x {args.depth} in flight, {args.threads} load thread(s), "
-          f"{args.seconds:g} s per cell after {args.warmup:g} s warm-up; fsync off on both\n")
-    head = ("| op | server | ops/s | p50 us | p99 us | p999 us | server CPU us/req | loadgen CPU us/req | errors |")
-    print(head)
+def table(title, ops, results):
+    print(f"\n### {title}\n")
+    print("| op | server | ops/s | p50 us | p99 us | p999 us | server CPU us/req | loadgen CPU us/req | errors |")
     print("|" + "---|" * 9)
     for op in ops:
         for s in ("zk", "warden"):
@@ -78,7 +60,7 @@ def main():
             name = "ZooKeeper 3.8" if s == "zk" else "Warden"
             print(f"| {op} | {name} | {r['ops_s']:.0f} | {r['p50']} | {r['p99']} | {r['p999']} | "
                   f"{r['cpu_us']:.1f} | {r['client_cpu_us']:.2f} | {r['errors']} |")
-    print("\nratios, Warden against ZooKeeper (throughput: higher is better; p99 and CPU: lower is better)\n")
+    print("\nWarden against ZooKeeper (throughput: higher is better; p99 and CPU: lower is better)\n")
     print("| op | throughput x | p99 x | server CPU/req x |")
     print("|---|---|---|---|")
     for op in ops:
@@ -87,6 +69,40 @@ def main():
         p99 = w["p99"] / z["p99"] if z["p99"] else float("nan")
         cpu = w["cpu_us"] / z["cpu_us"] if z["cpu_us"] else float("nan")
         print(f"| {op} | {tput:.2f} | {p99:.2f} | {cpu:.2f} |")
+
+
+def run_mode(args, ops, sync):
+    results = {}
+    flag = "" if sync else "forceSync=no\n"
+    with support.start_zookeeper(extended_types=False, extra_cfg="maxClientCnxns=0\n" + flag) as zk:
+        for op in ops:
+            results[("zk", op)] = measure(args.loadgen, zk, op, args)
+    with support.start_warden(flag) as w:
+        for op in ops:
+            results[("warden", op)] = measure(args.loadgen, w, op, args)
+    return results
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--loadgen", required=True)
+    p.add_argument("--ops", default="create,set,get,exists,mix")
+    p.add_argument("--durable-ops", default="create,set")
+    p.add_argument("--seconds", type=float, default=5)
+    p.add_argument("--warmup", type=float, default=3)
+    p.add_argument("--connections", type=int, default=16)
+    p.add_argument("--depth", type=int, default=32)
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--max-ops", type=int, default=20_000_000)
+    args = p.parse_args()
+    ops = [o for o in args.ops.split(",") if o]
+    durable_ops = [o for o in args.durable_ops.split(",") if o]
+    print(f"load: {args.connections} sessions x {args.depth} in flight, {args.threads} load thread(s), "
+          f"{args.seconds:g} s per cell after {args.warmup:g} s warm-up")
+    if ops:
+        table("fsync off on both (forceSync=no): the log is written, not synced", ops, run_mode(args, ops, False))
+    if durable_ops:
+        table("durable on both (defaults: fsync before every reply)", durable_ops, run_mode(args, durable_ops, True))
 
 
 if __name__ == "__main__":

@@ -122,7 +122,7 @@ def start_zookeeper(extended_types=True, extra_cfg=""):
     cfg = os.path.join(workdir, "zoo.cfg")
     with open(cfg, "w") as f:
         f.write(f"tickTime=2000\ndataDir={workdir}/data\nclientPort={port}\nclientPortAddress=127.0.0.1\n"
-                f"admin.enableServer=false\nforceSync=no\n{extra_cfg}")
+                f"admin.enableServer=false\n{extra_cfg}")
     log_path = os.path.join(workdir, "zk.log")
     props = ["-Dzookeeper.extendedTypesEnabled=true"] if extended_types else []
     proc = subprocess.Popen(["java", "-Xmx512m", *props, "-cp", ZK_CLASSPATH,
