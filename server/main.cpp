@@ -14,6 +14,7 @@
 
 #include "server/config.hpp"
 #include "server/runtime.hpp"
+#include "server/tools.hpp"
 
 using warden::server::Config;
 
@@ -23,6 +24,10 @@ constexpr const char* usage = R"(usage:
       Runs a server from the zoo.cfg FILE, as `zkServer.sh start-foreground FILE` does.
   warden-server --standalone --port N --data-dir DIR [--host ADDR] [--tick-time MS]
       Runs a standalone server with no configuration file.
+  warden-server log-dump DIR
+      Prints the transaction log under the data directory DIR (or dataLogDir), one txn a line.
+  warden-server check DIR
+      Replays the log under DIR without starting a server and reports whether it is sound.
 
 options:
   --standalone        run without a configuration file (requires --port and --data-dir)
@@ -55,6 +60,12 @@ int main(int argc, char** argv) {
     std::fputs(usage, stderr);
     return 2;
   }
+  if (args.size() == 2 && (args[0] == "log-dump" || args[0] == "check")) {
+    return args[0] == "log-dump" ? warden::server::dump_log(args[1], std::cout, std::cerr)
+                                 : warden::server::check_data_dir(args[1], std::cout, std::cerr);
+  }
+  if (!args.empty() && (args[0] == "log-dump" || args[0] == "check"))
+    return fail(args[0] + " takes one data directory");
   Config config;
   bool standalone = false;
   std::string file;

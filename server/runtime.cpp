@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "consensus/replicator.hpp"
+#include "server/tools.hpp"
 #include "server/zk_server.hpp"
 #include "storage/group_commit.hpp"
 #include "storage/log_store.hpp"
@@ -159,7 +160,7 @@ struct ServerRuntime::Impl {
     if (config.in_memory) {
       log = std::make_unique<storage::MemoryLogStore>();
     } else {
-      auto dir = std::filesystem::path(config.data_log_dir.empty() ? config.data_dir : config.data_log_dir) / "log";
+      auto dir = std::filesystem::path(log_dir_of(config.data_log_dir.empty() ? config.data_dir : config.data_log_dir));
       std::error_code ec;
       std::filesystem::create_directories(dir, ec);
       if (ec) throw storage::StorageError("cannot create the log directory " + dir.string() + ": " + ec.message());

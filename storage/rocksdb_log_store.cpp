@@ -52,12 +52,32 @@ RocksDbLogStore::RocksDbLogStore(const std::string& dir, bool sync) : dir_(dir),
     throw StorageError("cannot open the log in " + dir + ": " + why);
   }
   db_.reset(raw);
+  check_format_and_find_last(true);
+}
+
+RocksDbLogStore::RocksDbLogStore(const std::string& dir, ReadOnly) : dir_(dir), sync_(false) {
+  rocksdb::Options opts;
+  opts.paranoid_checks = true;
+  opts.info_log_level = rocksdb::InfoLogLevel::WARN_LEVEL;
+  rocksdb::DB* raw = nullptr;
+  auto st = rocksdb::DB::OpenForReadOnly(opts, dir, &raw);
+  if (!st.ok()) throw StorageError("cannot open the log in " + dir + " for reading: " + st.ToString());
+  db_.reset(raw);
+  check_format_and_find_last(false);
+}
+
+std::unique_ptr<RocksDbLogStore> RocksDbLogStore::open_read_only(const std::string& dir) {
+  return std::unique_ptr<RocksDbLogStore>(new RocksDbLogStore(dir, ReadOnly{}));
+}
+
+void RocksDbLogStore::check_format_and_find_last(bool may_initialise) {
+  const std::string& dir = dir_;
   std::string format;
-  st = db_->Get(rocksdb::ReadOptions(), format_key, &format);
+  auto st = db_->Get(rocksdb::ReadOptions(), format_key, &format);
   std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions()));
   it->SeekToFirst();
   bool empty = !it->Valid();
-  if (st.IsNotFound() && empty) {
+  if (st.IsNotFound() && empty && may_initialise) {
     rocksdb::WriteOptions w;
     w.sync = true;
     st = db_->Put(w, format_key, format_value);

@@ -28,6 +28,9 @@ class RocksDbLogStore final : public LogStore {
   // Opens or creates the log in `dir`. Throws StorageError when the directory cannot be used,
   // holds something that is not a Warden log, or is locked by another running server.
   RocksDbLogStore(const std::string& dir, bool sync);
+  // Opens an existing log for reading only, without its lock: tools may read the log of a
+  // running server. append() then fails.
+  static std::unique_ptr<RocksDbLogStore> open_read_only(const std::string& dir);
   ~RocksDbLogStore() override;
 
   void append(std::vector<LogEntry> entries) override;
@@ -41,6 +44,10 @@ class RocksDbLogStore final : public LogStore {
  private:
   std::string dir_;
   bool sync_;
+  struct ReadOnly {};
+  RocksDbLogStore(const std::string& dir, ReadOnly);
+  void check_format_and_find_last(bool may_initialise);
+
   std::unique_ptr<rocksdb::DB> db_;
   Zxid last_ = 0;
 };

@@ -1,0 +1,127 @@
+#include "server/tools.hpp"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <filesystem>
+#include <ostream>
+
+#include "server/data_tree.hpp"
+#include "server/txn.hpp"
+#include "storage/rocksdb_log_store.hpp"
+
+namespace warden::server {
+
+namespace {
+std::string time_text(int64_t ms) {
+  std::time_t secs = static_cast<std::time_t>(ms / 1000);
+  std::tm tm{};
+  gmtime_r(&secs, &tm);
+  char b[32];
+  std::strftime(b, sizeof b, "%Y-%m-%dT%H:%M:%S", &tm);
+  return fmt::format("{}.{:03}Z", b, ms % 1000);
+}
+
+std::string bytes_text(const wire::Bytes& b) {
+  if (!b) return "null";
+  std::string out = "'";
+  for (unsigned char c : b->substr(0, 64)) out += (c >= 0x20 && c < 0x7f && c != '\'') ? std::string(1, char(c)) : fmt::format("\\x{:02x}", c);
+  if (b->size() > 64) out += fmt::format("'... ({} bytes)", b->size());
+  else out += "'";
+  return out;
+}
+
+std::string acl_text(const wire::AclList& acl) {
+  std::string out;
+  for (const auto& a : acl) out += fmt::format("{}{}:{}:{}", out.empty() ? "" : ",", a.id.scheme, a.id.id, a.perms);
+  return out;
+}
+
+std::string body_text(const TxnBody& body);
+
+std::string sub_text(const SubTxnBody& body) {
+  return std::visit([](const auto& b) { return body_text(TxnBody(b)); }, body);
+}
+
+std::string body_text(const TxnBody& body) {
+  return std::visit(
+      [](const auto& b) -> std::string {
+        using B = std::decay_t<decltype(b)>;
+        if constexpr (std::is_same_v<B, CreateTxn>) {
+          return fmt::format("create {} data={} acl={} owner=0x{:x} parentCreates={}", b.path, bytes_text(b.data),
+                             acl_text(b.acl), static_cast<uint64_t>(b.ephemeralOwner), b.parentCreates);
+        } else if constexpr (std::is_same_v<B, DeleteTxn>) {
+          return "delete " + b.path;
+        } else if constexpr (std::is_same_v<B, SetDataTxn>) {
+          return fmt::format("setData {} data={} version={}", b.path, bytes_text(b.data), b.version);
+        } else if constexpr (std::is_same_v<B, SetAclTxn>) {
+          return fmt::format("setACL {} acl={} aversion={}", b.path, acl_text(b.acl), b.version);
+        } else if constexpr (std::is_same_v<B, CheckTxn>) {
+          return "check " + b.path;
+        } else if constexpr (std::is_same_v<B, ErrorTxn>) {
+          return fmt::format("error {}", wire::err_name(static_cast<wire::Err>(b.err)));
+        } else if constexpr (std::is_same_v<B, CreateSessionTxn>) {
+          return fmt::format("createSession timeout={}", b.timeout);
+        } else if constexpr (std::is_same_v<B, CloseSessionTxn>) {
+          std::string out = "closeSession";
+          for (const auto& p : b.ephemerals) out += " -" + p;
+          return out;
+        } else {
+          std::string out = fmt::format("multi ({} ops)", b.ops.size());
+          for (const auto& op : b.ops) out += " [" + sub_text(op.body) + "]";
+          return out;
+        }
+      },
+      body);
+}
+}  // namespace
+
+std::string log_dir_of(const std::string& data_dir) { return (std::filesystem::path(data_dir) / "log").string(); }
+
+int dump_log(const std::string& data_dir, std::ostream& out, std::ostream& err) {
+  try {
+    auto log = storage::RocksDbLogStore::open_read_only(log_dir_of(data_dir));
+    size_t n = 0;
+    log->for_each_after(0, [&](const storage::LogEntry& e) {
+      auto t = decode_txn(e.payload);
+      if (!t) throw storage::StorageError(fmt::format("record 0x{:x} does not hold a txn", e.zxid));
+      out << fmt::format("0x{:x} {} session:0x{:x} cxid:{} {}\n", e.zxid, time_text(t->time),
+                         static_cast<uint64_t>(t->session), t->cxid, body_text(t->body));
+      ++n;
+    });
+    out << fmt::format("{} txns\n", n);
+    return 0;
+  } catch (const std::exception& e) {
+    err << "warden-server log-dump: " << e.what() << "\n";
+    return 1;
+  }
+}
+
+int check_data_dir(const std::string& data_dir, std::ostream& out, std::ostream& err) {
+  try {
+    auto log = storage::RocksDbLogStore::open_read_only(log_dir_of(data_dir));
+    DataTree tree;
+    std::set<SessionId> sessions;
+    std::vector<WatchTrigger> ignored;
+    size_t n = 0;
+    auto started = std::chrono::steady_clock::now();
+    log->for_each_after(0, [&](const storage::LogEntry& e) {
+      auto t = decode_txn(e.payload);
+      if (!t) throw storage::StorageError(fmt::format("record 0x{:x} does not hold a txn", e.zxid));
+      tree.apply(*t, e.zxid, ignored);
+      ignored.clear();
+      if (std::holds_alternative<CreateSessionTxn>(t->body)) sessions.insert(t->session);
+      if (std::holds_alternative<CloseSessionTxn>(t->body)) sessions.erase(t->session);
+      if (++n % 1000000 == 0) err << fmt::format("replayed {} txns...\n", n);  // progress for large logs
+    });
+    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    out << fmt::format("ok: {} txns up to zxid 0x{:x} replay in {:.2f}s; {} nodes, {} open sessions, digest {:016x}\n",
+                       n, log->last_zxid(), secs, tree.size(), sessions.size(), tree.digest());
+    return 0;
+  } catch (const std::exception& e) {
+    err << "warden-server check: " << e.what() << "\n";
+    return 1;
+  }
+}
+
+}  // namespace warden::server

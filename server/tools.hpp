@@ -1,0 +1,20 @@
+// Tools for a person, run as warden-server subcommands without starting a server (like
+// ZooKeeper's TxnLogToolkit and SnapshotFormatter): print the log readably, and check a data
+// directory by replaying it. Both read the log without taking its lock, so they work beside a
+// running server.
+#pragma once
+
+#include <iosfwd>
+#include <string>
+
+namespace warden::server {
+
+// One line per txn. Returns the process exit code: 0, or 1 with the reason on `err`.
+int dump_log(const std::string& data_dir, std::ostream& out, std::ostream& err);
+// Replays the whole log into a tree; prints counts and the tree digest. 0 when sound, 1 when
+// the log is damaged or does not replay, with what and where on `err`.
+int check_data_dir(const std::string& data_dir, std::ostream& out, std::ostream& err);
+// The log directory inside a data directory (or dataLogDir).
+std::string log_dir_of(const std::string& data_dir);
+
+}  // namespace warden::server

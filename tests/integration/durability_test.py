@@ -1,0 +1,116 @@
+"""Durability seen from outside: a restart gives back the same tree (every node's data and full
+Stat, read with kazoo before the stop and after the start), sessions survive a restart, the
+log-dump and check tools read the data directory, and bad data directories stop the start with
+a clear message."""
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+
+from kazoo.client import KazooClient
+
+import support
+
+BIN = os.environ["WARDEN_SERVER"]
+
+
+def start(data_dir, extra=()):
+    p = subprocess.Popen([BIN, "--standalone", "--port", "0", "--data-dir", data_dir, *extra],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    line = p.stdout.readline().strip()
+    return p, (line.rsplit(" ", 1)[1] if "listening on" in line else None)
+
+
+def stop(p):
+    p.send_signal(signal.SIGTERM)
+    return p.wait(timeout=15)
+
+
+def snapshot(zk, path="/"):
+    """Every node below `path` with its data and full Stat."""
+    data, stat = zk.get(path)
+    out = {path: (data, tuple(stat))}
+    for child in zk.get_children(path):
+        out.update(snapshot(zk, (path.rstrip("/") + "/" + child)))
+    return out
+
+
+def main():
+    c = support.Checks("durability")
+    d = tempfile.mkdtemp(prefix="warden-dur-")
+    try:
+        p, hosts = start(d)
+        zk = KazooClient(hosts=hosts, timeout=30)
+        zk.start(timeout=10)
+        zk.create("/app", b"config")
+        zk.set("/app", b"config-2")
+        for i in range(20):
+            zk.create("/app/item-", str(i).encode(), sequence=True)
+        zk.create("/app/eph", b"mine", ephemeral=True)
+        t = zk.transaction()
+        t.create("/app/tx")
+        t.delete("/app/item-0000000003")
+        t.commit()
+        zk.delete("/app/item-0000000004")
+        before = snapshot(zk)
+        session = zk.client_id
+        c.equal(stop(p), 0, "the server stops cleanly")
+
+        dump = subprocess.run([BIN, "log-dump", d], capture_output=True, text=True)
+        c.equal(dump.returncode, 0, "log-dump reads the data directory")
+        c.check("create /app data='config'" in dump.stdout, "log-dump shows the create readably")
+        c.check("setData /app data='config-2' version=1" in dump.stdout, "log-dump shows the set")
+        c.check("multi (2 ops)" in dump.stdout, "log-dump shows the multi")
+        check = subprocess.run([BIN, "check", d], capture_output=True, text=True)
+        c.equal(check.returncode, 0, f"check finds the data directory sound: {check.stdout.strip()}")
+        c.check(check.stdout.startswith("ok: "), "check says ok")
+
+        p, hosts = start(d)
+        c.check(hosts is not None, "the server starts again on the same data directory")
+        # The client re-attaches to its session on the new port: the session survived.
+        zk2 = KazooClient(hosts=hosts)
+        zk2.start(timeout=10)
+        after = snapshot(zk2)
+        c.equal(after, before, "after the restart every node, its data and its Stat are as before")
+        # 20 items, /app/eph and /app/tx were created under /app: the counter stands at 22.
+        c.equal(zk2.create("/app/item-", b"", sequence=True), "/app/item-0000000022",
+                "sequential numbering continues")
+        zk3 = KazooClient(hosts=hosts, client_id=session)
+        zk3.start(timeout=10)
+        c.equal(zk3.client_id[0], session[0], "the old session re-attaches after the restart")
+        c.check(zk3.exists("/app/eph") is not None, "and keeps its ephemeral")
+        zk3.stop()
+        zk2.stop()
+        zk.stop()  # the first client only ever knew the old port
+
+        second = subprocess.run([BIN, "--standalone", "--port", "0", "--data-dir", d],
+                                capture_output=True, text=True, timeout=20)
+        c.check(second.returncode != 0, "a second server on the same data directory refuses to start")
+        c.check("in use by another running server" in second.stderr, f"and says why: {second.stderr.strip()!r}")
+        c.equal(stop(p), 0, "the first server is unaffected and stops cleanly")
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+    bad_dirs = []
+    f = tempfile.NamedTemporaryFile(delete=False)
+    bad_dirs.append((os.path.join(f.name, "data"), "cannot create the log directory"))
+    foreign = tempfile.mkdtemp(prefix="warden-foreign-")
+    os.makedirs(os.path.join(foreign, "log"))
+    with open(os.path.join(foreign, "log", "CURRENT"), "w") as g:
+        g.write("this is not a database\n")
+    bad_dirs.append((foreign, "cannot open the log"))
+    for data_dir, message in bad_dirs:
+        r = subprocess.run([BIN, "--standalone", "--port", "0", "--data-dir", data_dir],
+                           capture_output=True, text=True, timeout=20)
+        c.check(r.returncode != 0, f"{data_dir}: the start stops")
+        c.check(message in r.stderr, f"{data_dir}: says {message!r} (got {r.stderr.strip()!r})")
+        r = subprocess.run([BIN, "check", data_dir], capture_output=True, text=True, timeout=20)
+        c.check(r.returncode == 1 and "warden-server check:" in r.stderr, f"{data_dir}: check reports it")
+    os.unlink(f.name)
+    shutil.rmtree(foreign, ignore_errors=True)
+    c.finish()
+
+
+if __name__ == "__main__":
+    main()
