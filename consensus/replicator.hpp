@@ -52,6 +52,9 @@ class SoloReplicator final : public Replicator {
   Zxid last_committed() const override { return last_committed_; }
   // The log is durable up to `upto`: commit every proposal at or below it, in order.
   void durable(Zxid upto);
+  // The log could not make the proposals after last_committed() durable: forget them and give
+  // their zxids out again. Returns how many were dropped.
+  size_t abort();
   size_t in_flight() const { return unacked_.size(); }
 
  private:

@@ -19,6 +19,14 @@ Zxid SoloReplicator::propose(std::string payload) {
   return z;
 }
 
+size_t SoloReplicator::abort() {
+  size_t n = unacked_.size();
+  unacked_.clear();
+  counter_ = zxid_epoch(last_committed_) == epoch_ ? zxid_counter(last_committed_) : 0;
+  durable_upto_ = last_committed_;
+  return n;
+}
+
 void SoloReplicator::durable(Zxid upto) {
   durable_upto_ = std::max(durable_upto_, upto);
   // A commit handler may propose again, and a synchronous log then reports durability from

@@ -144,7 +144,7 @@ struct ServerRuntime::Impl {
   asio::signal_set signals{io};
   Registry registry;
   bool stopping = false;
-  bool failed = false;
+  bool failed = false;  // stopped because the log could not be written
 
   static ServerOptions options_of(const Config& c) {
     ServerOptions o;
@@ -174,8 +174,8 @@ struct ServerRuntime::Impl {
     if (auto* durable = dynamic_cast<storage::RocksDbLogStore*>(log.get())) {
       recover(*durable);
       committer = std::make_unique<storage::GroupCommitter>(
-          *log, [this](Zxid upto, std::optional<std::string> error) {
-            asio::post(io, [this, upto, error] { on_durable(upto, error); });
+          *log, [this](Zxid upto, std::optional<storage::GroupCommitter::Failure> failure) {
+            asio::post(io, [this, upto, failure] { on_durable(upto, failure); });
           });
     }
   }
@@ -201,16 +201,23 @@ struct ServerRuntime::Impl {
     replicator->durable(z);
   }
 
-  void on_durable(Zxid upto, const std::optional<std::string>& error) {
-    if (!error) {
-      replicator->durable(upto);
+  void on_durable(Zxid upto, const std::optional<storage::GroupCommitter::Failure>& failure) {
+    replicator->durable(upto);
+    if (!failure) return;
+    if (!failure->retryable) {
+      // RocksDB failed a write: the log must not be written again by this process. Stop; a
+      // restart recovers everything that was durable, and nothing after it was acknowledged.
+      spdlog::critical("{}; stopping the server", failure->message);
+      failed = true;
+      shutdown();
       return;
     }
-    // Nothing after a failed write may be acknowledged, and the pipeline cannot take the
-    // proposals back: stop, and let recovery start from what is durable.
-    spdlog::critical("{}; stopping the server", *error);
-    failed = true;
-    shutdown();
+    // A full disk: nothing was written. Everything in flight is taken back and its clients get
+    // an error; reads go on, and the next write tries the disk again.
+    size_t n = replicator->abort();
+    committer->reset();
+    spdlog::error("{}; {} writes in flight failed, reads go on", failure->message, n);
+    server->abort_in_flight(wire::Err::systemError);
   }
 
   void accept() {

@@ -26,7 +26,7 @@ class ServerRuntime {
   std::string address() const;
   uint16_t port() const;
   // Serves until stop(); stops cleanly on SIGTERM and SIGINT when `handle_signals`. False when
-  // it stopped because the log could not be written.
+  // it stopped because RocksDB failed a log write.
   bool run(bool handle_signals);
   // Safe from any thread.
   void stop();

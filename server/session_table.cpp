@@ -57,6 +57,20 @@ void SessionTable::remove(SessionId id) {
   sessions_.erase(it);
 }
 
+void SessionTable::reopen_closing(int64_t now_ms) {
+  for (auto& [id, s] : sessions_) {
+    if (!s.closing) continue;
+    s.closing = false;
+    auto b = buckets_.find(s.deadline);
+    if (b != buckets_.end()) {
+      b->second.erase(id);
+      if (b->second.empty()) buckets_.erase(b);
+    }
+    s.deadline = now_ms;
+    buckets_[now_ms].insert(id);
+  }
+}
+
 std::vector<SessionId> SessionTable::take_expired(int64_t now_ms) {
   std::vector<SessionId> out;
   while (!buckets_.empty() && buckets_.begin()->first <= now_ms) {

@@ -44,6 +44,9 @@ class SessionTable {
   // Pushes the session's deadline out to now + its timeout; false for an unknown or closing one.
   bool touch(SessionId id, int64_t now_ms);
   void remove(SessionId id);
+  // Sessions whose close txn was lost (the log failed) are open again and expire at the next
+  // check, so the close is tried again.
+  void reopen_closing(int64_t now_ms);
   // Every session whose deadline has passed, marked closing.
   std::vector<SessionId> take_expired(int64_t now_ms);
   size_t size() const { return sessions_.size(); }

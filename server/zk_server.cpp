@@ -437,6 +437,27 @@ void ZkServer::replay(Zxid zxid, std::string_view payload) {
   if (std::holds_alternative<CreateSessionTxn>(txn->body)) sessions_.saw_id(txn->session);
 }
 
+void ZkServer::abort_in_flight(Err err) {
+  std::deque<Pending> aborted;
+  aborted.swap(pending_);
+  prep_.retire_all();
+  sessions_.reopen_closing(clock_());
+  Zxid last = tree_.last_applied();
+  std::vector<ConnId> touched;
+  for (const auto& p : aborted) {
+    Conn* c = p.conn ? conn(p.conn) : nullptr;
+    if (!c) continue;  // internal txns are tried again by later ticks
+    --c->in_flight;
+    touched.push_back(p.conn);
+    if (p.kind == Kind::connect) {
+      close_conn(p.conn);  // its session could not be created
+    } else {
+      send_reply(p.conn, p.xid, last, err);
+    }
+  }
+  for (ConnId id : touched) drain(id);
+}
+
 void ZkServer::reply_write(const Pending& p, const Txn& txn, const ApplyResult& r, Zxid zxid) {
   if (std::holds_alternative<CloseSessionTxn>(txn.body)) {
     if (p.kind == Kind::internal) spdlog::info("session 0x{:x} expired", txn.session);

@@ -70,6 +70,9 @@ class ZkServer {
   // table move on, nobody is answered. Restored sessions get their full timeout from now.
   // Throws std::runtime_error when the payload is not a txn.
   void replay(Zxid zxid, std::string_view payload);
+  // The log failed to make the txns in flight durable (and the replicator forgot them): answer
+  // each waiting client with `err`, undo what prep assumed, and serve what waits behind them.
+  void abort_in_flight(wire::Err err);
 
   const DataTree& tree() const { return tree_; }
   size_t session_count() const { return sessions_.size(); }

@@ -2,6 +2,8 @@
 
 #include <exception>
 
+#include "storage/rocksdb_log_store.hpp"
+
 namespace warden::storage {
 
 GroupCommitter::GroupCommitter(LogStore& store, Durable durable)
@@ -24,12 +26,18 @@ void GroupCommitter::submit(LogEntry e) {
   cv_.notify_one();
 }
 
+void GroupCommitter::reset() {
+  std::lock_guard<std::mutex> l(mu_);
+  queue_.clear();
+  failed_ = false;
+}
+
 void GroupCommitter::run() {
   for (;;) {
     std::vector<LogEntry> batch;
     {
       std::unique_lock<std::mutex> l(mu_);
-      cv_.wait(l, [&] { return stopping_ || !queue_.empty(); });
+      cv_.wait(l, [&] { return stopping_ || (!queue_.empty() && !failed_); });
       if (queue_.empty() || failed_) return;  // stopping, and nothing left that may be written
       while (!queue_.empty() && batch.size() < max_batch) {
         batch.push_back(std::move(queue_.front()));
@@ -40,15 +48,22 @@ void GroupCommitter::run() {
     try {
       store_.append(std::move(batch));
       durable_(last, std::nullopt);
+    } catch (const DiskFullError& e) {
+      fail(Failure{e.what(), true});
     } catch (const std::exception& e) {
-      // Once a write failed, nothing after it may become durable out of order.
-      std::lock_guard<std::mutex> l(mu_);
-      failed_ = true;
-      queue_.clear();
-      durable_(store_.last_zxid(), std::string(e.what()));
-      return;
+      fail(Failure{e.what(), false});
     }
   }
+}
+
+void GroupCommitter::fail(Failure f) {
+  {
+    // Nothing after a failed write may be written before the owner has taken it all back.
+    std::lock_guard<std::mutex> l(mu_);
+    failed_ = true;
+    queue_.clear();
+  }
+  durable_(store_.last_zxid(), std::move(f));
 }
 
 }  // namespace warden::storage

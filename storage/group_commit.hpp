@@ -3,6 +3,9 @@
 // rate is not bounded by the disk's sync latency.
 //
 // The durable callback runs on the committer's thread; the owner moves it to its own.
+//
+// After a failed write nothing more is written (a later group would leave a hole in the log)
+// until the owner has taken back every entry it submitted and calls reset().
 #pragma once
 
 #include <condition_variable>
@@ -19,9 +22,14 @@ namespace warden::storage {
 
 class GroupCommitter {
  public:
-  // `durable(upto, error)`: everything up to `upto` is durable, or, with an error, the write
-  // failed and nothing after the last durable zxid is.
-  using Durable = std::function<void(Zxid upto, std::optional<std::string> error)>;
+  // A write that failed: why, and whether the log may be written again (a full disk) or not.
+  struct Failure {
+    std::string message;
+    bool retryable = false;
+  };
+  // `durable(upto, failure)`: everything up to `upto` is durable; with a failure, nothing after
+  // it is, and nothing more will be written until reset().
+  using Durable = std::function<void(Zxid upto, std::optional<Failure> failure)>;
 
   // The most entries one synced write takes: bounds the batch and the latency of its head.
   static constexpr size_t max_batch = 10000;
@@ -32,9 +40,12 @@ class GroupCommitter {
   GroupCommitter& operator=(const GroupCommitter&) = delete;
 
   void submit(LogEntry e);
+  // Forgets every entry not yet written and accepts new ones again after a failure.
+  void reset();
 
  private:
   void run();
+  void fail(Failure f);
 
   LogStore& store_;
   Durable durable_;

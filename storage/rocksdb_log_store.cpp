@@ -1,5 +1,7 @@
 #include "storage/rocksdb_log_store.hpp"
 
+#include <sys/statvfs.h>
+
 #include <rocksdb/db.h>
 #include <rocksdb/options.h>
 #include <rocksdb/write_batch.h>
@@ -38,6 +40,7 @@ std::string hex_zxid(Zxid z) {
 RocksDbLogStore::RocksDbLogStore(const std::string& dir, bool sync) : dir_(dir), sync_(sync) {
   rocksdb::Options opts;
   opts.create_if_missing = true;
+  opts.write_buffer_size = write_buffer_bytes;
   // A torn tail of the write-ahead log (a crash mid-write) is cut back to the last whole batch;
   // damage before the tail fails the open, and so the start.
   opts.wal_recovery_mode = rocksdb::WALRecoveryMode::kPointInTimeRecovery;
@@ -107,6 +110,16 @@ void RocksDbLogStore::append(std::vector<LogEntry> entries) {
     value.clear();
     rec.SerializeToString(&value);
     batch.Put(key_of(e.zxid), value);
+  }
+  struct statvfs fs {};
+  if (statvfs(dir_.c_str(), &fs) == 0) {
+    uint64_t free_bytes = static_cast<uint64_t>(fs.f_bavail) * fs.f_frsize;
+    // The write-ahead log holds the batch once more, with headers: twice its size is ample.
+    uint64_t need = 2 * batch.GetDataSize() + reserve_bytes;
+    if (free_bytes < need)
+      throw DiskFullError("disk full: " + std::to_string(free_bytes) + " bytes free in " + dir_ + ", " +
+                          std::to_string(need) + " needed to write " + std::to_string(entries.size()) +
+                          " txns and keep the reserve");
   }
   rocksdb::WriteOptions w;
   w.sync = sync_;

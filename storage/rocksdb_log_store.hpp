@@ -23,8 +23,20 @@ class StorageError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// Too little free space to write safely: nothing was written, and a later write may succeed.
+class DiskFullError : public StorageError {
+ public:
+  using StorageError::StorageError;
+};
+
 class RocksDbLogStore final : public LogStore {
  public:
+  // RocksDB's memtable size, and the free space every append leaves behind it: room for the
+  // memtable flushes and the write-ahead log switch that follow. RocksDB must never meet a full
+  // disk itself: Debian's build aborts on the write after a failed write-ahead-log append.
+  static constexpr uint64_t write_buffer_bytes = 8ull << 20;
+  static constexpr uint64_t reserve_bytes = 3 * write_buffer_bytes;
+
   // Opens or creates the log in `dir`. Throws StorageError when the directory cannot be used,
   // holds something that is not a Warden log, or is locked by another running server.
   RocksDbLogStore(const std::string& dir, bool sync);
@@ -33,6 +45,8 @@ class RocksDbLogStore final : public LogStore {
   static std::unique_ptr<RocksDbLogStore> open_read_only(const std::string& dir);
   ~RocksDbLogStore() override;
 
+  // Throws DiskFullError, having written nothing, when the batch would eat into the reserve;
+  // StorageError when RocksDB fails the write (the log must not be written again then).
   void append(std::vector<LogEntry> entries) override;
   Zxid last_zxid() const override { return last_; }
   std::vector<LogEntry> read_after(Zxid after) const override;
@@ -50,6 +64,7 @@ class RocksDbLogStore final : public LogStore {
 
   std::unique_ptr<rocksdb::DB> db_;
   Zxid last_ = 0;
+
 };
 
 }  // namespace warden::storage

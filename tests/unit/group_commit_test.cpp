@@ -119,3 +119,60 @@ TEST_CASE("closing a session with writes in flight applies them first") {
   h.defer_sync = false;
   CHECK_FALSE(w.exists("/e1"));
 }
+
+TEST_CASE("a failed log write fails the writes in flight, reads go on, and later writes succeed") {
+  Harness h;
+  Client a(h), b(h);
+  a.connect();
+  b.connect();
+  a.create("/kept", "v");
+  auto before = h.server.tree().last_applied();
+  h.defer_sync = true;
+  int32_t w1 = a.send(OpCode::create, wire::CreateRequest{"/lost", std::nullopt, Client::open_acl(), 0});
+  int32_t w2 = a.send(OpCode::setData, wire::SetDataRequest{"/kept", std::string("x"), -1});
+  int32_t r = a.send(OpCode::getData, wire::PathWatchRequest{"/kept", false});
+  h.fail_sync();
+  auto f1 = a.next_reply();
+  CHECK(f1.header.xid == w1);
+  CHECK(f1.err() == Err::systemError);
+  CHECK(f1.header.zxid == before);  // never a zxid the server has not applied
+  auto f2 = a.next_reply();
+  CHECK(f2.header.xid == w2);
+  CHECK(f2.err() == Err::systemError);
+  auto read = a.next_reply();
+  CHECK(read.header.xid == r);
+  CHECK(wire::decode<wire::GetDataResponse>(read.body)->data == std::string("v"));  // nothing half-applied
+  CHECK_FALSE(b.exists("/lost"));
+  // Space is back: the next write succeeds and takes the zxid the lost one had.
+  h.defer_sync = false;
+  auto ok = a.create("/lost");
+  CHECK(ok.err() == Err::ok);
+  CHECK(ok.header.zxid == before + 1);
+  CHECK(h.log.read_after(0).back().zxid == before + 1);
+}
+
+TEST_CASE("a session whose close was lost to a failed write is closed again later") {
+  Harness h;
+  Client a(h), w(h);
+  a.connect(4000);
+  w.connect(40000);
+  a.create("/eph", "", 1);
+  h.defer_sync = true;
+  a.send_raw(wire::encode(wire::RequestHeader{5, static_cast<int32_t>(OpCode::closeSession)}));
+  h.fail_sync();
+  CHECK(a.next_reply().err() == Err::systemError);
+  h.defer_sync = false;
+  h.advance(2000);  // the next expiry check closes it for good
+  CHECK_FALSE(w.exists("/eph"));
+  CHECK(h.server.session_count() == 1);
+}
+
+TEST_CASE("a session that could not be created closes its connection") {
+  Harness h;
+  h.defer_sync = true;
+  Client a(h);
+  a.send_connect();
+  h.fail_sync();
+  CHECK(a.link().closed);
+  CHECK(h.server.session_count() == 0);
+}

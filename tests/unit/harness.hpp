@@ -55,6 +55,12 @@ struct Harness {
     unsynced.clear();
     replicator.durable(last);
   }
+  // The log failed to write the deferred proposals: they are taken back, as runtime.cpp does.
+  void fail_sync() {
+    unsynced.clear();
+    replicator.abort();
+    server.abort_in_flight(wire::Err::systemError);
+  }
   // Moves the clock and runs the ticks a real server would have run meanwhile.
   void advance(int64_t ms) {
     for (int64_t step = 0; step < ms; step += 100) {

@@ -138,7 +138,7 @@ TEST_CASE("group commit: one synced write covers everything queued meanwhile, re
   std::mutex mu;
   std::vector<wire::Zxid> reported;
   {
-    storage::GroupCommitter gc(store, [&](wire::Zxid upto, std::optional<std::string> err) {
+    storage::GroupCommitter gc(store, [&](wire::Zxid upto, std::optional<storage::GroupCommitter::Failure> err) {
       REQUIRE_FALSE(err);
       std::lock_guard<std::mutex> l(mu);
       reported.push_back(upto);
@@ -159,9 +159,9 @@ TEST_CASE("group commit: a failed write is reported and nothing after it is writ
       CountingStore::append(std::move(e));
     }
   } store;
-  std::optional<std::string> error;
+  std::optional<storage::GroupCommitter::Failure> error;
   {
-    storage::GroupCommitter gc(store, [&](wire::Zxid, std::optional<std::string> err) {
+    storage::GroupCommitter gc(store, [&](wire::Zxid, std::optional<storage::GroupCommitter::Failure> err) {
       if (err) error = err;
     });
     for (wire::Zxid z = 1; z <= 10; ++z) {
@@ -170,7 +170,8 @@ TEST_CASE("group commit: a failed write is reported and nothing after it is writ
     }
   }
   REQUIRE(error);
-  CHECK(*error == "disk full");
+  CHECK(error->message == "disk full");
+  CHECK_FALSE(error->retryable);  // a StorageError: not a DiskFullError
   CHECK(store.last_zxid() < 5);
 }
 

@@ -1,0 +1,101 @@
+"""A full disk: the data directory is a small tmpfs (this test mounts it, so it runs as root,
+as CI does), part of it taken by a ballast file. The server refuses to write into its reserve
+of free space (RocksDB itself must never meet a full disk). Writes fail with an error while reads go on; when space returns writes succeed
+again; nothing acknowledged is lost across a restart."""
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+
+from kazoo.client import KazooClient
+from kazoo.exceptions import SystemZookeeperError
+
+import support
+
+BIN = os.environ["WARDEN_SERVER"]
+VALUE = os.urandom(100_000)  # incompressible: RocksDB compresses what it flushes
+MAX_WRITES = 400  # bounded: the 96 MiB disk, less its ballast and the reserve, fills long before
+
+
+def start(data_dir):
+    p = subprocess.Popen([BIN, "--standalone", "--port", "0", "--data-dir", data_dir],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    line = p.stdout.readline().strip()
+    if "listening on" not in line:
+        raise RuntimeError(f"no address: {line!r} {p.stderr.read()}")
+    return p, line.rsplit(" ", 1)[1]
+
+
+def main():
+    c = support.Checks("disk_full")
+    mnt = tempfile.mkdtemp(prefix="warden-smallfs-")
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=96m", "tmpfs", mnt], capture_output=True, text=True)
+    if r.returncode != 0:
+        print(f"FAILED: cannot mount a tmpfs at {mnt} (this test needs root): {r.stderr.strip()}")
+        os.rmdir(mnt)
+        raise SystemExit(1)
+    proc = None
+    try:
+        ballast = os.path.join(mnt, "ballast")
+        with open(ballast, "wb") as f:
+            f.write(b"\0" * (32 * 1024 * 1024))
+        data_dir = os.path.join(mnt, "data")
+        proc, hosts = start(data_dir)
+        zk = KazooClient(hosts=hosts, timeout=30)
+        zk.start(timeout=10)
+        zk.create("/small", b"readable")
+        acked, failures = [], 0
+        for i in range(MAX_WRITES):
+            try:
+                zk.create(f"/big-{i}", VALUE)
+                acked.append(f"/big-{i}")
+            except SystemZookeeperError:
+                failures += 1
+                if failures >= 3:
+                    break
+        c.check(failures >= 3, f"writes fail with an error once the disk is full ({len(acked)} succeeded first)")
+        c.check(len(acked) > 5, "writes succeeded until then")
+        c.equal(zk.get("/small")[0], b"readable", "reads go on while the disk is full")
+        c.equal(len(zk.get_children("/")), len(acked) + 2, "the tree holds exactly the acknowledged writes")
+        c.check(proc.poll() is None, "the server keeps running")
+
+        os.unlink(ballast)  # space returns
+        ok = False
+        for attempt in range(20):
+            try:
+                zk.create("/after-space-returned", b"x")
+                ok = True
+                break
+            except SystemZookeeperError:
+                pass
+        c.check(ok, "writes succeed again once space returns")
+        if ok:
+            acked.append("/after-space-returned")
+        zk.stop()
+        zk.close()
+        proc.send_signal(signal.SIGTERM)
+        c.equal(proc.wait(timeout=15), 0, "the server stops cleanly")
+        proc = None
+        check = subprocess.run([BIN, "check", data_dir], capture_output=True, text=True)
+        c.equal(check.returncode, 0, f"the log is sound after the full disk: {check.stdout.strip()} {check.stderr.strip()}")
+        proc, hosts = start(data_dir)
+        zk = KazooClient(hosts=hosts)
+        zk.start(timeout=10)
+        present = {"/" + n for n in zk.get_children("/")}
+        missing = [p for p in acked if p not in present]
+        c.check(not missing, f"every acknowledged write survived a restart (missing {missing[:3]})")
+        c.equal(len(present), len(acked) + 2, "and no failed write appeared")
+        zk.stop()
+        zk.close()
+    finally:
+        if proc and proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(timeout=15)
+        subprocess.run(["umount", mnt])
+        shutil.rmtree(mnt, ignore_errors=True)
+    c.finish()
+
+
+if __name__ == "__main__":
+    main()
