@@ -95,6 +95,19 @@ std::vector<std::string> DataTree::ephemerals_of(SessionId s) const {
   return {it->second.begin(), it->second.end()};
 }
 
+std::shared_ptr<const wire::AclList> DataTree::intern(const wire::AclList& acl) {
+  auto it = acls_.find(acl);
+  if (it != acls_.end()) {
+    if (auto shared = it->second.lock()) return shared;
+  }
+  auto shared = std::make_shared<const wire::AclList>(acl);
+  acls_[acl] = shared;
+  // Forget lists no node uses any more, now and then, so the cache stays as small as the tree's.
+  if (acls_.size() > 64 && acls_.size() % 64 == 0)
+    std::erase_if(acls_, [](const auto& e) { return e.second.expired(); });
+  return shared;
+}
+
 Err DataTree::create(const CreateTxn& c, const Txn& t, Zxid zxid, std::vector<WatchTrigger>& tr) {
   if (c.path.size() < 2 || nodes_.count(c.path)) return Err::nodeExists;
   auto parent_name = parent_path(c.path);
@@ -102,7 +115,7 @@ Err DataTree::create(const CreateTxn& c, const Txn& t, Zxid zxid, std::vector<Wa
   if (!parent) return Err::noNode;
   Node n;
   n.data = c.data;
-  n.acl = std::make_shared<const wire::AclList>(c.acl);
+  n.acl = intern(c.acl);
   n.czxid = n.mzxid = n.pzxid = zxid;
   n.ctime = n.mtime = t.time;
   n.ephemeralOwner = c.ephemeralOwner;
@@ -174,7 +187,7 @@ ApplyResult DataTree::apply_one(int32_t type, const TxnBody& body, const Txn& t,
             r.err = Err::noNode;
             return;
           }
-          n->acl = std::make_shared<const wire::AclList>(b.acl);
+          n->acl = intern(b.acl);
           n->aversion = b.version;
           r.stat = client_stat(*n);
         } else if constexpr (std::is_same_v<B, CheckTxn>) {

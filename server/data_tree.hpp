@@ -76,10 +76,14 @@ class DataTree {
   wire::Err remove(std::string_view path, Zxid zxid, std::vector<WatchTrigger>& tr);
   ApplyResult apply_multi(const MultiTxn& m, const Txn& t, Zxid zxid, std::vector<WatchTrigger>& tr);
   Node* find_mut(std::string_view path);
+  // One shared copy of each distinct ACL list (ZooKeeper's ReferenceCountedACLCache): most
+  // trees use a handful of lists for millions of nodes.
+  std::shared_ptr<const wire::AclList> intern(const wire::AclList& acl);
 
   std::unordered_map<std::string, Node> nodes_;
   std::map<SessionId, std::set<std::string>> ephemerals_;
   std::set<std::string> expirable_;
+  std::map<wire::AclList, std::weak_ptr<const wire::AclList>> acls_;
   Zxid last_applied_ = 0;
 };
 

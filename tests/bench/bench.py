@@ -83,6 +83,64 @@ def run_mode(args, ops, sync):
     return results
 
 
+def rss_mib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def du_mib(path):
+    total = 0
+    for root, _dirs, files in os.walk(path):
+        for name in files:
+            try:
+                total += os.stat(os.path.join(root, name)).st_blocks * 512
+            except OSError:
+                pass
+    return total / (1 << 20)
+
+
+def size_run(args):
+    """Loads N znodes of 100 bytes (durable, defaults), then measures RSS, disk use, and the
+    time from process start to the first served request after a clean stop."""
+    import shutil
+    import tempfile
+    import time
+    out = {}
+    for name in ("zk", "warden"):
+        workdir = tempfile.mkdtemp(prefix=f"bench-size-{name}-")
+        try:
+            starter = (lambda: support.start_zookeeper(extended_types=False, extra_cfg="maxClientCnxns=0\n",
+                                                      workdir=workdir)) if name == "zk" else \
+                      (lambda: support.start_warden(workdir=workdir))
+            server = starter()
+            subprocess.run([args.loadgen, "--port", str(server.port), "--op", "create", "--seconds", "600",
+                            "--connections", "16", "--depth", "32", "--max-ops", str(args.znodes),
+                            "--value-size", "100"], check=True, capture_output=True, timeout=900)
+            time.sleep(2)  # let background work settle before reading memory
+            rss = rss_mib(server.proc.pid)
+            server.stop()
+            disk = du_mib(workdir)
+            t0 = time.time()
+            server = starter()  # returns once a session handshake succeeded
+            restart = time.time() - t0
+            server.stop()
+            out[name] = dict(rss=rss, disk=disk, restart=restart)
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
+    print(f"\n### {args.znodes} znodes of 100 bytes, durable (defaults on both)\n")
+    print("| server | RSS MiB | disk MiB | restart s (start to first served request) |")
+    print("|---|---|---|---|")
+    for name in ("zk", "warden"):
+        r = out[name]
+        print(f"| {'ZooKeeper 3.8' if name == 'zk' else 'Warden'} | {r['rss']:.0f} | {r['disk']:.0f} | {r['restart']:.2f} |")
+    z, w = out["zk"], out["warden"]
+    print(f"\nWarden against ZooKeeper: RSS x{w['rss'] / z['rss']:.2f}, disk x{w['disk'] / z['disk']:.2f}, "
+          f"restart x{w['restart'] / z['restart']:.2f} (lower is better)")
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--loadgen", required=True)
@@ -94,6 +152,7 @@ def main():
     p.add_argument("--depth", type=int, default=32)
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--max-ops", type=int, default=20_000_000)
+    p.add_argument("--znodes", type=int, default=1_000_000, help="for the size run; 0 skips it")
     args = p.parse_args()
     ops = [o for o in args.ops.split(",") if o]
     durable_ops = [o for o in args.durable_ops.split(",") if o]
@@ -103,6 +162,8 @@ def main():
         table("fsync off on both (forceSync=no): the log is written, not synced", ops, run_mode(args, ops, False))
     if durable_ops:
         table("durable on both (defaults: fsync before every reply)", durable_ops, run_mode(args, durable_ops, True))
+    if args.znodes > 0:
+        size_run(args)
 
 
 if __name__ == "__main__":

@@ -60,8 +60,8 @@ def wait_until_serving(port, proc, what, timeout=60):
 
 
 class Server:
-    def __init__(self, proc, port, workdir, log_path):
-        self.proc, self.port, self.workdir, self.log_path = proc, port, workdir, log_path
+    def __init__(self, proc, port, workdir, log_path, keep=False):
+        self.proc, self.port, self.workdir, self.log_path, self.keep = proc, port, workdir, log_path, keep
 
     @property
     def hosts(self):
@@ -82,7 +82,8 @@ class Server:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
-        shutil.rmtree(self.workdir, ignore_errors=True)
+        if not self.keep:
+            shutil.rmtree(self.workdir, ignore_errors=True)
 
     def __enter__(self):
         return self
@@ -91,12 +92,14 @@ class Server:
         self.stop()
 
 
-def start_warden(extra_cfg="", use_file=True):
-    """Starts warden-server on port 0 and reads the address it prints."""
+def start_warden(extra_cfg="", use_file=True, workdir=None):
+    """Starts warden-server on port 0 and reads the address it prints. With `workdir`, runs on
+    that directory (its data from an earlier run) and leaves it in place when stopped."""
     binary = os.environ.get("WARDEN_SERVER")
     if not binary:
         raise RuntimeError("WARDEN_SERVER is not set (run through ctest)")
-    workdir = tempfile.mkdtemp(prefix="warden-it-")
+    keep = workdir is not None
+    workdir = workdir or tempfile.mkdtemp(prefix="warden-it-")
     log_path = os.path.join(workdir, "server.log")
     if use_file:
         cfg = os.path.join(workdir, "zoo.cfg")
@@ -105,19 +108,21 @@ def start_warden(extra_cfg="", use_file=True):
         args = [binary, cfg]
     else:
         args = [binary, "--standalone", "--port", "0", "--data-dir", workdir + "/data"]
-    log = open(log_path, "w")
+    log = open(log_path, "a")
     proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=log, text=True)
     line = proc.stdout.readline()
     m = re.match(r"warden-server listening on 127\.0\.0\.1:(\d+)$", line.strip())
     if not m:
         proc.kill()
         raise RuntimeError(f"warden-server did not announce its address: {line!r}\n{open(log_path).read()}")
-    return Server(proc, int(m.group(1)), workdir, log_path)
+    return Server(proc, int(m.group(1)), workdir, log_path, keep)
 
 
-def start_zookeeper(extended_types=True, extra_cfg=""):
-    """Starts Apache ZooKeeper 3.8 standalone on a probed free loopback port."""
-    workdir = tempfile.mkdtemp(prefix="zk-ref-")
+def start_zookeeper(extended_types=True, extra_cfg="", workdir=None):
+    """Starts Apache ZooKeeper 3.8 standalone on a probed free loopback port. With `workdir`,
+    runs on that directory and leaves it in place when stopped."""
+    keep = workdir is not None
+    workdir = workdir or tempfile.mkdtemp(prefix="zk-ref-")
     port = free_port()
     cfg = os.path.join(workdir, "zoo.cfg")
     with open(cfg, "w") as f:
@@ -127,9 +132,9 @@ def start_zookeeper(extended_types=True, extra_cfg=""):
     props = ["-Dzookeeper.extendedTypesEnabled=true"] if extended_types else []
     proc = subprocess.Popen(["java", "-Xmx512m", *props, "-cp", ZK_CLASSPATH,
                              "org.apache.zookeeper.server.quorum.QuorumPeerMain", cfg],
-                            stdout=open(log_path, "w"), stderr=subprocess.STDOUT)
+                            stdout=open(log_path, "a"), stderr=subprocess.STDOUT)
     wait_until_serving(port, proc, "ZooKeeper")
-    return Server(proc, port, workdir, log_path)
+    return Server(proc, port, workdir, log_path, keep)
 
 
 def run_zkcli(hosts, script, timeout=120):

@@ -450,3 +450,17 @@ TEST_CASE("txns encode and decode to the same txn; garbage does not decode") {
   std::string enc = server::encode_txn(t);
   for (size_t cut = 0; cut < enc.size(); ++cut) CHECK_FALSE(server::decode_txn(enc.substr(0, cut)));
 }
+
+TEST_CASE("nodes with equal ACLs share one copy of the list") {
+  Harness h;
+  Client a(h);
+  a.connect();
+  a.create("/one");
+  a.create("/two");
+  const auto* one = h.server.tree().find("/one");
+  const auto* two = h.server.tree().find("/two");
+  CHECK(one->acl.get() == two->acl.get());
+  a.call(OpCode::setACL, wire::SetACLRequest{"/two", {wire::Acl{1, wire::Id{"world", "anyone"}}}, -1});
+  CHECK(h.server.tree().find("/two")->acl.get() != one->acl.get());
+  CHECK(h.server.tree().find("/zookeeper/config")->acl->at(0).perms == 1);
+}
