@@ -78,9 +78,8 @@ bool parse_bool(std::string_view v, bool& out) {
 
 // Keys ZooKeeper knows that Warden accepts and does not use yet, so they draw no warning.
 bool known_unused(std::string_view key) {
-  return key == "admin.enableServer" || key == "admin.serverPort" || key == "autopurge.snapRetainCount" ||
-         key == "autopurge.purgeInterval" || key == "4lw.commands.whitelist" ||
-         key == "snapCount" || key == "preAllocSize" || key == "globalOutstandingLimit" ||
+  return key == "admin.enableServer" || key == "admin.serverPort" || key == "4lw.commands.whitelist" ||
+         key == "preAllocSize" || key == "globalOutstandingLimit" ||
          key == "standaloneEnabled" || key == "reconfigEnabled" || key == "metricsProvider.className" ||
          key == "electionAlg" || key == "peerType" || key == "quorumListenOnAllIPs";
 }
@@ -138,6 +137,12 @@ ConfigResult parse_config(std::string_view text, std::string_view file_name) {
       err = set_int(c.jute_max_buffer, 1024, 1 << 30);
     } else if (key == "extendedTypesEnabled") {
       if (!parse_bool(value, c.extended_types)) err = bad("must be true or false");
+    } else if (key == "snapCount") {
+      err = set_int(c.snap_count, 2, 1 << 30);
+    } else if (key == "autopurge.snapRetainCount") {
+      err = set_int(c.snap_retain_count, 3, 1 << 20);
+    } else if (key == "autopurge.purgeInterval") {
+      err = set_int(c.purge_interval_hours, 0, 1 << 20);
     } else if (key == "forceSync") {
       if (!parse_bool(value, c.force_sync)) err = bad("must be yes or no");
     } else if (key == "znode.container.checkIntervalMs") {

@@ -39,6 +39,13 @@ struct Config {
   // Sync every log write (ZooKeeper's forceSync). `no` is for benchmarks only: a crash of the
   // machine may then lose acknowledged writes.
   bool force_sync = true;
+  // A snapshot is started after about this many txns (ZooKeeper's snapCount; each server picks
+  // a point between half and the whole of it, so that replicas do not snapshot together).
+  int32_t snap_count = 100000;
+  // autopurge: keep this many snapshots (at least 3, as in ZooKeeper), and purge every this
+  // many hours (0: never, the default, as in ZooKeeper).
+  int32_t snap_retain_count = 3;
+  int32_t purge_interval_hours = 0;
   // Keep the log in memory instead of under dataDir (embedded mode, tests): nothing survives a
   // restart.
   bool in_memory = false;

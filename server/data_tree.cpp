@@ -2,6 +2,8 @@
 
 #include <cassert>
 
+#include <algorithm>
+
 #include "server/path.hpp"
 
 namespace warden::server {
@@ -108,6 +110,66 @@ std::shared_ptr<const wire::AclList> DataTree::intern(const wire::AclList& acl) 
   return shared;
 }
 
+namespace {
+// A node as a snapshot stores it: everything but its path (the key) and its children (rebuilt
+// from the paths).
+struct SnapshotNode {
+  wire::Bytes data;
+  wire::AclList acl;
+  int64_t czxid = 0, mzxid = 0, pzxid = 0, ctime = 0, mtime = 0, ephemeralOwner = 0;
+  int32_t version = 0, creates = 0, aversion = 0;
+  WIRE_FIELDS(data, acl, czxid, mzxid, pzxid, ctime, mtime, ephemeralOwner, version, creates, aversion)
+};
+}  // namespace
+
+std::vector<std::string> DataTree::sorted_paths() const {
+  std::vector<std::string> out;
+  out.reserve(nodes_.size());
+  for (const auto& [p, n] : nodes_) out.push_back(p);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::optional<std::string> DataTree::snapshot_node(const std::string& path) const {
+  const Node* n = find(path);
+  if (!n) return std::nullopt;
+  return wire::encode(SnapshotNode{n->data, *n->acl, n->czxid, n->mzxid, n->pzxid, n->ctime, n->mtime,
+                                   n->ephemeralOwner, n->version, n->creates, n->aversion});
+}
+
+void DataTree::start_load() {
+  nodes_.clear();
+  ephemerals_.clear();
+  expirable_.clear();
+  last_applied_ = 0;
+}
+
+bool DataTree::load_node(const std::string& path, std::string_view record) {
+  auto r = wire::decode<SnapshotNode>(record);
+  if (!r || !valid_path(path)) return false;
+  Node n;
+  n.data = std::move(r->data);
+  n.acl = intern(r->acl);
+  n.czxid = r->czxid;
+  n.mzxid = r->mzxid;
+  n.pzxid = r->pzxid;
+  n.ctime = r->ctime;
+  n.mtime = r->mtime;
+  n.ephemeralOwner = r->ephemeralOwner;
+  n.version = r->version;
+  n.creates = r->creates;
+  n.aversion = r->aversion;
+  if (path != "/") {
+    Node* parent = find_mut(parent_path(path));
+    if (!parent) return false;  // written parents first: a missing parent is damage
+    parent->children.emplace(node_name(path));
+  }
+  if (ephemeral::is_session(n.ephemeralOwner)) ephemerals_[n.ephemeralOwner].insert(path);
+  if (n.ephemeralOwner != 0 && !ephemeral::is_session(n.ephemeralOwner)) expirable_.insert(path);
+  nodes_[path] = std::move(n);
+  return true;
+}
+
 Err DataTree::create(const CreateTxn& c, const Txn& t, Zxid zxid, std::vector<WatchTrigger>& tr) {
   if (c.path.size() < 2 || nodes_.count(c.path)) return Err::nodeExists;
   auto parent_name = parent_path(c.path);
@@ -132,12 +194,18 @@ Err DataTree::create(const CreateTxn& c, const Txn& t, Zxid zxid, std::vector<Wa
 
 Err DataTree::remove(std::string_view path, Zxid zxid, std::vector<WatchTrigger>& tr) {
   auto it = nodes_.find(std::string(path));
-  if (it == nodes_.end() || is_special(path)) return Err::noNode;
+  if (it == nodes_.end() || is_special(path)) {
+    // Only a replay over a fuzzy snapshot meets a node already gone; its parent may have been
+    // written before the delete, so it must still learn of it (ZooKeeper does the same).
+    if (!is_special(path))
+      if (Node* parent = find_mut(parent_path(path)); parent && zxid > parent->pzxid) parent->pzxid = zxid;
+    return Err::noNode;
+  }
   if (!it->second.children.empty()) return Err::notEmpty;
   auto parent_name = parent_path(path);
   Node* parent = find_mut(parent_name);
-  assert(parent && "a node's parent is always in the tree");
-  parent->children.erase(parent->children.find(node_name(path)));
+  if (!parent) return Err::noNode;  // cannot happen in a consistent tree
+  if (auto kid = parent->children.find(node_name(path)); kid != parent->children.end()) parent->children.erase(kid);
   // A later create may already have moved pzxid on (replay after a fuzzy snapshot): never back.
   if (zxid > parent->pzxid) parent->pzxid = zxid;
   int64_t owner = it->second.ephemeralOwner;
@@ -199,8 +267,9 @@ ApplyResult DataTree::apply_one(int32_t type, const TxnBody& body, const Txn& t,
         } else if constexpr (std::is_same_v<B, CloseSessionTxn>) {
           for (const auto& p : b.ephemerals) {
             const Node* n = find(p);
-            // Only the session's own ephemerals: a path reused since prep is left alone.
-            if (n && n->ephemeralOwner == t.session) remove(p, zxid, tr);
+            // Only the session's own ephemerals: a path reused since prep is left alone. One
+            // already gone (a replay over a fuzzy snapshot) still moves its parent's pzxid.
+            if (!n || n->ephemeralOwner == t.session) remove(p, zxid, tr);
           }
         } else if constexpr (std::is_same_v<B, MultiTxn>) {
           r = apply_multi(b, t, zxid, tr);
@@ -229,7 +298,8 @@ ApplyResult DataTree::apply_multi(const MultiTxn& m, const Txn& t, Zxid zxid,
     }
     ApplyResult one = apply_one(op.type, TxnBody(std::visit([](const auto& b) -> TxnBody { return b; }, op.body)),
                                 t, zxid, tr);
-    assert(one.err == Err::ok && "prep validated every op of a multi");
+    // Prep validated every op, so live ops succeed; replaying the log over a fuzzy snapshot may
+    // meet an op whose effect the snapshot already holds, and goes on, as ZooKeeper does.
     res.type = op.type;
     switch (static_cast<wire::OpCode>(op.type)) {
       case wire::OpCode::create: res.record = wire::CreateResponse{one.path}; break;

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -65,6 +66,17 @@ class DataTree {
   const std::set<std::string>& expirable() const { return expirable_; }
 
   static bool is_special(std::string_view path);
+
+  // ---- snapshots ----
+  // Every path in the tree, sorted: a parent always before its descendants.
+  std::vector<std::string> sorted_paths() const;
+  // The node at `path` in snapshot form, or nothing when it is not in the tree.
+  std::optional<std::string> snapshot_node(const std::string& path) const;
+  // Rebuilding from a snapshot: start_load() empties the tree, load_node() adds nodes in the
+  // order they were written (parents first), finish_load() sets the zxid the log replays from.
+  void start_load();
+  bool load_node(const std::string& path, std::string_view record);
+  void finish_load(Zxid zxid) { last_applied_ = zxid; }
   // A digest of every node's path, data, ACL and Stat, independent of insertion order: two
   // trees with the same digest hold the same nodes.
   uint64_t digest() const;

@@ -16,6 +16,34 @@ SessionId SessionTable::next_id() {
   return id;
 }
 
+namespace {
+struct SessionRecord {
+  int32_t timeout = 0;
+  std::string passwd;
+  WIRE_FIELDS(timeout, passwd)
+};
+}  // namespace
+
+std::vector<std::pair<std::string, std::string>> SessionTable::records() const {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& [id, s] : sessions_) {
+    std::string key;
+    wire::Writer(key).put_long(id);
+    out.emplace_back(std::move(key), wire::encode(SessionRecord{s.timeout_ms, s.passwd}));
+  }
+  return out;
+}
+
+bool SessionTable::load(std::string_view key, std::string_view record, int64_t now_ms) {
+  if (key.size() != 8) return false;
+  SessionId id = wire::Reader(key).get_long();
+  auto r = wire::decode<SessionRecord>(record);
+  if (!r) return false;
+  add(id, r->timeout, r->passwd, now_ms);
+  saw_id(id);
+  return true;
+}
+
 void SessionTable::saw_id(SessionId id) {
   if ((static_cast<uint64_t>(id) >> 56) == (static_cast<uint64_t>(next_) >> 56) && id >= next_) next_ = id + 1;
 }

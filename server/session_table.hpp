@@ -50,6 +50,9 @@ class SessionTable {
   // Every session whose deadline has passed, marked closing.
   std::vector<SessionId> take_expired(int64_t now_ms);
   size_t size() const { return sessions_.size(); }
+  // Every session as (8-byte big-endian id, record), and back: for snapshots.
+  std::vector<std::pair<std::string, std::string>> records() const;
+  bool load(std::string_view key, std::string_view record, int64_t now_ms);
 
  private:
   int64_t bucket_for(int64_t t) const { return (t / tick_ + 1) * tick_; }

@@ -70,6 +70,16 @@ class ZkServer {
   // table move on, nobody is answered. Restored sessions get their full timeout from now.
   // Throws std::runtime_error when the payload is not a txn.
   void replay(Zxid zxid, std::string_view payload);
+  // Snapshots: the session records to store, and loading one before replaying the log after it.
+  std::vector<std::pair<std::string, std::string>> session_records() const { return sessions_.records(); }
+  void start_snapshot_load() { tree_.start_load(); }
+  // False when a record is damaged (or a node's parent is missing).
+  bool load_snapshot_node(const std::string& path, std::string_view record) { return tree_.load_node(path, record); }
+  bool load_snapshot_session(std::string_view key, std::string_view record) {
+    return sessions_.load(key, record, clock_());
+  }
+  void finish_snapshot_load(Zxid at) { tree_.finish_load(at); }
+
   // The log failed to make the txns in flight durable (and the replicator forgot them): answer
   // each waiting client with `err`, undo what prep assumed, and serve what waits behind them.
   void abort_in_flight(wire::Err err);

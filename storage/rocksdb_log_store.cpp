@@ -153,6 +153,70 @@ void RocksDbLogStore::for_each_after(Zxid after, const std::function<void(const 
                        it->status().ToString());
 }
 
+namespace {
+std::string snapshot_key(char part, Zxid at, std::string_view suffix) {
+  std::string k = key_of(at);
+  k[0] = part;
+  k.append(suffix);
+  return k;
+}
+}  // namespace
+
+void RocksDbLogStore::put_snapshot_records(Zxid at, SnapshotPart part,
+                                           const std::vector<std::pair<std::string, std::string>>& recs) {
+  rocksdb::WriteBatch batch;
+  for (const auto& [k, v] : recs) batch.Put(snapshot_key(static_cast<char>(part), at, k), v);
+  // Not synced: the marker's synced write makes everything before it durable.
+  auto st = db_->Write(rocksdb::WriteOptions(), &batch);
+  if (!st.ok()) throw StorageError("cannot write a snapshot in " + dir_ + ": " + st.ToString());
+}
+
+void RocksDbLogStore::finish_snapshot(Zxid at, const std::string& summary) {
+  rocksdb::WriteOptions w;
+  w.sync = true;
+  auto st = db_->Put(w, snapshot_key('M', at, ""), summary);
+  if (!st.ok()) throw StorageError("cannot finish a snapshot in " + dir_ + ": " + st.ToString());
+}
+
+std::vector<Zxid> RocksDbLogStore::complete_snapshots() const {
+  std::vector<Zxid> out;
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions()));
+  for (it->Seek(std::string(1, 'M')); it->Valid() && it->key().size() == 9 && it->key()[0] == 'M'; it->Next())
+    out.push_back(zxid_of(it->key()));
+  return out;
+}
+
+void RocksDbLogStore::for_each_snapshot_record(
+    Zxid at, SnapshotPart part, const std::function<void(std::string_view, std::string_view)>& fn) const {
+  std::string prefix = snapshot_key(static_cast<char>(part), at, "");
+  rocksdb::ReadOptions ro;
+  ro.verify_checksums = true;
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro));
+  for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
+    auto k = it->key();
+    fn(std::string_view(k.data() + 9, k.size() - 9), std::string_view(it->value().data(), it->value().size()));
+  }
+  if (!it->status().ok())
+    throw StorageError("the snapshot at " + hex_zxid(at) + " in " + dir_ + " is damaged: " + it->status().ToString());
+}
+
+size_t RocksDbLogStore::purge(size_t retain) {
+  auto complete = complete_snapshots();
+  if (complete.size() <= retain || retain == 0) return 0;
+  Zxid oldest_kept = complete[complete.size() - retain];
+  rocksdb::WriteBatch batch;
+  // Every snapshot, finished or not, started below the oldest kept one goes.
+  for (char part : {'S', 'T', 'M'}) batch.DeleteRange(snapshot_key(part, 0, ""), snapshot_key(part, oldest_kept, ""));
+  // The log from the oldest kept snapshot on stays; so does the record at it, and the last one.
+  Zxid cut = std::min(oldest_kept, last_);
+  batch.DeleteRange(key_of(0), key_of(cut));
+  rocksdb::WriteOptions w;
+  w.sync = true;
+  auto st = db_->Write(w, &batch);
+  if (!st.ok()) throw StorageError("cannot purge the log in " + dir_ + ": " + st.ToString());
+  return complete.size() - retain;
+}
+
 std::vector<LogEntry> RocksDbLogStore::read_after(Zxid after) const {
   std::vector<LogEntry> out;
   for_each_after(after, [&](const LogEntry& e) { out.push_back(e); });

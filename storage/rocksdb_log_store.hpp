@@ -50,6 +50,21 @@ class RocksDbLogStore final : public LogStore {
   void append(std::vector<LogEntry> entries) override;
   Zxid last_zxid() const override { return last_; }
   std::vector<LogEntry> read_after(Zxid after) const override;
+  // ---- snapshots, kept in the same database ----
+  // A snapshot taken from zxid `at` on: node records ("S" + zxid + path), session records
+  // ("T" + zxid + session id) and, once all are written, a marker ("M" + zxid). Only a snapshot
+  // with its marker is used; recovery replays the log after `at` over it.
+  enum class SnapshotPart : char { node = 'S', session = 'T' };
+  void put_snapshot_records(Zxid at, SnapshotPart part, const std::vector<std::pair<std::string, std::string>>& recs);
+  void finish_snapshot(Zxid at, const std::string& summary);  // synced: the snapshot is complete
+  std::vector<Zxid> complete_snapshots() const;                 // ascending
+  void for_each_snapshot_record(Zxid at, SnapshotPart part,
+                                const std::function<void(std::string_view key, std::string_view value)>& fn) const;
+  // Keeps the newest `retain` complete snapshots; drops older and unfinished ones, and the log
+  // records below the oldest kept snapshot (never the last record: zxids must continue).
+  // Returns how many snapshots it dropped.
+  size_t purge(size_t retain);
+
   // Calls `fn` for every record after `after` in zxid order. Throws StorageError naming the
   // first damaged record: a record that does not parse, sits under the wrong key, or leaves
   // a gap in the zxid counter of its epoch.
