@@ -27,7 +27,10 @@ constexpr const char* usage = R"(usage:
   warden-server log-dump DIR
       Prints the transaction log under the data directory DIR (or dataLogDir), one txn a line.
   warden-server check DIR
-      Replays the log under DIR without starting a server and reports whether it is sound.
+      Loads the newest snapshot and replays the log under DIR without starting a server, and
+      reports whether they are sound.
+  warden-server snapshot-dump DIR
+      Prints the newest snapshot under DIR, one node a line.
 
 options:
   --standalone        run without a configuration file (requires --port and --data-dir)
@@ -60,11 +63,13 @@ int main(int argc, char** argv) {
     std::fputs(usage, stderr);
     return 2;
   }
-  if (args.size() == 2 && (args[0] == "log-dump" || args[0] == "check")) {
-    return args[0] == "log-dump" ? warden::server::dump_log(args[1], std::cout, std::cerr)
-                                 : warden::server::check_data_dir(args[1], std::cout, std::cerr);
+  bool tool = !args.empty() && (args[0] == "log-dump" || args[0] == "check" || args[0] == "snapshot-dump");
+  if (tool && args.size() == 2) {
+    if (args[0] == "log-dump") return warden::server::dump_log(args[1], std::cout, std::cerr);
+    if (args[0] == "snapshot-dump") return warden::server::dump_snapshot(args[1], std::cout, std::cerr);
+    return warden::server::check_data_dir(args[1], std::cout, std::cerr);
   }
-  if (!args.empty() && (args[0] == "log-dump" || args[0] == "check"))
+  if (tool)
     return fail(args[0] + " takes one data directory");
   Config config;
   bool standalone = false;

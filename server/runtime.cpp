@@ -6,9 +6,11 @@
 #include <chrono>
 #include <filesystem>
 #include <memory>
+#include <random>
 #include <unordered_map>
 
 #include "consensus/replicator.hpp"
+#include "server/snapshot_walk.hpp"
 #include "server/tools.hpp"
 #include "server/zk_server.hpp"
 #include "storage/group_commit.hpp"
@@ -145,6 +147,16 @@ struct ServerRuntime::Impl {
   Registry registry;
   bool stopping = false;
   bool failed = false;  // stopped because the log could not be written
+  // Snapshots (durable log only): how many txns since the last one started, when to start the
+  // next, and the walk in progress.
+  int64_t txns_since_snapshot = 0;
+  int64_t snapshot_after = 0;
+  std::unique_ptr<SnapshotWalk> walk;
+  std::mt19937_64 rng{std::random_device{}()};
+  asio::steady_timer purge_timer{io};
+  // Nodes a snapshot takes per turn of the event loop: small enough that requests between two
+  // chunks wait well under a millisecond, large enough that a 1M-node snapshot takes 1,000 turns.
+  static constexpr size_t snapshot_chunk_nodes = 1000;
 
   static ServerOptions options_of(const Config& c) {
     ServerOptions o;
@@ -173,6 +185,7 @@ struct ServerRuntime::Impl {
     server = std::make_unique<ZkServer>(options_of(config), *replicator, wall_ms);
     if (auto* durable = dynamic_cast<storage::RocksDbLogStore*>(log.get())) {
       recover(*durable);
+      plan_next_snapshot();
       committer = std::make_unique<storage::GroupCommitter>(
           *log, [this](Zxid upto, std::optional<storage::GroupCommitter::Failure> failure) {
             asio::post(io, [this, upto, failure] { on_durable(upto, failure); });
@@ -181,19 +194,93 @@ struct ServerRuntime::Impl {
   }
 
   void recover(storage::RocksDbLogStore& durable) {
+    using Part = storage::RocksDbLogStore::SnapshotPart;
+    Zxid from = 0;
+    auto snaps = durable.complete_snapshots();
+    if (!snaps.empty()) {
+      from = snaps.back();
+      server->start_snapshot_load();
+      size_t nodes = 0;
+      durable.for_each_snapshot_record(from, Part::node, [&](std::string_view k, std::string_view v) {
+        if (!server->load_snapshot_node(std::string(k), v))
+          throw storage::StorageError(fmt::format("the snapshot at 0x{:x} is damaged at node {}", from, k));
+        if (++nodes % 1000000 == 0) spdlog::info("loading the snapshot at 0x{:x}: {} nodes so far", from, nodes);
+      });
+      durable.for_each_snapshot_record(from, Part::session, [&](std::string_view k, std::string_view v) {
+        if (!server->load_snapshot_session(k, v))
+          throw storage::StorageError(fmt::format("the snapshot at 0x{:x} has a damaged session record", from));
+      });
+      server->finish_snapshot_load(from);
+      spdlog::info("loaded the snapshot at 0x{:x}: {} nodes, {} sessions", from, nodes, server->session_count());
+    }
     size_t n = 0;
-    durable.for_each_after(0, [&](const storage::LogEntry& e) {
+    durable.for_each_after(from, [&](const storage::LogEntry& e) {
       server->replay(e.zxid, e.payload);
-      ++n;
+      if (++n % 1000000 == 0) spdlog::info("replaying the log: {} txns so far", n);
     });
-    if (n > 0)
-      spdlog::info("recovered {} txns from the log, up to zxid 0x{:x}; {} nodes, {} sessions", n,
-                   durable.last_zxid(), server->tree().size(), server->session_count());
+    if (n > 0 || from > 0)
+      spdlog::info("recovered up to zxid 0x{:x} ({} txns replayed after the snapshot); {} nodes, {} sessions",
+                   durable.last_zxid(), n, server->tree().size(), server->session_count());
+  }
+
+  // ZooKeeper's rule: the next snapshot after snapCount/2 plus a random part of snapCount/2
+  // txns, so that replicas of one ensemble do not all snapshot at once.
+  void plan_next_snapshot() {
+    int64_t half = std::max<int64_t>(1, config.snap_count / 2);
+    snapshot_after = half + static_cast<int64_t>(rng() % static_cast<uint64_t>(half));
+  }
+
+  void count_for_snapshot() {
+    if (++txns_since_snapshot < snapshot_after || walk) return;
+    txns_since_snapshot = 0;
+    plan_next_snapshot();
+    walk = std::make_unique<SnapshotWalk>(server->tree());
+    spdlog::info("snapshot at 0x{:x} started: {} nodes", walk->at(), server->tree().size());
+    asio::post(io, [this] { snapshot_step(); });
+  }
+
+  void snapshot_step() {
+    if (!walk || stopping) return;
+    auto* durable = static_cast<storage::RocksDbLogStore*>(log.get());
+    using Part = storage::RocksDbLogStore::SnapshotPart;
+    try {
+      auto chunk = walk->next_chunk(snapshot_chunk_nodes);
+      if (!chunk.empty()) durable->put_snapshot_records(walk->at(), Part::node, chunk);
+      if (!walk->done()) {
+        asio::post(io, [this] { snapshot_step(); });
+        return;
+      }
+      durable->put_snapshot_records(walk->at(), Part::session, server->session_records());
+      durable->finish_snapshot(walk->at(), fmt::format("{} nodes", walk->written()));
+      spdlog::info("snapshot at 0x{:x} written: {} nodes", walk->at(), walk->written());
+    } catch (const std::exception& e) {
+      // A snapshot is an optimisation: without it the log still holds everything.
+      spdlog::error("snapshot at 0x{:x} abandoned: {}", walk->at(), e.what());
+    }
+    walk.reset();
+  }
+
+  // As ZooKeeper's DatadirCleanupManager: once at start, then every purgeInterval hours.
+  void schedule_purge(std::chrono::hours after) {
+    if (config.purge_interval_hours <= 0 || !dynamic_cast<storage::RocksDbLogStore*>(log.get())) return;
+    purge_timer.expires_after(after);
+    purge_timer.async_wait([this](boost::system::error_code ec) {
+      if (ec || stopping) return;
+      try {
+        size_t dropped = static_cast<storage::RocksDbLogStore*>(log.get())->purge(
+            static_cast<size_t>(config.snap_retain_count));
+        if (dropped) spdlog::info("purged {} old snapshots and the log before the oldest kept one", dropped);
+      } catch (const std::exception& e) {
+        spdlog::error("purge failed: {}", e.what());
+      }
+      schedule_purge(std::chrono::hours(config.purge_interval_hours));
+    });
   }
 
   void persist(storage::LogEntry e) {
     if (committer) {
       committer->submit(std::move(e));
+      count_for_snapshot();
       return;
     }
     Zxid z = e.zxid;
@@ -251,6 +338,7 @@ struct ServerRuntime::Impl {
     boost::system::error_code ec;
     acceptor.close(ec);
     ticker.cancel();
+    purge_timer.cancel();
     signals.cancel();
     auto live = registry.live;  // finish() edits the registry
     for (auto& [p, c] : live) c->finish();
@@ -296,6 +384,7 @@ bool ServerRuntime::run(bool handle_signals) {
   }
   impl_->accept();
   impl_->schedule_tick();
+  impl_->schedule_purge(std::chrono::hours(0));
   impl_->io.run();
   impl_->committer.reset();  // writes what is queued, then stops its thread
   return !impl_->failed;

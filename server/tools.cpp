@@ -5,6 +5,7 @@
 #include <chrono>
 #include <filesystem>
 #include <ostream>
+#include <set>
 
 #include "server/data_tree.hpp"
 #include "server/txn.hpp"
@@ -78,9 +79,60 @@ std::string body_text(const TxnBody& body) {
 
 std::string log_dir_of(const std::string& data_dir) { return (std::filesystem::path(data_dir) / "log").string(); }
 
+namespace {
+using Part = storage::RocksDbLogStore::SnapshotPart;
+
+// Loads the newest complete snapshot into `tree`; returns its zxid (0: none) and its sessions.
+Zxid load_newest_snapshot(const storage::RocksDbLogStore& log, DataTree& tree, std::set<SessionId>& sessions) {
+  auto snaps = log.complete_snapshots();
+  if (snaps.empty()) return 0;
+  Zxid at = snaps.back();
+  tree.start_load();
+  log.for_each_snapshot_record(at, Part::node, [&](std::string_view k, std::string_view v) {
+    if (!tree.load_node(std::string(k), v))
+      throw storage::StorageError(fmt::format("the snapshot at 0x{:x} is damaged at node {}", at, k));
+  });
+  log.for_each_snapshot_record(at, Part::session, [&](std::string_view k, std::string_view) {
+    if (k.size() != 8) throw storage::StorageError(fmt::format("the snapshot at 0x{:x} has a damaged session", at));
+    sessions.insert(wire::Reader(k).get_long());
+  });
+  tree.finish_load(at);
+  return at;
+}
+}  // namespace
+
+int dump_snapshot(const std::string& data_dir, std::ostream& out, std::ostream& err) {
+  try {
+    auto log = storage::RocksDbLogStore::open_read_only(log_dir_of(data_dir));
+    DataTree tree;
+    std::set<SessionId> sessions;
+    Zxid at = load_newest_snapshot(*log, tree, sessions);
+    if (at == 0) {
+      out << "no complete snapshot\n";
+      return 0;
+    }
+    out << fmt::format("snapshot at 0x{:x}: {} nodes, {} sessions\n", at, tree.size(), sessions.size());
+    for (const auto& path : tree.sorted_paths()) {
+      const Node* n = tree.find(path);
+      auto st = client_stat(*n);
+      out << fmt::format("{} czxid=0x{:x} mzxid=0x{:x} pzxid=0x{:x} version={} cversion={} aversion={} owner=0x{:x} "
+                         "children={} acl={} data={}\n",
+                         path, st.czxid, st.mzxid, st.pzxid, st.version, st.cversion, st.aversion,
+                         static_cast<uint64_t>(n->ephemeralOwner), st.numChildren, acl_text(*n->acl),
+                         bytes_text(n->data));
+    }
+    for (SessionId s : sessions) out << fmt::format("session 0x{:x}\n", static_cast<uint64_t>(s));
+    return 0;
+  } catch (const std::exception& e) {
+    err << "warden-server snapshot-dump: " << e.what() << "\n";
+    return 1;
+  }
+}
+
 int dump_log(const std::string& data_dir, std::ostream& out, std::ostream& err) {
   try {
     auto log = storage::RocksDbLogStore::open_read_only(log_dir_of(data_dir));
+    for (Zxid z : log->complete_snapshots()) out << fmt::format("snapshot at 0x{:x}\n", z);
     size_t n = 0;
     log->for_each_after(0, [&](const storage::LogEntry& e) {
       auto t = decode_txn(e.payload);
@@ -105,7 +157,9 @@ int check_data_dir(const std::string& data_dir, std::ostream& out, std::ostream&
     std::vector<WatchTrigger> ignored;
     size_t n = 0;
     auto started = std::chrono::steady_clock::now();
-    log->for_each_after(0, [&](const storage::LogEntry& e) {
+    Zxid from = load_newest_snapshot(*log, tree, sessions);
+    if (from) out << fmt::format("snapshot at 0x{:x}: {} nodes\n", from, tree.size());
+    log->for_each_after(from, [&](const storage::LogEntry& e) {
       auto t = decode_txn(e.payload);
       if (!t) throw storage::StorageError(fmt::format("record 0x{:x} does not hold a txn", e.zxid));
       tree.apply(*t, e.zxid, ignored);

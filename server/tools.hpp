@@ -14,6 +14,8 @@ int dump_log(const std::string& data_dir, std::ostream& out, std::ostream& err);
 // Replays the whole log into a tree; prints counts and the tree digest. 0 when sound, 1 when
 // the log is damaged or does not replay, with what and where on `err`.
 int check_data_dir(const std::string& data_dir, std::ostream& out, std::ostream& err);
+// Prints the newest complete snapshot: one node a line, with its Stat and data.
+int dump_snapshot(const std::string& data_dir, std::ostream& out, std::ostream& err);
 // The log directory inside a data directory (or dataLogDir).
 std::string log_dir_of(const std::string& data_dir);
 

@@ -239,3 +239,46 @@ TEST_CASE("a log record that is not a txn stops the replay") {
   Harness h;
   CHECK_THROWS_WITH(h.server.replay(1, "\x01\x02"), Catch::Contains("does not hold a txn"));
 }
+
+TEST_CASE("snapshots in the log's database: only finished ones count, purge keeps the newest and the log after them") {
+  TempDir d;
+  using Part = storage::RocksDbLogStore::SnapshotPart;
+  {
+    storage::RocksDbLogStore log(d.str(), true);
+    log.append(entries(1, 100));
+    for (wire::Zxid at : {10, 30, 50, 70}) {
+      log.put_snapshot_records(at, Part::node, {{"/", "root@" + std::to_string(at)}, {"/a", "a"}});
+      log.put_snapshot_records(at, Part::session, {{std::string(8, '\1'), "s"}});
+      log.finish_snapshot(at, "2 nodes");
+    }
+    log.put_snapshot_records(90, Part::node, {{"/", "unfinished"}});  // no marker: never used
+    CHECK(log.complete_snapshots() == std::vector<wire::Zxid>{10, 30, 50, 70});
+    std::vector<std::string> seen;
+    log.for_each_snapshot_record(50, Part::node, [&](std::string_view k, std::string_view v) {
+      seen.push_back(std::string(k) + "=" + std::string(v));
+    });
+    CHECK(seen == std::vector<std::string>{"/=root@50", "/a=a"});
+    CHECK(log.purge(3) == 1);
+    CHECK(log.complete_snapshots() == std::vector<wire::Zxid>{30, 50, 70});
+    CHECK(log.purge(3) == 0);
+  }
+  storage::RocksDbLogStore log(d.str(), true);
+  CHECK(log.last_zxid() == 100);
+  auto rest = log.read_after(0);
+  REQUIRE_FALSE(rest.empty());
+  CHECK(rest.front().zxid == 30);  // the record at the oldest kept snapshot stays
+  CHECK(log.read_after(30).size() == 70);
+  bool old_gone = true;
+  log.for_each_snapshot_record(10, Part::node, [&](std::string_view, std::string_view) { old_gone = false; });
+  CHECK(old_gone);
+}
+
+TEST_CASE("purge never removes the last log record, so zxids continue") {
+  TempDir d;
+  storage::RocksDbLogStore log(d.str(), true);
+  log.append(entries(1, 5));
+  for (wire::Zxid at : {2, 3, 4, 5}) log.finish_snapshot(at, "");
+  log.purge(3);
+  CHECK(log.last_zxid() == 5);
+  CHECK(log.read_after(0).back().zxid == 5);
+}
