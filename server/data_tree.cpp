@@ -122,10 +122,15 @@ struct SnapshotNode {
 };
 }  // namespace
 
-std::vector<std::string> DataTree::sorted_paths() const {
+std::vector<std::string> DataTree::paths() const {
   std::vector<std::string> out;
   out.reserve(nodes_.size());
   for (const auto& [p, n] : nodes_) out.push_back(p);
+  return out;
+}
+
+std::vector<std::string> DataTree::sorted_paths() const {
+  auto out = paths();
   std::sort(out.begin(), out.end());
   return out;
 }
@@ -161,7 +166,7 @@ bool DataTree::load_node(const std::string& path, std::string_view record) {
   n.aversion = r->aversion;
   if (path != "/") {
     Node* parent = find_mut(parent_path(path));
-    if (!parent) return false;  // written parents first: a missing parent is damage
+    if (!parent) return true;  // gone from the snapshot's view: see the header
     parent->children.emplace(node_name(path));
   }
   if (ephemeral::is_session(n.ephemeralOwner)) ephemerals_[n.ephemeralOwner].insert(path);

@@ -68,12 +68,16 @@ class DataTree {
   static bool is_special(std::string_view path);
 
   // ---- snapshots ----
-  // Every path in the tree, sorted: a parent always before its descendants.
+  // Every path in the tree, in no particular order (no sort: that would stall the server).
+  std::vector<std::string> paths() const;
+  // The same, sorted: a parent before its descendants (for tools).
   std::vector<std::string> sorted_paths() const;
   // The node at `path` in snapshot form, or nothing when it is not in the tree.
   std::optional<std::string> snapshot_node(const std::string& path) const;
-  // Rebuilding from a snapshot: start_load() empties the tree, load_node() adds nodes in the
-  // order they were written (parents first), finish_load() sets the zxid the log replays from.
+  // Rebuilding from a snapshot: start_load() empties the tree, load_node() adds nodes in path
+  // order (so a parent before its descendants), finish_load() sets the zxid the log replays from.
+  // A node whose parent is not in the snapshot (gone when the walk reached it: the log replays
+  // its fate) is left out; load_node() is false only for a damaged record.
   void start_load();
   bool load_node(const std::string& path, std::string_view record);
   void finish_load(Zxid zxid) { last_applied_ = zxid; }

@@ -154,9 +154,11 @@ struct ServerRuntime::Impl {
   std::unique_ptr<SnapshotWalk> walk;
   std::mt19937_64 rng{std::random_device{}()};
   asio::steady_timer purge_timer{io};
-  // Nodes a snapshot takes per turn of the event loop: small enough that requests between two
-  // chunks wait well under a millisecond, large enough that a 1M-node snapshot takes 1,000 turns.
-  static constexpr size_t snapshot_chunk_nodes = 1000;
+  // The time a snapshot may take per turn of the event loop: short enough that requests waiting
+  // behind it see a few milliseconds at most, long enough that a snapshot of a large tree
+  // finishes even when a busy loop turns only a hundred times a second.
+  static constexpr auto snapshot_turn = std::chrono::milliseconds(2);
+  static constexpr size_t snapshot_step_nodes = 100;
 
   static ServerOptions options_of(const Config& c) {
     ServerOptions o;
@@ -244,7 +246,12 @@ struct ServerRuntime::Impl {
     auto* durable = static_cast<storage::RocksDbLogStore*>(log.get());
     using Part = storage::RocksDbLogStore::SnapshotPart;
     try {
-      auto chunk = walk->next_chunk(snapshot_chunk_nodes);
+      auto until = std::chrono::steady_clock::now() + snapshot_turn;
+      std::vector<std::pair<std::string, std::string>> chunk;
+      while (!walk->done() && std::chrono::steady_clock::now() < until) {
+        auto part = walk->next_chunk(snapshot_step_nodes);
+        std::move(part.begin(), part.end(), std::back_inserter(chunk));
+      }
       if (!chunk.empty()) durable->put_snapshot_records(walk->at(), Part::node, chunk);
       if (!walk->done()) {
         asio::post(io, [this] { snapshot_step(); });

@@ -1,15 +1,13 @@
 // A fuzzy snapshot of the tree, taken in chunks between requests so that writes never wait for
-// it. The walk starts at the last applied zxid `at()` with the sorted list of paths then in the
-// tree (a parent before its descendants) and serialises each node as it is when its chunk is
-// taken. Nodes may be newer than `at()`; replaying the log after `at()` over the snapshot
-// brings every node to the same state, as ZooKeeper's fuzzy snapshots do.
-//
-// Invariant: a node is written only if its parent was written earlier in this walk, so a
-// snapshot always loads parents first.
+// it. The walk starts at the last applied zxid `at()` with the list of paths then in the tree
+// (unsorted: sorting a large tree would stall the server) and serialises each node as it is
+// when its chunk is taken; nodes gone by then are left out. Nodes may be newer than `at()`;
+// replaying the log after `at()` over the snapshot brings every node to the same state, as
+// ZooKeeper's fuzzy snapshots do. The store keeps records sorted by path, so a load meets
+// parents first, and DataTree::load_node leaves out a node whose parent was left out.
 #pragma once
 
 #include <string>
-#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -19,7 +17,7 @@ namespace warden::server {
 
 class SnapshotWalk {
  public:
-  explicit SnapshotWalk(const DataTree& tree) : tree_(tree), at_(tree.last_applied()), paths_(tree.sorted_paths()) {}
+  explicit SnapshotWalk(const DataTree& tree) : tree_(tree), at_(tree.last_applied()), paths_(tree.paths()) {}
 
   Zxid at() const { return at_; }
   bool done() const { return next_ >= paths_.size(); }
@@ -33,7 +31,6 @@ class SnapshotWalk {
   std::vector<std::string> paths_;
   size_t next_ = 0;
   size_t written_ = 0;
-  std::unordered_set<std::string> skipped_;  // gone when reached: their descendants are skipped too
 };
 
 }  // namespace warden::server

@@ -102,20 +102,33 @@ def du_mib(path):
     return total / (1 << 20)
 
 
+def count_snapshots(name, workdir, server):
+    if name == "zk":
+        d = os.path.join(workdir, "data", "version-2")
+        return len([f for f in os.listdir(d) if f.startswith("snapshot.")]) if os.path.isdir(d) else 0
+    return server.log().count(" written: ")
+
+
 def size_run(args):
-    """Loads N znodes of 100 bytes (durable, defaults), then measures RSS, disk use, and the
-    time from process start to the first served request after a clean stop."""
+    """Loads N znodes of 100 bytes (durable, defaults), then measures RSS, disk use, the time
+    from process start to the first served request after a clean stop, and the p99 of writes
+    with snapshots of that tree running (snapCount=50000) against none (snapCount=100000000)."""
     import shutil
     import tempfile
     import time
     out = {}
     for name in ("zk", "warden"):
         workdir = tempfile.mkdtemp(prefix=f"bench-size-{name}-")
+
+        def starter(snap_count):
+            cfg = f"snapCount={snap_count}\n"
+            if name == "zk":
+                return support.start_zookeeper(extended_types=False, extra_cfg="maxClientCnxns=0\n" + cfg,
+                                               workdir=workdir)
+            return support.start_warden(cfg, workdir=workdir)
+
         try:
-            starter = (lambda: support.start_zookeeper(extended_types=False, extra_cfg="maxClientCnxns=0\n",
-                                                      workdir=workdir)) if name == "zk" else \
-                      (lambda: support.start_warden(workdir=workdir))
-            server = starter()
+            server = starter(100_000_000)
             subprocess.run([args.loadgen, "--port", str(server.port), "--op", "create", "--seconds", "600",
                             "--connections", "16", "--depth", "32", "--max-ops", str(args.znodes),
                             "--value-size", "100"], check=True, capture_output=True, timeout=900)
@@ -124,10 +137,17 @@ def size_run(args):
             server.stop()
             disk = du_mib(workdir)
             t0 = time.time()
-            server = starter()  # returns once a session handshake succeeded
+            server = starter(100_000_000)  # returns once a session handshake succeeded
             restart = time.time() - t0
+            quiet = loadgen(args.loadgen, server.port, "set", args, args.seconds)
             server.stop()
-            out[name] = dict(rss=rss, disk=disk, restart=restart)
+            server = starter(50_000)
+            before = count_snapshots(name, workdir, server)
+            busy = loadgen(args.loadgen, server.port, "set", args, args.seconds)
+            time.sleep(1)
+            snaps = count_snapshots(name, workdir, server) - before
+            server.stop()
+            out[name] = dict(rss=rss, disk=disk, restart=restart, quiet=quiet, busy=busy, snaps=snaps)
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
     print(f"\n### {args.znodes} znodes of 100 bytes, durable (defaults on both)\n")
@@ -139,6 +159,15 @@ def size_run(args):
     z, w = out["zk"], out["warden"]
     print(f"\nWarden against ZooKeeper: RSS x{w['rss'] / z['rss']:.2f}, disk x{w['disk'] / z['disk']:.2f}, "
           f"restart x{w['restart'] / z['restart']:.2f} (lower is better)")
+    print(f"\n### set on the {args.znodes}-znode tree, without and with snapshots running (snapCount=50000)\n")
+    print("| server | ops/s quiet | p99 us quiet | p999 us quiet | ops/s snapshotting | p99 us snapshotting | "
+          "p999 us snapshotting | snapshots written |")
+    print("|---|---|---|---|---|---|---|---|")
+    for name in ("zk", "warden"):
+        r = out[name]
+        q, b = r["quiet"], r["busy"]
+        print(f"| {'ZooKeeper 3.8' if name == 'zk' else 'Warden'} | {float(q['ops_per_s']):.0f} | {q['p99_us']} | "
+              f"{q['p999_us']} | {float(b['ops_per_s']):.0f} | {b['p99_us']} | {b['p999_us']} | {r['snaps']} |")
 
 
 def main():
