@@ -92,6 +92,27 @@ def main():
     finally:
         shutil.rmtree(d, ignore_errors=True)
 
+    # dataLogDir apart from dataDir: the log goes there, and a restart reads it from there.
+    data_dir, log_dir = tempfile.mkdtemp(prefix="warden-data-"), tempfile.mkdtemp(prefix="warden-txlog-")
+    try:
+        w = support.start_warden(f"dataLogDir={log_dir}\n", workdir=data_dir)
+        zk = KazooClient(hosts=w.hosts)
+        zk.start(timeout=10)
+        zk.create("/on-the-log-disk", b"1")
+        zk.stop()
+        w.stop()
+        c.check(os.path.isdir(os.path.join(log_dir, "log")), "the log is written under dataLogDir")
+        c.check(not os.path.exists(os.path.join(data_dir, "data", "log")), "and not under dataDir")
+        w = support.start_warden(f"dataLogDir={log_dir}\n", workdir=data_dir)
+        zk = KazooClient(hosts=w.hosts)
+        zk.start(timeout=10)
+        c.equal(zk.get("/on-the-log-disk")[0], b"1", "a restart reads it back from dataLogDir")
+        zk.stop()
+        w.stop()
+    finally:
+        shutil.rmtree(data_dir, ignore_errors=True)
+        shutil.rmtree(log_dir, ignore_errors=True)
+
     bad_dirs = []
     f = tempfile.NamedTemporaryFile(delete=False)
     bad_dirs.append((os.path.join(f.name, "data"), "cannot create the log directory"))
