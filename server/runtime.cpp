@@ -16,6 +16,7 @@
 #include "storage/group_commit.hpp"
 #include "storage/log_store.hpp"
 #include "storage/rocksdb_log_store.hpp"
+#include "storage/snapshot_writer.hpp"
 #include "wire/framing.hpp"
 
 namespace warden::server {
@@ -152,6 +153,8 @@ struct ServerRuntime::Impl {
   int64_t txns_since_snapshot = 0;
   int64_t snapshot_after = 0;
   std::unique_ptr<SnapshotWalk> walk;
+  std::unique_ptr<storage::SnapshotWriter> snapshot_writer;
+  asio::steady_timer snapshot_wait{io};  // when the writer is behind
   std::mt19937_64 rng{std::random_device{}()};
   asio::steady_timer purge_timer{io};
   // The time a snapshot may take per turn of the event loop: short enough that requests waiting
@@ -188,6 +191,14 @@ struct ServerRuntime::Impl {
     if (auto* durable = dynamic_cast<storage::RocksDbLogStore*>(log.get())) {
       recover(*durable);
       plan_next_snapshot();
+      snapshot_writer = std::make_unique<storage::SnapshotWriter>(*durable, [this](Zxid at, std::string error) {
+        asio::post(io, [at, error] {
+          if (error.empty())
+            spdlog::info("snapshot at 0x{:x} written: durable", at);
+          else  // a snapshot is an optimisation: without it the log still holds everything
+            spdlog::error("snapshot at 0x{:x} abandoned: {}", at, error);
+        });
+      });
       committer = std::make_unique<storage::GroupCommitter>(
           *log, [this](Zxid upto, std::optional<storage::GroupCommitter::Failure> failure) {
             asio::post(io, [this, upto, failure] { on_durable(upto, failure); });
@@ -243,27 +254,28 @@ struct ServerRuntime::Impl {
 
   void snapshot_step() {
     if (!walk || stopping) return;
-    auto* durable = static_cast<storage::RocksDbLogStore*>(log.get());
     using Part = storage::RocksDbLogStore::SnapshotPart;
-    try {
-      auto until = std::chrono::steady_clock::now() + snapshot_turn;
-      std::vector<std::pair<std::string, std::string>> chunk;
-      while (!walk->done() && std::chrono::steady_clock::now() < until) {
-        auto part = walk->next_chunk(snapshot_step_nodes);
-        std::move(part.begin(), part.end(), std::back_inserter(chunk));
-      }
-      if (!chunk.empty()) durable->put_snapshot_records(walk->at(), Part::node, chunk);
-      if (!walk->done()) {
-        asio::post(io, [this] { snapshot_step(); });
-        return;
-      }
-      durable->put_snapshot_records(walk->at(), Part::session, server->session_records());
-      durable->finish_snapshot(walk->at(), fmt::format("{} nodes", walk->written()));
-      spdlog::info("snapshot at 0x{:x} written: {} nodes", walk->at(), walk->written());
-    } catch (const std::exception& e) {
-      // A snapshot is an optimisation: without it the log still holds everything.
-      spdlog::error("snapshot at 0x{:x} abandoned: {}", walk->at(), e.what());
+    if (!snapshot_writer->ready()) {
+      // The writer is behind: let requests run and look again shortly.
+      snapshot_wait.expires_after(std::chrono::milliseconds(1));
+      snapshot_wait.async_wait([this](boost::system::error_code ec) {
+        if (!ec) snapshot_step();
+      });
+      return;
     }
+    auto until = std::chrono::steady_clock::now() + snapshot_turn;
+    std::vector<std::pair<std::string, std::string>> chunk;
+    while (!walk->done() && std::chrono::steady_clock::now() < until) {
+      auto part = walk->next_chunk(snapshot_step_nodes);
+      std::move(part.begin(), part.end(), std::back_inserter(chunk));
+    }
+    if (!chunk.empty()) snapshot_writer->put(walk->at(), Part::node, std::move(chunk));
+    if (!walk->done()) {
+      asio::post(io, [this] { snapshot_step(); });
+      return;
+    }
+    snapshot_writer->put(walk->at(), Part::session, server->session_records());
+    snapshot_writer->finish(walk->at(), fmt::format("{} nodes", walk->written()));
     walk.reset();
   }
 
@@ -346,6 +358,7 @@ struct ServerRuntime::Impl {
     acceptor.close(ec);
     ticker.cancel();
     purge_timer.cancel();
+    snapshot_wait.cancel();
     signals.cancel();
     auto live = registry.live;  // finish() edits the registry
     for (auto& [p, c] : live) c->finish();
@@ -393,7 +406,8 @@ bool ServerRuntime::run(bool handle_signals) {
   impl_->schedule_tick();
   impl_->schedule_purge(std::chrono::hours(0));
   impl_->io.run();
-  impl_->committer.reset();  // writes what is queued, then stops its thread
+  impl_->snapshot_writer.reset();  // an unfinished snapshot has no marker and is never used
+  impl_->committer.reset();        // writes what is queued, then stops its thread
   return !impl_->failed;
 }
 

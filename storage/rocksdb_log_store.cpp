@@ -41,6 +41,13 @@ RocksDbLogStore::RocksDbLogStore(const std::string& dir, bool sync) : dir_(dir),
   rocksdb::Options opts;
   opts.create_if_missing = true;
   opts.write_buffer_size = write_buffer_bytes;
+  // A snapshot writes the whole tree into this database: with RocksDB's default of two
+  // memtables, its volume makes RocksDB stop every write, the log's included, while flushes
+  // catch up. More memtables and later level-0 triggers let the flushes absorb it.
+  opts.max_write_buffer_number = max_write_buffers;
+  opts.level0_slowdown_writes_trigger = 40;
+  opts.level0_stop_writes_trigger = 64;
+  opts.max_background_jobs = 4;
   // A torn tail of the write-ahead log (a crash mid-write) is cut back to the last whole batch;
   // damage before the tail fails the open, and so the start.
   opts.wal_recovery_mode = rocksdb::WALRecoveryMode::kPointInTimeRecovery;

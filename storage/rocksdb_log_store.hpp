@@ -35,7 +35,8 @@ class RocksDbLogStore final : public LogStore {
   // memtable flushes and the write-ahead log switch that follow. RocksDB must never meet a full
   // disk itself: Debian's build aborts on the write after a failed write-ahead-log append.
   static constexpr uint64_t write_buffer_bytes = 8ull << 20;
-  static constexpr uint64_t reserve_bytes = 3 * write_buffer_bytes;
+  static constexpr int max_write_buffers = 6;
+  static constexpr uint64_t reserve_bytes = (max_write_buffers + 1) * write_buffer_bytes;
 
   // Opens or creates the log in `dir`. Throws StorageError when the directory cannot be used,
   // holds something that is not a Warden log, or is locked by another running server.

@@ -15,7 +15,7 @@ import support
 
 BIN = os.environ["WARDEN_SERVER"]
 VALUE = os.urandom(100_000)  # incompressible: RocksDB compresses what it flushes
-MAX_WRITES = 400  # bounded: the 96 MiB disk, less its ballast and the reserve, fills long before
+MAX_WRITES = 1000  # bounded: the 160 MiB disk, less its ballast and the reserve, fills long before
 
 
 def start(data_dir):
@@ -30,7 +30,7 @@ def start(data_dir):
 def main():
     c = support.Checks("disk_full")
     mnt = tempfile.mkdtemp(prefix="warden-smallfs-")
-    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=96m", "tmpfs", mnt], capture_output=True, text=True)
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=160m", "tmpfs", mnt], capture_output=True, text=True)
     if r.returncode != 0:
         print(f"FAILED: cannot mount a tmpfs at {mnt} (this test needs root): {r.stderr.strip()}")
         os.rmdir(mnt)
@@ -39,7 +39,7 @@ def main():
     try:
         ballast = os.path.join(mnt, "ballast")
         with open(ballast, "wb") as f:
-            f.write(b"\0" * (32 * 1024 * 1024))
+            f.write(b"\0" * (48 * 1024 * 1024))
         data_dir = os.path.join(mnt, "data")
         proc, hosts = start(data_dir)
         zk = KazooClient(hosts=hosts, timeout=30)

@@ -1,0 +1,67 @@
+#include "storage/snapshot_writer.hpp"
+
+namespace warden::storage {
+
+SnapshotWriter::SnapshotWriter(RocksDbLogStore& store, Done done)
+    : store_(store), done_(std::move(done)), thread_([this] { run(); }) {}
+
+SnapshotWriter::~SnapshotWriter() {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    stopping_ = true;
+    jobs_.clear();
+  }
+  cv_.notify_one();
+  thread_.join();
+}
+
+bool SnapshotWriter::ready() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return jobs_.size() < max_queued;
+}
+
+void SnapshotWriter::put(Zxid at, RocksDbLogStore::SnapshotPart part, Records records) {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    jobs_.push_back(Job{at, false, part, std::move(records), {}});
+  }
+  cv_.notify_one();
+}
+
+void SnapshotWriter::finish(Zxid at, std::string summary) {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    jobs_.push_back(Job{at, true, RocksDbLogStore::SnapshotPart::node, {}, std::move(summary)});
+  }
+  cv_.notify_one();
+}
+
+void SnapshotWriter::run() {
+  for (;;) {
+    Job job;
+    {
+      std::unique_lock<std::mutex> l(mu_);
+      cv_.wait(l, [&] { return stopping_ || !jobs_.empty(); });
+      if (stopping_) return;
+      job = std::move(jobs_.front());
+      jobs_.pop_front();
+      if (job.at == failed_at_) continue;
+    }
+    try {
+      if (job.finish) {
+        store_.finish_snapshot(job.at, job.summary);
+        done_(job.at, {});
+      } else {
+        store_.put_snapshot_records(job.at, job.part, job.records);
+      }
+    } catch (const std::exception& e) {
+      {
+        std::lock_guard<std::mutex> l(mu_);
+        failed_at_ = job.at;
+      }
+      done_(job.at, e.what());
+    }
+  }
+}
+
+}  // namespace warden::storage
