@@ -207,24 +207,16 @@ struct ServerRuntime::Impl {
   }
 
   void recover(storage::RocksDbLogStore& durable) {
-    using Part = storage::RocksDbLogStore::SnapshotPart;
-    Zxid from = 0;
-    auto snaps = durable.complete_snapshots();
-    if (!snaps.empty()) {
-      from = snaps.back();
-      server->start_snapshot_load();
-      size_t nodes = 0;
-      durable.for_each_snapshot_record(from, Part::node, [&](std::string_view k, std::string_view v) {
-        if (!server->load_snapshot_node(std::string(k), v))
-          throw storage::StorageError(fmt::format("the snapshot at 0x{:x} is damaged at node {}", from, k));
-        if (++nodes % 1000000 == 0) spdlog::info("loading the snapshot at 0x{:x}: {} nodes so far", from, nodes);
-      });
-      durable.for_each_snapshot_record(from, Part::session, [&](std::string_view k, std::string_view v) {
-        if (!server->load_snapshot_session(k, v))
-          throw storage::StorageError(fmt::format("the snapshot at 0x{:x} has a damaged session record", from));
-      });
+    SnapshotSink sink{[this] { server->start_snapshot_load(); },
+                      [this](const std::string& p, std::string_view r) { return server->load_snapshot_node(p, r); },
+                      [this](std::string_view k, std::string_view r) { return server->load_snapshot_session(k, r); }};
+    Zxid from = load_newest_snapshot(durable, sink, [](Zxid at, size_t nodes) {
+      spdlog::info("loading the snapshot at 0x{:x}: {} nodes so far", at, nodes);
+    });
+    if (from) {
       server->finish_snapshot_load(from);
-      spdlog::info("loaded the snapshot at 0x{:x}: {} nodes, {} sessions", from, nodes, server->session_count());
+      spdlog::info("loaded the snapshot at 0x{:x}: {} nodes, {} sessions", from, server->tree().size(),
+                   server->session_count());
     }
     size_t n = 0;
     durable.for_each_after(from, [&](const storage::LogEntry& e) {

@@ -7,11 +7,14 @@
 // parents first, and DataTree::load_node leaves out a node whose parent was left out.
 #pragma once
 
+#include <functional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 #include "server/data_tree.hpp"
+#include "storage/rocksdb_log_store.hpp"
 
 namespace warden::server {
 
@@ -32,5 +35,19 @@ class SnapshotWalk {
   size_t next_ = 0;
   size_t written_ = 0;
 };
+
+// Where a snapshot's records go when it is loaded: the server's tree and session table, or a
+// tool's. Each returns false for a record it cannot take (damage).
+struct SnapshotSink {
+  std::function<void()> begin;  // a snapshot exists and is about to be loaded
+  std::function<bool(const std::string& path, std::string_view record)> node;
+  std::function<bool(std::string_view key, std::string_view record)> session;
+};
+
+// Loads the newest complete snapshot in `log` through `sink`, logging progress every 1M nodes
+// when `progress` is set. Returns its zxid, or 0 when there is none. Throws
+// storage::StorageError naming the snapshot and the damaged record.
+Zxid load_newest_snapshot(const storage::RocksDbLogStore& log, const SnapshotSink& sink,
+                          const std::function<void(Zxid at, size_t nodes)>& progress = {});
 
 }  // namespace warden::server

@@ -8,6 +8,8 @@
 #include <set>
 
 #include "server/data_tree.hpp"
+#include "server/session_table.hpp"
+#include "server/snapshot_walk.hpp"
 #include "server/txn.hpp"
 #include "storage/rocksdb_log_store.hpp"
 
@@ -80,23 +82,18 @@ std::string body_text(const TxnBody& body) {
 std::string log_dir_of(const std::string& data_dir) { return (std::filesystem::path(data_dir) / "log").string(); }
 
 namespace {
-using Part = storage::RocksDbLogStore::SnapshotPart;
-
 // Loads the newest complete snapshot into `tree`; returns its zxid (0: none) and its sessions.
-Zxid load_newest_snapshot(const storage::RocksDbLogStore& log, DataTree& tree, std::set<SessionId>& sessions) {
-  auto snaps = log.complete_snapshots();
-  if (snaps.empty()) return 0;
-  Zxid at = snaps.back();
-  tree.start_load();
-  log.for_each_snapshot_record(at, Part::node, [&](std::string_view k, std::string_view v) {
-    if (!tree.load_node(std::string(k), v))
-      throw storage::StorageError(fmt::format("the snapshot at 0x{:x} is damaged at node {}", at, k));
-  });
-  log.for_each_snapshot_record(at, Part::session, [&](std::string_view k, std::string_view) {
-    if (k.size() != 8) throw storage::StorageError(fmt::format("the snapshot at 0x{:x} has a damaged session", at));
-    sessions.insert(wire::Reader(k).get_long());
-  });
-  tree.finish_load(at);
+Zxid load_snapshot_into(const storage::RocksDbLogStore& log, DataTree& tree, std::set<SessionId>& sessions) {
+  SessionTable table(1000);  // validates the records; its clock is of no use here
+  SnapshotSink sink{[&] { tree.start_load(); },
+                    [&](const std::string& p, std::string_view r) { return tree.load_node(p, r); },
+                    [&](std::string_view k, std::string_view r) {
+                      if (!table.load(k, r, 0)) return false;
+                      sessions.insert(wire::Reader(k).get_long());
+                      return true;
+                    }};
+  Zxid at = load_newest_snapshot(log, sink);
+  if (at) tree.finish_load(at);
   return at;
 }
 }  // namespace
@@ -106,7 +103,7 @@ int dump_snapshot(const std::string& data_dir, std::ostream& out, std::ostream& 
     auto log = storage::RocksDbLogStore::open_read_only(log_dir_of(data_dir));
     DataTree tree;
     std::set<SessionId> sessions;
-    Zxid at = load_newest_snapshot(*log, tree, sessions);
+    Zxid at = load_snapshot_into(*log, tree, sessions);
     if (at == 0) {
       out << "no complete snapshot\n";
       return 0;
@@ -157,7 +154,7 @@ int check_data_dir(const std::string& data_dir, std::ostream& out, std::ostream&
     std::vector<WatchTrigger> ignored;
     size_t n = 0;
     auto started = std::chrono::steady_clock::now();
-    Zxid from = load_newest_snapshot(*log, tree, sessions);
+    Zxid from = load_snapshot_into(*log, tree, sessions);
     if (from) out << fmt::format("snapshot at 0x{:x}: {} nodes\n", from, tree.size());
     log->for_each_after(from, [&](const storage::LogEntry& e) {
       auto t = decode_txn(e.payload);
