@@ -181,7 +181,9 @@ struct ServerRuntime::Impl {
       std::error_code ec;
       std::filesystem::create_directories(dir, ec);
       if (ec) throw storage::StorageError("cannot create the log directory " + dir.string() + ": " + ec.message());
-      log = std::make_unique<storage::RocksDbLogStore>(dir.string(), config.force_sync);
+      auto durable = std::make_unique<storage::RocksDbLogStore>(dir.string(), config.force_sync);
+      if (!durable->recovery_note().empty()) spdlog::warn("{}", durable->recovery_note());
+      log = std::move(durable);
       if (!config.force_sync) spdlog::warn("forceSync=no: a machine crash may lose acknowledged writes");
     }
     Zxid last = log->last_zxid();

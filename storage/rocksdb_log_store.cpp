@@ -50,11 +50,20 @@ RocksDbLogStore::RocksDbLogStore(const std::string& dir, bool sync) : dir_(dir),
   opts.max_background_jobs = 4;
   // A torn tail of the write-ahead log (a crash mid-write) is cut back to the last whole batch;
   // damage before the tail fails the open, and so the start.
-  opts.wal_recovery_mode = rocksdb::WALRecoveryMode::kPointInTimeRecovery;
   opts.paranoid_checks = true;
   opts.info_log_level = rocksdb::InfoLogLevel::WARN_LEVEL;
   rocksdb::DB* raw = nullptr;
+  // RocksDB cuts a torn write-ahead-log tail silently. To say so, the first open demands a
+  // whole log; when that fails on corruption, the second open cuts the tail, and the note
+  // records what was cut and where the log ends now. A failed open changes nothing on disk.
+  opts.wal_recovery_mode = rocksdb::WALRecoveryMode::kAbsoluteConsistency;
   auto st = rocksdb::DB::Open(opts, dir, &raw);
+  std::string strict_failure;
+  if (st.IsCorruption()) {
+    strict_failure = st.ToString();
+    opts.wal_recovery_mode = rocksdb::WALRecoveryMode::kPointInTimeRecovery;
+    st = rocksdb::DB::Open(opts, dir, &raw);
+  }
   if (!st.ok()) {
     std::string why = st.ToString();
     if (why.find("lock") != std::string::npos || why.find("Lock") != std::string::npos)
@@ -63,6 +72,9 @@ RocksDbLogStore::RocksDbLogStore(const std::string& dir, bool sync) : dir_(dir),
   }
   db_.reset(raw);
   check_format_and_find_last(true);
+  if (!strict_failure.empty())
+    recovery_note_ = "the write-ahead log of " + dir + " ended in a torn batch (" + strict_failure +
+                     "); it was cut at the last whole batch, and the log now ends at zxid " + hex_zxid(last_);
 }
 
 RocksDbLogStore::RocksDbLogStore(const std::string& dir, ReadOnly) : dir_(dir), sync_(false) {

@@ -45,6 +45,8 @@ class RocksDbLogStore final : public LogStore {
   // running server. append() then fails.
   static std::unique_ptr<RocksDbLogStore> open_read_only(const std::string& dir);
   ~RocksDbLogStore() override;
+  // Empty, or a line for the operator saying that opening cut a torn tail off the log.
+  const std::string& recovery_note() const { return recovery_note_; }
 
   // Throws DiskFullError, having written nothing, when the batch would eat into the reserve;
   // StorageError when RocksDB fails the write (the log must not be written again then).
@@ -74,6 +76,7 @@ class RocksDbLogStore final : public LogStore {
  private:
   std::string dir_;
   bool sync_;
+  std::string recovery_note_;
   struct ReadOnly {};
   RocksDbLogStore(const std::string& dir, ReadOnly);
   void check_format_and_find_last(bool may_initialise);

@@ -65,6 +65,38 @@ TEST_CASE("the RocksDB log keeps entries in zxid order across a reopen") {
   CHECK(log.read_after(298).size() == 2);
 }
 
+TEST_CASE("a torn last batch of the write-ahead log is cut, and the open says so") {
+  TempDir d;
+  {
+    storage::RocksDbLogStore log(d.str(), true);
+    CHECK(log.recovery_note().empty());
+    log.append(entries(1, 10));
+    log.append(entries(11, 20));
+    log.append(entries(21, 30));
+  }
+  {
+    storage::RocksDbLogStore clean(d.str(), true);  // a whole log: nothing to say
+    CHECK(clean.recovery_note().empty());
+    CHECK(clean.last_zxid() == 30);
+    clean.append(entries(31, 40));
+    clean.append(entries(41, 50));
+  }
+  // The newest write-ahead-log file holds the last two batches: tear the last one in half.
+  fs::path wal;
+  for (const auto& e : fs::directory_iterator(d.path))
+    if (e.path().extension() == ".log" && (wal.empty() || e.path().filename() > wal.filename())) wal = e.path();
+  REQUIRE(!wal.empty());
+  auto size = fs::file_size(wal);
+  REQUIRE(size > 100);
+  fs::resize_file(wal, size - 60);
+  storage::RocksDbLogStore log(d.str(), true);
+  CHECK_THAT(log.recovery_note(), Catch::Contains("torn batch") && Catch::Contains("ends at zxid 0x28"));
+  CHECK(log.last_zxid() == 40);
+  CHECK(log.read_after(0).size() == 40);
+  log.append(entries(41, 42));  // zxids go on from the cut
+  CHECK(log.last_zxid() == 42);
+}
+
 TEST_CASE("a second server on the same log is refused, naming the lock") {
   TempDir d;
   storage::RocksDbLogStore first(d.str(), true);
