@@ -1,5 +1,7 @@
 #include "server/config.hpp"
 
+#include <arpa/inet.h>
+
 #include <charconv>
 #include <fstream>
 #include <sstream>
@@ -7,6 +9,12 @@
 namespace warden::server {
 
 namespace {
+// Warden listens on addresses, not names: a name would need a resolver at start.
+bool is_ip_address(const std::string& s) {
+  unsigned char buf[16];
+  return inet_pton(AF_INET, s.c_str(), buf) == 1 || inet_pton(AF_INET6, s.c_str(), buf) == 1;
+}
+
 std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r')) s.remove_prefix(1);
   while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
@@ -125,8 +133,8 @@ ConfigResult parse_config(std::string_view text, std::string_view file_name) {
     } else if (key == "clientPort") {
       err = set_int(c.client_port, 0, 65535);
     } else if (key == "clientPortAddress") {
-      if (value.empty()) err = bad("the address is empty");
       c.client_port_address = std::string(value);
+      if (!is_ip_address(c.client_port_address)) err = bad("is not an IP address");
     } else if (key == "maxClientCnxns") {
       err = set_int(c.max_client_cnxns, 0, 1 << 30);
     } else if (key == "minSessionTimeout") {
@@ -168,6 +176,8 @@ std::optional<std::string> validate_config(const Config& c, std::string_view ori
   std::string o(origin);
   if (c.data_dir.empty()) return o + ": dataDir is not set";
   if (c.client_port < 0) return o + ": clientPort is not set";
+  if (!is_ip_address(c.client_port_address))
+    return o + ": clientPortAddress '" + c.client_port_address + "' is not an IP address";
   if (c.effective_min_session_timeout() > c.effective_max_session_timeout())
     return o + ": minSessionTimeout (" + std::to_string(c.effective_min_session_timeout()) +
            ") is larger than maxSessionTimeout (" + std::to_string(c.effective_max_session_timeout()) + ")";

@@ -38,24 +38,21 @@ wire::Stat client_stat(const Node& n) {
 
 DataTree::DataTree() {
   // The nodes every ZooKeeper server starts with, with the stats ZooKeeper 3.8 shows for them.
-  Node root;
+  Node& root = nodes_["/"];
   root.acl = open_acl();
-  root.children = {"zookeeper"};
-  nodes_.emplace("/", std::move(root));
-  Node zk;
+  Node& zk = nodes_["/zookeeper"];
   zk.acl = open_acl();
-  zk.children = {"config", "quota"};
-  nodes_.emplace("/zookeeper", std::move(zk));
-  Node quota;
+  root.children.emplace("zookeeper", &zk);
+  Node& quota = nodes_["/zookeeper/quota"];
   quota.acl = open_acl();
   quota.data = std::string();
-  nodes_.emplace("/zookeeper/quota", std::move(quota));
+  zk.children.emplace("quota", &quota);
   Node config;
   config.acl = std::make_shared<const wire::AclList>(
       wire::AclList{wire::Acl{wire::perms::read, wire::Id{"world", "anyone"}}});
   config.data = std::string();
   config.aversion = -1;
-  nodes_.emplace("/zookeeper/config", std::move(config));
+  zk.children.emplace("config", &nodes_.emplace("/zookeeper/config", std::move(config)).first->second);
 }
 
 uint64_t DataTree::digest() const {
@@ -122,39 +119,41 @@ struct SnapshotNode {
 };
 }  // namespace
 
-std::vector<std::string> DataTree::paths() const {
+std::vector<std::string> DataTree::sorted_paths() const {
   std::vector<std::string> out;
   out.reserve(nodes_.size());
   for (const auto& [p, n] : nodes_) out.push_back(p);
-  return out;
-}
-
-std::vector<std::string> DataTree::sorted_paths() const {
-  auto out = paths();
   std::sort(out.begin(), out.end());
   return out;
 }
 
-std::optional<std::string> DataTree::snapshot_node(const std::string& path) const {
-  const Node* n = find(path);
-  if (!n) return std::nullopt;
-  return wire::encode(SnapshotNode{n->data, *n->acl, n->czxid, n->mzxid, n->pzxid, n->ctime, n->mtime,
-                                   n->ephemeralOwner, n->version, n->creates, n->aversion});
+void DataTree::append_snapshot_node(std::string& out, const Node& n) {
+  // SnapshotNode's fields, written straight from the node: no copy of its data or ACL.
+  size_t at = out.size();
+  wire::Writer w(out);
+  w.put_int(0);  // the length, set below
+  w(n.data, *n.acl, n.czxid, n.mzxid, n.pzxid, n.ctime, n.mtime, n.ephemeralOwner, n.version, n.creates, n.aversion);
+  auto len = static_cast<uint32_t>(out.size() - at - 4);
+  for (int i = 0; i < 4; ++i) out[at + static_cast<size_t>(i)] = static_cast<char>(len >> (24 - 8 * i));
 }
 
-void DataTree::start_load() {
+void DataTree::start_load(size_t expected_nodes) {
+  last_loaded_acl_.reset();
   nodes_.clear();
   ephemerals_.clear();
   expirable_.clear();
   last_applied_ = 0;
+  nodes_.reserve(expected_nodes);  // no rehash of a large tree while it loads
 }
 
-bool DataTree::load_node(const std::string& path, std::string_view record) {
+bool DataTree::load_node(std::string_view path, std::string_view record) {
   auto r = wire::decode<SnapshotNode>(record);
   if (!r || !valid_path(path)) return false;
   Node n;
   n.data = std::move(r->data);
-  n.acl = intern(r->acl);
+  // Nodes come in walk order, and neighbours mostly share their ACL: skip the cache's lookup.
+  n.acl = last_loaded_acl_ && *last_loaded_acl_ == r->acl ? last_loaded_acl_ : intern(r->acl);
+  last_loaded_acl_ = n.acl;
   n.czxid = r->czxid;
   n.mzxid = r->mzxid;
   n.pzxid = r->pzxid;
@@ -164,34 +163,39 @@ bool DataTree::load_node(const std::string& path, std::string_view record) {
   n.version = r->version;
   n.creates = r->creates;
   n.aversion = r->aversion;
+  Node* parent = nullptr;
   if (path != "/") {
-    Node* parent = find_mut(parent_path(path));
+    parent = find_mut(parent_path(path));
     if (!parent) return true;  // gone from the snapshot's view: see the header
-    parent->children.emplace(node_name(path));
   }
-  if (ephemeral::is_session(n.ephemeralOwner)) ephemerals_[n.ephemeralOwner].insert(path);
-  if (n.ephemeralOwner != 0 && !ephemeral::is_session(n.ephemeralOwner)) expirable_.insert(path);
-  nodes_[path] = std::move(n);
+  if (ephemeral::is_session(n.ephemeralOwner)) ephemerals_[n.ephemeralOwner].emplace(path);
+  if (n.ephemeralOwner != 0 && !ephemeral::is_session(n.ephemeralOwner)) expirable_.emplace(path);
+  // The node keeps its children when it was there already (the root, made by the constructor).
+  Node& slot = nodes_[std::string(path)];
+  n.children = std::move(slot.children);
+  slot = std::move(n);
+  if (parent) parent->children.insert_or_assign(std::string(node_name(path)), &slot);
   return true;
 }
 
 Err DataTree::create(const CreateTxn& c, const Txn& t, Zxid zxid, std::vector<WatchTrigger>& tr) {
-  if (c.path.size() < 2 || nodes_.count(c.path)) return Err::nodeExists;
+  if (c.path.size() < 2) return Err::nodeExists;
   auto parent_name = parent_path(c.path);
   Node* parent = find_mut(parent_name);
   if (!parent) return Err::noNode;
-  Node n;
+  auto [slot, added] = nodes_.try_emplace(c.path);  // one lookup both checks and inserts
+  if (!added) return Err::nodeExists;
+  Node& n = slot->second;
   n.data = c.data;
   n.acl = intern(c.acl);
   n.czxid = n.mzxid = n.pzxid = zxid;
   n.ctime = n.mtime = t.time;
   n.ephemeralOwner = c.ephemeralOwner;
-  parent->children.emplace(node_name(c.path));
   parent->creates = c.parentCreates;
   parent->pzxid = zxid;
   if (ephemeral::is_session(c.ephemeralOwner)) ephemerals_[c.ephemeralOwner].insert(c.path);
   if (c.ephemeralOwner != 0 && !ephemeral::is_session(c.ephemeralOwner)) expirable_.insert(c.path);
-  nodes_.emplace(c.path, std::move(n));
+  parent->children.emplace(node_name(c.path), &n);
   tr.push_back({EventType::nodeCreated, c.path});
   tr.push_back({EventType::nodeChildrenChanged, std::string(parent_name)});
   return Err::ok;

@@ -3,7 +3,7 @@
 // the result and the watch triggers it caused, for the caller to deliver.
 //
 // Invariants: every node but the root has its parent in the tree and its name in the parent's
-// children; `creates` counts the creates ever done under a node (ZooKeeper's stored cversion,
+// children, which point at it; `creates` counts the creates ever done under a node (ZooKeeper's stored cversion,
 // which names sequential nodes); an ephemeral's owner session lists it in `ephemerals_`.
 #pragma once
 
@@ -30,7 +30,8 @@ struct Node {
   int64_t ctime = 0, mtime = 0;
   int32_t version = 0, creates = 0, aversion = 0;
   int64_t ephemeralOwner = 0;
-  std::set<std::string, std::less<>> children;
+  // Name to node: a node's address is stable while it lives (the tree's hash map keeps it).
+  std::map<std::string, Node*, std::less<>> children;
 };
 
 // What a client is told of a node (ZooKeeper's DataNode.copyStat): cversion counts creates and
@@ -53,6 +54,9 @@ struct ApplyResult {
 class DataTree {
  public:
   DataTree();
+  // Children point at nodes of this tree: a copy would point into the original.
+  DataTree(const DataTree&) = delete;
+  DataTree& operator=(const DataTree&) = delete;
 
   const Node* find(std::string_view path) const;
   size_t size() const { return nodes_.size(); }
@@ -68,19 +72,22 @@ class DataTree {
   static bool is_special(std::string_view path);
 
   // ---- snapshots ----
-  // Every path in the tree, in no particular order (no sort: that would stall the server).
-  std::vector<std::string> paths() const;
-  // The same, sorted: a parent before its descendants (for tools).
+  // Every path in the tree, sorted: a parent before its descendants (for tools).
   std::vector<std::string> sorted_paths() const;
-  // The node at `path` in snapshot form, or nothing when it is not in the tree.
-  std::optional<std::string> snapshot_node(const std::string& path) const;
-  // Rebuilding from a snapshot: start_load() empties the tree, load_node() adds nodes in path
+  // Appends a node in snapshot form, as a length-prefixed record: everything but its path
+  // and its children.
+  static void append_snapshot_node(std::string& out, const Node& n);
+  // Rebuilding from a snapshot: start_load() empties the tree (and makes room for the nodes
+  // expected), load_node() adds nodes in path
   // order (so a parent before its descendants), finish_load() sets the zxid the log replays from.
   // A node whose parent is not in the snapshot (gone when the walk reached it: the log replays
   // its fate) is left out; load_node() is false only for a damaged record.
-  void start_load();
-  bool load_node(const std::string& path, std::string_view record);
-  void finish_load(Zxid zxid) { last_applied_ = zxid; }
+  void start_load(size_t expected_nodes = 0);
+  bool load_node(std::string_view path, std::string_view record);
+  void finish_load(Zxid zxid) {
+    last_applied_ = zxid;
+    last_loaded_acl_.reset();
+  }
   // A digest of every node's path, data, ACL and Stat, independent of insertion order: two
   // trees with the same digest hold the same nodes.
   uint64_t digest() const;
@@ -100,6 +107,7 @@ class DataTree {
   std::map<SessionId, std::set<std::string>> ephemerals_;
   std::set<std::string> expirable_;
   std::map<wire::AclList, std::weak_ptr<const wire::AclList>> acls_;
+  std::shared_ptr<const wire::AclList> last_loaded_acl_;  // during a load only
   Zxid last_applied_ = 0;
 };
 

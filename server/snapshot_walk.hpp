@@ -1,10 +1,14 @@
 // A fuzzy snapshot of the tree, taken in chunks between requests so that writes never wait for
-// it. The walk starts at the last applied zxid `at()` with the list of paths then in the tree
-// (unsorted: sorting a large tree would stall the server) and serialises each node as it is
-// when its chunk is taken; nodes gone by then are left out. Nodes may be newer than `at()`;
-// replaying the log after `at()` over the snapshot brings every node to the same state, as
-// ZooKeeper's fuzzy snapshots do. The store keeps records sorted by path, so a load meets
-// parents first, and DataTree::load_node leaves out a node whose parent was left out.
+// it. The walk starts at the last applied zxid `at()` and goes depth first through the live
+// tree, children in name order, keeping only a cursor (the path of the node it is in and the
+// last child it took there) between chunks: nothing is copied when it starts, so no turn holds
+// the server for long. Each node is serialised as it is when its chunk is taken. Every node
+// that lives through the whole walk is met (its ancestors live too, and a cursor resumes after
+// a name, so inserts and deletes elsewhere cannot hide it); nodes created or deleted meanwhile
+// may be in or out, and may be newer than `at()`. Replaying the log after `at()` over the
+// snapshot brings every node to the same state, as ZooKeeper's fuzzy snapshots do. The store
+// keeps records sorted by path, so a load meets parents first, and DataTree::load_node leaves
+// out a node whose parent was left out.
 #pragma once
 
 #include <functional>
@@ -20,27 +24,41 @@ namespace warden::server {
 
 class SnapshotWalk {
  public:
-  explicit SnapshotWalk(const DataTree& tree) : tree_(tree), at_(tree.last_applied()), paths_(tree.paths()) {}
+  explicit SnapshotWalk(const DataTree& tree) : tree_(tree), at_(tree.last_applied()) {}
 
   Zxid at() const { return at_; }
-  bool done() const { return next_ >= paths_.size(); }
+  bool done() const { return started_ && stack_.empty(); }
   size_t written() const { return written_; }
-  // The next (path, record) pairs, from at most `max_paths` paths.
-  std::vector<std::pair<std::string, std::string>> next_chunk(size_t max_paths);
+  // The next chunk of at most `max_nodes` nodes, as (key, bytes): the key is the chunk's
+  // number (8 bytes, big-endian, so chunks sort in walk order: parents before children), the
+  // bytes are the nodes' (path, record) pairs, read back with for_each_in_chunk.
+  std::pair<std::string, std::string> next_chunk(size_t max_nodes);
 
  private:
+  struct Frame {
+    std::string path;        // a node whose children are being walked
+    std::string last_child;  // the last child's name taken from it; empty before the first
+    const Node* node;        // valid during one next_chunk call only
+  };
   const DataTree& tree_;
   Zxid at_;
-  std::vector<std::string> paths_;
-  size_t next_ = 0;
+  bool started_ = false;
+  std::vector<Frame> stack_;  // the cursor: one frame per level, the root at the bottom
   size_t written_ = 0;
+  uint64_t chunks_ = 0;
 };
+
+// Calls `fn` with each (path, record) in a chunk, in walk order. False when the chunk is
+// damaged (or `fn` says so).
+bool for_each_in_chunk(std::string_view chunk,
+                       const std::function<bool(std::string_view path, std::string_view record)>& fn);
 
 // Where a snapshot's records go when it is loaded: the server's tree and session table, or a
 // tool's. Each returns false for a record it cannot take (damage).
 struct SnapshotSink {
-  std::function<void()> begin;  // a snapshot exists and is about to be loaded
-  std::function<bool(const std::string& path, std::string_view record)> node;
+  // A snapshot exists and is about to be loaded; it holds about this many nodes (0: unknown).
+  std::function<void(size_t expected_nodes)> begin;
+  std::function<bool(std::string_view path, std::string_view record)> node;
   std::function<bool(std::string_view key, std::string_view record)> session;
 };
 

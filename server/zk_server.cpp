@@ -330,7 +330,9 @@ void ZkServer::handle_read(ConnId id, Conn& c, OpCode op, int32_t xid, std::stri
     return send_reply(id, xid, last, wire::GetDataResponse{n->data, client_stat(*n)});
   }
   if (req->watch) watches_.add_child_watch(req->path, id);
-  std::vector<std::string> kids(n->children.begin(), n->children.end());
+  std::vector<std::string> kids;
+  kids.reserve(n->children.size());
+  for (const auto& [name, kid] : n->children) kids.push_back(name);
   if (op == OpCode::getChildren) return send_reply(id, xid, last, wire::GetChildrenResponse{std::move(kids)});
   return send_reply(id, xid, last, wire::GetChildren2Response{std::move(kids), client_stat(*n)});
 }

@@ -2,8 +2,12 @@
 
 #include <sys/statvfs.h>
 
+#include <filesystem>
+
 #include <rocksdb/db.h>
 #include <rocksdb/options.h>
+#include <rocksdb/convenience.h>
+#include <rocksdb/sst_file_writer.h>
 #include <rocksdb/write_batch.h>
 
 #include "log_record.pb.h"
@@ -14,7 +18,8 @@ namespace {
 constexpr char log_prefix = 'L';
 // Written once when the log is created: a directory without it is not a Warden log.
 constexpr const char* format_key = "warden.format";
-constexpr const char* format_value = "warden-log-1";
+// warden-log-2: snapshot node records hold chunks of nodes, numbered in walk order.
+constexpr const char* format_value = "warden-log-2";
 
 std::string key_of(Zxid z) {
   std::string k(9, '\0');
@@ -29,6 +34,8 @@ Zxid zxid_of(const rocksdb::Slice& k) {
   for (int i = 0; i < 8; ++i) u = (u << 8) | static_cast<unsigned char>(k[static_cast<size_t>(1 + i)]);
   return static_cast<Zxid>(u);
 }
+
+std::string building_dir(const std::string& dir) { return dir + "/building"; }
 
 std::string hex_zxid(Zxid z) {
   char b[32];
@@ -72,6 +79,8 @@ RocksDbLogStore::RocksDbLogStore(const std::string& dir, bool sync) : dir_(dir),
   }
   db_.reset(raw);
   check_format_and_find_last(true);
+  std::error_code ec;  // snapshot files a crash left unfinished: never ingested, never needed
+  std::filesystem::remove_all(building_dir(dir), ec);
   if (!strict_failure.empty())
     recovery_note_ = "the write-ahead log of " + dir + " ended in a torn batch (" + strict_failure +
                      "); it was cut at the last whole batch, and the log now ends at zxid " + hex_zxid(last_);
@@ -104,6 +113,9 @@ void RocksDbLogStore::check_format_and_find_last(bool may_initialise) {
     w.sync = true;
     st = db_->Put(w, format_key, format_value);
     if (!st.ok()) throw StorageError("cannot initialise the log in " + dir + ": " + st.ToString());
+  } else if (st.ok() && format != format_value && format.starts_with("warden-log-")) {
+    throw StorageError(dir + " holds a Warden log of format '" + format + "', which this server cannot read (it reads '" +
+                       format_value + "')");
   } else if (!st.ok() || format != format_value) {
     throw StorageError(dir + " holds a database that is not a Warden log (" +
                        (st.ok() ? "format '" + format + "'" : st.ToString()) + ")");
@@ -113,7 +125,9 @@ void RocksDbLogStore::check_format_and_find_last(bool may_initialise) {
   if (!it->status().ok()) throw StorageError("cannot read the log in " + dir + ": " + it->status().ToString());
 }
 
-RocksDbLogStore::~RocksDbLogStore() = default;
+RocksDbLogStore::~RocksDbLogStore() {
+  if (building_) abandon_building();
+}
 
 void RocksDbLogStore::append(std::vector<LogEntry> entries) {
   if (entries.empty()) return;
@@ -164,7 +178,7 @@ void RocksDbLogStore::for_each_after(Zxid after, const std::function<void(const 
     if (prev != 0 && same_epoch && z != prev + 1)
       throw StorageError("the log in " + dir_ + " is damaged: records " + hex_zxid(prev + 1) + " to " +
                          hex_zxid(z - 1) + " are missing");
-    fn(LogEntry{z, rec.txn()});
+    fn(LogEntry{z, std::move(*rec.mutable_txn())});
     prev = z;
   }
   if (!it->status().ok())
@@ -181,20 +195,72 @@ std::string snapshot_key(char part, Zxid at, std::string_view suffix) {
 }
 }  // namespace
 
+void RocksDbLogStore::abandon_building() {
+  building_.reset();
+  if (!building_path_.empty()) std::filesystem::remove(building_path_);
+  building_path_.clear();
+  building_at_ = -1;
+}
+
 void RocksDbLogStore::put_snapshot_records(Zxid at, SnapshotPart part,
-                                           const std::vector<std::pair<std::string, std::string>>& recs) {
-  rocksdb::WriteBatch batch;
-  for (const auto& [k, v] : recs) batch.Put(snapshot_key(static_cast<char>(part), at, k), v);
-  // Not synced: the marker's synced write makes everything before it durable.
-  auto st = db_->Write(rocksdb::WriteOptions(), &batch);
-  if (!st.ok()) throw StorageError("cannot write a snapshot in " + dir_ + ": " + st.ToString());
+                                           std::vector<std::pair<std::string, std::string>> recs) {
+  if (building_ && building_at_ != at) abandon_building();
+  if (!building_) {
+    std::error_code ec;
+    std::filesystem::create_directories(building_dir(dir_), ec);
+    if (ec) throw StorageError("cannot create " + building_dir(dir_) + ": " + ec.message());
+    rocksdb::Options opts;
+    // Written once and read once at a start: compression would cost more than it saves.
+    opts.compression = rocksdb::kNoCompression;
+    building_ = std::make_unique<rocksdb::SstFileWriter>(rocksdb::EnvOptions(), opts);
+    building_path_ = building_dir(dir_) + "/snapshot-" + hex_zxid(at) + ".sst";
+    building_at_ = at;
+    auto st = building_->Open(building_path_);
+    if (!st.ok()) {
+      abandon_building();
+      throw StorageError("cannot write a snapshot in " + dir_ + ": " + st.ToString());
+    }
+  }
+  if (part == SnapshotPart::session) std::sort(recs.begin(), recs.end());
+  for (const auto& [k, v] : recs) {
+    auto st = building_->Put(snapshot_key(static_cast<char>(part), at, k), v);
+    if (!st.ok()) {
+      abandon_building();
+      throw StorageError("cannot write a snapshot in " + dir_ + ": " + st.ToString());
+    }
+  }
 }
 
 void RocksDbLogStore::finish_snapshot(Zxid at, const std::string& summary) {
+  if (building_ && building_at_ != at) abandon_building();
+  rocksdb::Status st;
+  if (building_) {  // none: a snapshot without records, only its marker
+    rocksdb::ExternalSstFileInfo info;
+    st = building_->Finish(&info);
+  }
+  if (building_ && st.ok()) {
+    rocksdb::IngestExternalFileOptions ingest;
+    ingest.move_files = true;
+    st = db_->IngestExternalFile({building_path_}, ingest);
+  }
+  if (!st.ok()) {
+    abandon_building();
+    throw StorageError("cannot finish a snapshot in " + dir_ + ": " + st.ToString());
+  }
+  building_.reset();
+  building_path_.clear();
+  building_at_ = -1;
   rocksdb::WriteOptions w;
   w.sync = true;
-  auto st = db_->Put(w, snapshot_key('M', at, ""), summary);
+  st = db_->Put(w, snapshot_key('M', at, ""), summary);
   if (!st.ok()) throw StorageError("cannot finish a snapshot in " + dir_ + ": " + st.ToString());
+}
+
+std::string RocksDbLogStore::snapshot_summary(Zxid at) const {
+  std::string out;
+  auto st = db_->Get(rocksdb::ReadOptions(), snapshot_key('M', at, ""), &out);
+  if (!st.ok() && !st.IsNotFound()) throw StorageError("cannot read the log in " + dir_ + ": " + st.ToString());
+  return out;
 }
 
 std::vector<Zxid> RocksDbLogStore::complete_snapshots() const {
@@ -233,6 +299,14 @@ size_t RocksDbLogStore::purge(size_t retain) {
   w.sync = true;
   auto st = db_->Write(w, &batch);
   if (!st.ok()) throw StorageError("cannot purge the log in " + dir_ + ": " + st.ToString());
+  // Ingested snapshots sit in files of their own: give their space back now rather than at
+  // some later compaction. Each range holds one part's purged keys only.
+  for (char part : {'S', 'T'}) {
+    std::string from = snapshot_key(part, 0, ""), to = snapshot_key(part, oldest_kept, "");
+    rocksdb::Slice b(from), e(to);
+    st = rocksdb::DeleteFilesInRange(db_.get(), db_->DefaultColumnFamily(), &b, &e);
+    if (!st.ok()) throw StorageError("cannot purge the log in " + dir_ + ": " + st.ToString());
+  }
   return complete.size() - retain;
 }
 

@@ -13,6 +13,7 @@
 
 namespace rocksdb {
 class DB;
+class SstFileWriter;
 }
 
 namespace warden::storage {
@@ -54,13 +55,22 @@ class RocksDbLogStore final : public LogStore {
   Zxid last_zxid() const override { return last_; }
   std::vector<LogEntry> read_after(Zxid after) const override;
   // ---- snapshots, kept in the same database ----
-  // A snapshot taken from zxid `at` on: node records ("S" + zxid + path), session records
-  // ("T" + zxid + session id) and, once all are written, a marker ("M" + zxid). Only a snapshot
-  // with its marker is used; recovery replays the log after `at` over it.
+  // A snapshot taken from zxid `at` on: node records ("S" + zxid + key), session records
+  // ("T" + zxid + key) and, once all are in, a marker ("M" + zxid). Only a snapshot with its
+  // marker is used; recovery replays the log after `at` over it.
+  //
+  // The records do not go through RocksDB's write path (memtables, flushes, compactions: a
+  // snapshot's volume would tax the log's writes). put_snapshot_records() writes them into a
+  // table file of their own under building/, keys ascending: node keys ascending first, then
+  // session records (sorted here). finish_snapshot() has RocksDB ingest that file, which lands
+  // at the bottom of the tree without a rewrite, and then writes the marker, synced. A file
+  // left by a crash is removed at the next open. One snapshot is built at a time: records for
+  // another zxid abandon the one being built.
   enum class SnapshotPart : char { node = 'S', session = 'T' };
-  void put_snapshot_records(Zxid at, SnapshotPart part, const std::vector<std::pair<std::string, std::string>>& recs);
+  void put_snapshot_records(Zxid at, SnapshotPart part, std::vector<std::pair<std::string, std::string>> recs);
   void finish_snapshot(Zxid at, const std::string& summary);  // synced: the snapshot is complete
   std::vector<Zxid> complete_snapshots() const;                 // ascending
+  std::string snapshot_summary(Zxid at) const;                  // what finish_snapshot was given
   void for_each_snapshot_record(Zxid at, SnapshotPart part,
                                 const std::function<void(std::string_view key, std::string_view value)>& fn) const;
   // Keeps the newest `retain` complete snapshots; drops older and unfinished ones, and the log
@@ -83,6 +93,11 @@ class RocksDbLogStore final : public LogStore {
 
   std::unique_ptr<rocksdb::DB> db_;
   Zxid last_ = 0;
+  // The snapshot being built (see put_snapshot_records), on the snapshot writer's thread only.
+  std::unique_ptr<rocksdb::SstFileWriter> building_;
+  Zxid building_at_ = -1;
+  std::string building_path_;
+  void abandon_building();
 
 };
 

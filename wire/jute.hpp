@@ -118,16 +118,22 @@ class Reader {
     return b ? std::move(*b) : std::string();
   }
   Bytes get_bytes() {
+    auto v = get_view();
+    if (!v) return std::nullopt;
+    return std::string(*v);
+  }
+
+  // A non-null buffer as a view into the input, without a copy; nothing for null or short input.
+  std::optional<std::string_view> get_view() {
     int32_t n = get_int();
-    if (!ok_) return std::nullopt;
-    if (n == -1) return std::nullopt;
+    if (!ok_ || n == -1) return std::nullopt;
     if (n < -1 || static_cast<size_t>(n) > remaining()) {
       fail();
       return std::nullopt;
     }
-    std::string s(p_, static_cast<size_t>(n));
+    std::string_view v(p_, static_cast<size_t>(n));
     p_ += n;
-    return s;
+    return v;
   }
 
   template <class... T>

@@ -46,6 +46,11 @@ def main():
             zk.start(timeout=10)
             c.check(zk.exists("/zookeeper") is not None, "and it serves")
             zk.stop()
+            # It asked glibc for huge pages by running itself again, under the same PID.
+            with open(f"/proc/{p.pid}/environ", "rb") as f:
+                env = f.read().split(b"\0")
+            c.check(any(e.startswith(b"GLIBC_TUNABLES=") and b"glibc.malloc.hugetlb=1" in e for e in env),
+                    "the server runs with glibc.malloc.hugetlb=1")
     finally:
         p.send_signal(signal.SIGTERM)
         c.equal(p.wait(timeout=15), 0, "and stops cleanly")

@@ -115,6 +115,9 @@ TEST_CASE("zoo.cfg: bad input names the file, the line and the key") {
         "my.cfg:3: server.x=h:1:2: the server id must be a number from 0 to 254");
   CHECK(err("dataDir=/d\nclientPort=1\nextendedTypesEnabled=maybe\n") ==
         "my.cfg:3: extendedTypesEnabled=maybe: must be true or false");
+  CHECK(err("dataDir=/d\nclientPort=1\nclientPortAddress=localhost\n") ==
+        "my.cfg:3: clientPortAddress=localhost: is not an IP address");
+  CHECK(err("dataDir=/d\nclientPort=1\nclientPortAddress=\n") == "my.cfg:3: clientPortAddress=: is not an IP address");
   CHECK(err("clientPort=1\n") == "my.cfg: dataDir is not set");
   CHECK(err("dataDir=/d\n") == "my.cfg: clientPort is not set");
   CHECK(err("dataDir=/d\nclientPort=1\nminSessionTimeout=9000\nmaxSessionTimeout=100\n") ==

@@ -3,6 +3,8 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <random>
+#include <set>
 
 #include "harness.hpp"
 #include "server/snapshot_walk.hpp"
@@ -22,6 +24,17 @@ void restore(Harness& into, std::vector<std::pair<std::string, std::string>> nod
   into.server.finish_snapshot_load(at);
   for (const auto& e : log)
     if (e.zxid > at) into.server.replay(e.zxid, e.payload);
+}
+// Takes the walk's next chunk and splits it into (path, record) pairs.
+std::vector<std::pair<std::string, std::string>> take(server::SnapshotWalk& walk, size_t max_nodes) {
+  std::vector<std::pair<std::string, std::string>> out;
+  auto chunk = walk.next_chunk(max_nodes);
+  REQUIRE(server::for_each_in_chunk(chunk.second, [&](std::string_view p, std::string_view r) {
+    out.emplace_back(p, r);
+    return true;
+  }));
+  CHECK(out.size() <= max_nodes);
+  return out;
 }
 }  // namespace
 
@@ -45,7 +58,7 @@ TEST_CASE("a snapshot taken in chunks while writes go on, plus the log after it,
   std::vector<std::pair<std::string, std::string>> nodes;
   int step = 0;
   while (!walk.done()) {
-    for (auto& rec : walk.next_chunk(3)) nodes.push_back(std::move(rec));
+    for (auto& rec : take(walk, 3)) nodes.push_back(std::move(rec));
     switch (step++ % 7) {
       case 0: a.call(OpCode::remove, wire::DeleteRequest{"/a/n" + std::to_string(step), -1}); break;
       case 1: a.create("/a/new" + std::to_string(step), "fresh"); break;
@@ -91,7 +104,7 @@ TEST_CASE("a node whose parent was gone when the walk reached it is left out at 
   std::vector<std::pair<std::string, std::string>> nodes;
   bool churned = false;
   while (!walk.done()) {
-    for (auto& r : walk.next_chunk(1)) {
+    for (auto& r : take(walk, 1)) {
       if (r.first == "/p/c" && !churned) {
         a.call(OpCode::remove, wire::DeleteRequest{"/p/c", -1});
         a.call(OpCode::remove, wire::DeleteRequest{"/p", -1});
@@ -112,4 +125,50 @@ TEST_CASE("a damaged snapshot record is refused") {
   CHECK_FALSE(h.server.load_snapshot_node("/", "\x01"));
   CHECK_FALSE(h.server.load_snapshot_node("no-slash", ""));
   CHECK_FALSE(h.server.load_snapshot_session("short", ""));
+  auto accept = [](std::string_view, std::string_view) { return true; };
+  CHECK(server::for_each_in_chunk("", accept));
+  CHECK_FALSE(server::for_each_in_chunk(std::string("\0\0\0\x02/a\0\0", 8), accept));  // the record is cut
+  CHECK_FALSE(server::for_each_in_chunk(std::string("\xff\xff\xff\xfe", 4), accept));      // a negative length
+}
+
+TEST_CASE("the walk meets every node that lives through it, whatever changes around it") {
+  Harness h;
+  Client a(h);
+  a.connect();
+  std::mt19937 rng(7);
+  std::vector<std::string> stable, churn;
+  for (int i = 0; i < 12; ++i) {
+    std::string dir = "/d" + std::to_string(i);
+    a.create(dir);
+    stable.push_back(dir);
+    for (int j = 0; j < 15; ++j) {
+      std::string p = dir + "/k" + std::to_string(j);
+      a.create(p, "v");
+      (j % 3 == 0 ? churn : stable).push_back(p);  // a third of the leaves come and go
+    }
+  }
+  server::SnapshotWalk walk(h.server.tree());
+  std::vector<std::pair<std::string, std::string>> nodes;
+  int fresh = 0;
+  while (!walk.done()) {
+    for (auto& r : take(walk, 1 + rng() % 4)) nodes.push_back(std::move(r));
+    // Between chunks: delete or re-create a churning leaf, and add new siblings that sort
+    // before and after the cursor.
+    const auto& p = churn[rng() % churn.size()];
+    if (h.server.tree().find(p))
+      a.call(OpCode::remove, wire::DeleteRequest{p, -1});
+    else
+      a.create(p, "back");
+    std::string dir = "/d" + std::to_string(rng() % 12);
+    a.create(dir + "/a" + std::to_string(fresh), "new");
+    a.create(dir + "/z" + std::to_string(fresh++), "new");
+  }
+  std::set<std::string> seen;
+  for (const auto& [p, r] : nodes) CHECK(seen.insert(p).second);  // each node once
+  for (const auto& p : stable) CHECK(seen.count(p) == 1);
+  CHECK(seen.count("/") == 1);
+  CHECK(seen.count("/zookeeper/quota") == 1);
+  Harness restored({}, h.now);
+  restore(restored, nodes, h.server.session_records(), walk.at(), h.log.read_after(0));
+  CHECK(restored.server.tree().digest() == h.server.tree().digest());
 }

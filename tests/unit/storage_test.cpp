@@ -34,15 +34,23 @@ std::vector<storage::LogEntry> entries(wire::Zxid from, wire::Zxid to) {
   return v;
 }
 
-// Writes a raw record under a log key, bypassing the store: how damage gets into a test log.
-void poke(const std::string& dir, wire::Zxid z, const std::string& value) {
+// Writes a raw record into a RocksDB database (created when missing), bypassing the store:
+// how damage and foreign data get into a test directory.
+void raw_put(const std::string& dir, const std::string& key, const std::string& value) {
   rocksdb::DB* db = nullptr;
-  REQUIRE(rocksdb::DB::Open(rocksdb::Options(), dir, &db).ok());
+  rocksdb::Options o;
+  o.create_if_missing = true;
+  REQUIRE(rocksdb::DB::Open(o, dir, &db).ok());
+  REQUIRE(db->Put(rocksdb::WriteOptions(), key, value).ok());
+  delete db;
+}
+
+// Writes a raw record under a log key.
+void poke(const std::string& dir, wire::Zxid z, const std::string& value) {
   std::string k(9, '\0');
   k[0] = 'L';
   for (int i = 0; i < 8; ++i) k[static_cast<size_t>(1 + i)] = static_cast<char>(static_cast<uint64_t>(z) >> (56 - 8 * i));
-  REQUIRE(db->Put(rocksdb::WriteOptions(), k, value).ok());
-  delete db;
+  raw_put(dir, k, value);
 }
 }  // namespace
 
@@ -110,18 +118,15 @@ TEST_CASE("a second server on the same log is refused, naming the lock") {
 
 TEST_CASE("a directory that is not a Warden log is refused") {
   TempDir d;
-  {
-    rocksdb::DB* db = nullptr;
-    rocksdb::Options o;
-    o.create_if_missing = true;
-    REQUIRE(rocksdb::DB::Open(o, d.str(), &db).ok());
-    REQUIRE(db->Put(rocksdb::WriteOptions(), "someone", "else's data").ok());
-    delete db;
-  }
+  raw_put(d.str(), "someone", "else's data");
   CHECK_THROWS_WITH(storage::RocksDbLogStore(d.str(), true), Catch::Contains("not a Warden log"));
   TempDir junk;
   std::ofstream(junk.path / "CURRENT") << "garbage\n";
   CHECK_THROWS_AS(storage::RocksDbLogStore(junk.str(), true), storage::StorageError);
+  TempDir older;  // a Warden log whose format this build does not read
+  raw_put(older.str(), "warden.format", "warden-log-1");
+  CHECK_THROWS_WITH(storage::RocksDbLogStore(older.str(), true),
+                    Catch::Contains("format 'warden-log-1'") && Catch::Contains("cannot read"));
 }
 
 TEST_CASE("damage before the tail stops recovery with a message naming it") {
@@ -293,8 +298,14 @@ TEST_CASE("snapshots in the log's database: only finished ones count, purge keep
     CHECK(log.purge(3) == 1);
     CHECK(log.complete_snapshots() == std::vector<wire::Zxid>{30, 50, 70});
     CHECK(log.purge(3) == 0);
+    CHECK(fs::exists(d.path / "building" / "snapshot-0x5a.sst"));  // 90 is still being built
   }
+  // A snapshot file that a crash left half-written is removed at the next open.
+  fs::create_directories(d.path / "building");
+  std::ofstream(d.path / "building" / "snapshot-0x63.sst") << "half a table";
   storage::RocksDbLogStore log(d.str(), true);
+  CHECK_FALSE(fs::exists(d.path / "building"));
+  CHECK(log.complete_snapshots() == std::vector<wire::Zxid>{30, 50, 70});
   CHECK(log.last_zxid() == 100);
   auto rest = log.read_after(0);
   REQUIRE_FALSE(rest.empty());
