@@ -94,6 +94,18 @@ std::vector<std::string> DataTree::ephemerals_of(SessionId s) const {
   return {it->second.begin(), it->second.end()};
 }
 
+size_t DataTree::count_descendants(const Node& n) {
+  size_t count = 0;
+  std::vector<const Node*> todo{&n};  // no recursion: a deep tree must not exhaust the stack
+  while (!todo.empty()) {
+    const Node* at = todo.back();
+    todo.pop_back();
+    count += at->children.size();
+    for (const auto& [name, kid] : at->children) todo.push_back(kid);
+  }
+  return count;
+}
+
 std::shared_ptr<const wire::AclList> DataTree::intern(const wire::AclList& acl) {
   auto it = acls_.find(acl);
   if (it != acls_.end()) {

@@ -66,6 +66,8 @@ class DataTree {
   ApplyResult apply(const Txn& txn, Zxid zxid, std::vector<WatchTrigger>& triggers);
 
   std::vector<std::string> ephemerals_of(SessionId s) const;
+  // Every node below `n` (getAllChildrenNumber), without `n` itself.
+  static size_t count_descendants(const Node& n);
   // Containers and TTL nodes: the candidates of the periodic cleanup.
   const std::set<std::string>& expirable() const { return expirable_; }
 

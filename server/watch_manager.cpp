@@ -2,83 +2,145 @@
 
 #include <algorithm>
 
+#include "server/path.hpp"
+
 namespace warden::server {
 
 using wire::EventType;
 
-void WatchManager::add_data_watch(const std::string& path, ConnId c) {
-  data_[path].insert(c);
-  by_conn_[c].first.insert(path);
-}
-
-void WatchManager::add_child_watch(const std::string& path, ConnId c) {
-  child_[path].insert(c);
-  by_conn_[c].second.insert(path);
-}
-
-std::vector<ConnId> WatchManager::take(Table& table, bool child, const std::string& path) {
-  std::vector<ConnId> out;
-  auto it = table.find(path);
-  if (it == table.end()) return out;
-  out.assign(it->second.begin(), it->second.end());
-  table.erase(it);
-  for (ConnId c : out) {
-    auto b = by_conn_.find(c);
-    if (b == by_conn_.end()) continue;
-    (child ? b->second.second : b->second.first).erase(path);
-    if (b->second.first.empty() && b->second.second.empty()) by_conn_.erase(b);
+void WatchManager::Manager::add(const std::string& path, ConnId c, Kinds k) {
+  Kinds& held = table[path][c];
+  if (held == 0) {
+    ++count;
+    by_conn[c].insert(path);
   }
-  std::sort(out.begin(), out.end());  // a stable delivery order, whatever the hash order
-  return out;
+  if ((k & recursive) && !(held & recursive)) ++recursive_count;
+  held |= k;
+}
+
+bool WatchManager::Manager::clear(const std::string& path, ConnId c, Kinds k) {
+  auto it = table.find(path);
+  if (it == table.end()) return false;
+  auto e = it->second.find(c);
+  if (e == it->second.end() || !(e->second & k)) return false;
+  if ((e->second & k & recursive)) --recursive_count;
+  e->second &= static_cast<Kinds>(~k);
+  if (e->second == 0) {
+    it->second.erase(e);
+    if (it->second.empty()) table.erase(it);
+    --count;
+    auto b = by_conn.find(c);
+    if (b != by_conn.end()) {
+      b->second.erase(path);
+      if (b->second.empty()) by_conn.erase(b);
+    }
+  }
+  return true;
+}
+
+WatchManager::Kinds WatchManager::Manager::kinds(const std::string& path, ConnId c) const {
+  auto it = table.find(path);
+  if (it == table.end()) return 0;
+  auto e = it->second.find(c);
+  return e == it->second.end() ? 0 : e->second;
+}
+
+void WatchManager::Manager::fire(const std::string& path, EventType type, std::vector<ConnId>& out) {
+  // Recursive watches never report child-list changes (ZooKeeper's rule: their creates and
+  // deletes already tell).
+  bool child_change = type == EventType::nodeChildrenChanged;
+  if (auto it = table.find(path); it != table.end()) {
+    std::vector<ConnId> spent;  // standard watches fire once
+    for (const auto& [c, k] : it->second) {
+      if ((k & (standard | persistent)) || ((k & recursive) && !child_change)) out.push_back(c);
+      if (k & standard) spent.push_back(c);
+    }
+    for (ConnId c : spent) clear(path, c, standard);
+  }
+  if (recursive_count == 0 || child_change || path == "/") return;
+  std::string_view at = path;
+  do {
+    at = parent_path(at);
+    auto it = table.find(std::string(at));
+    if (it == table.end()) continue;
+    for (const auto& [c, k] : it->second)
+      if (k & recursive) out.push_back(c);
+  } while (at != "/");
+}
+
+bool WatchManager::add_persistent(const std::string& path, ConnId c, int32_t mode) {
+  if (mode != 0 && mode != 1) return false;
+  Kinds k = mode == 0 ? persistent : recursive;
+  data_.add(path, c, k);
+  child_.add(path, c, k);
+  return true;
 }
 
 void WatchManager::trigger(const WatchTrigger& t, std::vector<WatchEvent>& out) {
-  auto emit = [&](const std::vector<ConnId>& conns) {
-    for (ConnId c : conns)
-      out.push_back({c, wire::WatcherEvent{static_cast<int32_t>(t.type),
-                                           static_cast<int32_t>(wire::KeeperState::syncConnected), t.path}});
-  };
+  std::vector<ConnId> conns;
   switch (t.type) {
     case EventType::nodeCreated:
     case EventType::nodeDataChanged:
-      emit(take(data_, false, t.path));
+      data_.fire(t.path, t.type, conns);
       break;
     case EventType::nodeChildrenChanged:
-      emit(take(child_, true, t.path));
+      child_.fire(t.path, t.type, conns);
       break;
-    case EventType::nodeDeleted: {
-      auto conns = take(data_, false, t.path);
-      for (ConnId c : take(child_, true, t.path))
-        if (std::find(conns.begin(), conns.end(), c) == conns.end()) conns.push_back(c);
-      emit(conns);
+    case EventType::nodeDeleted:
+      data_.fire(t.path, t.type, conns);
+      child_.fire(t.path, t.type, conns);
       break;
-    }
     default:
-      break;
+      return;
   }
+  // One event per connection, in a stable order whatever the hash order.
+  std::sort(conns.begin(), conns.end());
+  conns.erase(std::unique(conns.begin(), conns.end()), conns.end());
+  for (ConnId c : conns)
+    out.push_back({c, wire::WatcherEvent{static_cast<int32_t>(t.type),
+                                         static_cast<int32_t>(wire::KeeperState::syncConnected), t.path}});
+}
+
+bool WatchManager::contains(const std::string& path, WatcherType type, ConnId c) const {
+  Kinds d = data_.kinds(path, c), ch = child_.kinds(path, c);
+  switch (type) {
+    case WatcherType::children: return ch != 0;
+    case WatcherType::data: return d != 0;
+    case WatcherType::any: return (d | ch) != 0;
+    case WatcherType::persistent: return ((d | ch) & persistent) != 0;
+    case WatcherType::persistentRecursive: return ((d | ch) & recursive) != 0;
+  }
+  return false;
+}
+
+bool WatchManager::remove(const std::string& path, WatcherType type, ConnId c) {
+  constexpr Kinds all = standard | persistent | recursive;
+  switch (type) {
+    case WatcherType::children: return child_.clear(path, c, all);
+    case WatcherType::data: return data_.clear(path, c, all);
+    case WatcherType::any: {
+      bool a = child_.clear(path, c, all);
+      bool b = data_.clear(path, c, all);
+      return a || b;
+    }
+    case WatcherType::persistent:
+    case WatcherType::persistentRecursive: {
+      Kinds k = type == WatcherType::persistent ? persistent : recursive;
+      bool a = child_.clear(path, c, k);
+      bool b = data_.clear(path, c, k);
+      return a || b;
+    }
+  }
+  return false;
 }
 
 void WatchManager::remove_connection(ConnId c) {
-  auto b = by_conn_.find(c);
-  if (b == by_conn_.end()) return;
-  auto drop = [&](Table& table, const std::unordered_set<std::string>& paths) {
-    for (const auto& p : paths) {
-      auto it = table.find(p);
-      if (it == table.end()) continue;
-      it->second.erase(c);
-      if (it->second.empty()) table.erase(it);
-    }
-  };
-  drop(data_, b->second.first);
-  drop(child_, b->second.second);
-  by_conn_.erase(b);
-}
-
-size_t WatchManager::watch_count() const {
-  size_t n = 0;
-  for (const auto& [p, s] : data_) n += s.size();
-  for (const auto& [p, s] : child_) n += s.size();
-  return n;
+  for (Manager* m : {&data_, &child_}) {
+    auto b = m->by_conn.find(c);
+    if (b == m->by_conn.end()) continue;
+    std::vector<std::string> paths(b->second.begin(), b->second.end());
+    for (const auto& p : paths) m->clear(p, c, standard | persistent | recursive);
+  }
 }
 
 }  // namespace warden::server

@@ -1,6 +1,14 @@
-// One-shot watches, as ZooKeeper's WatchManager keeps them: data watches (set by getData and
-// exists) and child watches (set by getChildren), per path, per connection. A trigger removes
-// the watches it fires; one connection gets at most one event per trigger.
+// Watches, as ZooKeeper's two WatchManagers keep them: a data manager (getData, exists) and a
+// child manager (getChildren), each mapping path -> connection -> the kinds of watch it holds
+// there. Kinds: a standard watch fires once and is gone; a persistent watch (addWatch mode 0)
+// fires for every change of its node and stays; a recursive one (mode 1) also fires for every
+// node below it, except child-list changes, and stays. addWatch puts its kind in both
+// managers, so removing only the child side of a persistent watch leaves its data side, as in
+// ZooKeeper. One connection gets at most one event per trigger.
+//
+// Unlike ZooKeeper 3.8 (fixed in 3.9), a standard watch set on a path that holds a persistent
+// watch of the same connection does not turn the persistent one into a one-shot: the kinds
+// are kept side by side.
 #pragma once
 
 #include <cstdint>
@@ -22,23 +30,41 @@ struct WatchEvent {
   wire::WatcherEvent event;
 };
 
+// What removeWatches and checkWatches name (ZooKeeper's WatcherType, 3.9's numbering).
+enum class WatcherType : int32_t { children = 1, data = 2, any = 3, persistent = 4, persistentRecursive = 5 };
+
 class WatchManager {
  public:
-  void add_data_watch(const std::string& path, ConnId c);
-  void add_child_watch(const std::string& path, ConnId c);
+  void add_data_watch(const std::string& path, ConnId c) { data_.add(path, c, standard); }
+  void add_child_watch(const std::string& path, ConnId c) { child_.add(path, c, standard); }
+  // addWatch: mode 0 persistent, 1 persistent and recursive. False for another mode.
+  bool add_persistent(const std::string& path, ConnId c, int32_t mode);
   void trigger(const WatchTrigger& t, std::vector<WatchEvent>& out);
+  // checkWatches and removeWatches: whether `c` holds (held) a watch of `type` at `path`.
+  bool contains(const std::string& path, WatcherType type, ConnId c) const;
+  bool remove(const std::string& path, WatcherType type, ConnId c);
   void remove_connection(ConnId c);
-  size_t watch_count() const;
+  size_t watch_count() const { return data_.count + child_.count; }
 
  private:
-  using Table = std::unordered_map<std::string, std::unordered_set<ConnId>>;
-  // Removes and returns the watchers of `path` in `table`, forgetting them in by_conn_.
-  std::vector<ConnId> take(Table& table, bool child, const std::string& path);
+  using Kinds = uint8_t;
+  static constexpr Kinds standard = 1, persistent = 2, recursive = 4;
 
-  Table data_;
-  Table child_;
-  // The reverse index, so a closed connection's watches go without a scan of every path.
-  std::unordered_map<ConnId, std::pair<std::unordered_set<std::string>, std::unordered_set<std::string>>> by_conn_;
+  struct Manager {
+    std::unordered_map<std::string, std::unordered_map<ConnId, Kinds>> table;
+    std::unordered_map<ConnId, std::unordered_set<std::string>> by_conn;  // for closing a connection
+    size_t count = 0;            // (path, connection) entries
+    size_t recursive_count = 0;  // entries holding a recursive watch: none, no ancestor walk
+
+    void add(const std::string& path, ConnId c, Kinds k);
+    // Clears `k` from the entry; true when it held any of them.
+    bool clear(const std::string& path, ConnId c, Kinds k);
+    Kinds kinds(const std::string& path, ConnId c) const;
+    // Appends the connections a change of `type` at `path` fires, clearing standard watches.
+    void fire(const std::string& path, wire::EventType type, std::vector<ConnId>& out);
+  };
+  Manager data_;
+  Manager child_;
 };
 
 }  // namespace warden::server

@@ -50,23 +50,6 @@ bool is_write(OpCode op) {
   }
 }
 
-bool is_known(OpCode op) {
-  switch (op) {
-    case OpCode::reconfig:
-    case OpCode::checkWatches:
-    case OpCode::removeWatches:
-    case OpCode::multiRead:
-    case OpCode::sasl:
-    case OpCode::getEphemerals:
-    case OpCode::getAllChildrenNumber:
-    case OpCode::setWatches2:
-    case OpCode::addWatch:
-    case OpCode::whoAmI:
-      return true;
-    default:
-      return false;
-  }
-}
 }  // namespace
 
 ZkServer::ZkServer(ServerOptions opts, consensus::Replicator& replicator, Clock clock)
@@ -273,6 +256,9 @@ void ZkServer::handle_request(ConnId id, Conn& c, std::string_view payload) {
       submit(prep_.close_session(c.session, h.xid, clock_()), Pending{Kind::request, id, h.xid});
       return;
     }
+    case OpCode::setWatches2:
+      handle_set_watches(id, c, h.xid, body, true);
+      return;
     case OpCode::exists:
     case OpCode::getData:
     case OpCode::getChildren:
@@ -280,17 +266,25 @@ void ZkServer::handle_request(ConnId id, Conn& c, std::string_view payload) {
     case OpCode::getACL:
       handle_read(id, c, op, h.xid, body);
       return;
+    case OpCode::multiRead:
+      handle_multi_read(id, c, h.xid, body);
+      return;
+    case OpCode::getEphemerals:
+    case OpCode::getAllChildrenNumber:
+    case OpCode::whoAmI:
+    case OpCode::addWatch:
+    case OpCode::checkWatches:
+    case OpCode::removeWatches:
+    case OpCode::sasl:
+    case OpCode::reconfig:
+      handle_other(id, c, op, h.xid, body);
+      return;
     default:
       break;
   }
   if (is_write(op)) {
     PrepRequest pr{c.session, h.xid, op, body, &c.auth, clock_()};
     submit(prep_.prepare(pr), Pending{Kind::request, id, h.xid});
-    return;
-  }
-  if (is_known(op)) {
-    // A ZooKeeper opcode this server does not serve yet: the client learns it, the session lives.
-    send_reply(id, h.xid, last, Err::unimplemented);
     return;
   }
   spdlog::warn("closing connection of session 0x{:x}: unknown opcode {}", c.session, h.type);
@@ -323,18 +317,114 @@ void ZkServer::handle_read(ConnId id, Conn& c, OpCode op, int32_t xid, std::stri
     if (!n) return send_reply(id, xid, last, Err::noNode);
     return send_reply(id, xid, last, wire::StatResponse{client_stat(*n)});
   }
-  if (!n) return send_reply(id, xid, last, Err::noNode);
-  if (!acl_allows(*n->acl, wire::perms::read, c.auth)) return send_reply(id, xid, last, Err::noAuth);
+  if (Err e = readable(n, c); e != Err::ok) return send_reply(id, xid, last, e);
   if (op == OpCode::getData) {
     if (req->watch) watches_.add_data_watch(req->path, id);
     return send_reply(id, xid, last, wire::GetDataResponse{n->data, client_stat(*n)});
   }
   if (req->watch) watches_.add_child_watch(req->path, id);
+  if (op == OpCode::getChildren) return send_reply(id, xid, last, wire::GetChildrenResponse{children_of(*n)});
+  return send_reply(id, xid, last, wire::GetChildren2Response{children_of(*n), client_stat(*n)});
+}
+
+Err ZkServer::readable(const Node* n, const Conn& c) const {
+  if (!n) return Err::noNode;
+  return acl_allows(*n->acl, wire::perms::read, c.auth) ? Err::ok : Err::noAuth;
+}
+
+std::vector<std::string> ZkServer::children_of(const Node& n) {
   std::vector<std::string> kids;
-  kids.reserve(n->children.size());
-  for (const auto& [name, kid] : n->children) kids.push_back(name);
-  if (op == OpCode::getChildren) return send_reply(id, xid, last, wire::GetChildrenResponse{std::move(kids)});
-  return send_reply(id, xid, last, wire::GetChildren2Response{std::move(kids), client_stat(*n)});
+  kids.reserve(n.children.size());
+  for (const auto& [name, kid] : n.children) kids.push_back(name);
+  return kids;
+}
+
+void ZkServer::handle_multi_read(ConnId id, Conn& c, int32_t xid, std::string_view body) {
+  Zxid last = tree_.last_applied();
+  // ZooKeeper answers a malformed multiRead with MarshallingError; one holding another kind of
+  // op with MarshallingError too, but after the results of the reads before it.
+  auto decoded = wire::decode_multi(body, true);
+  if (decoded.error == wire::MultiDecodeError::malformed) return send_reply(id, xid, last, Err::marshallingError);
+  // Each op on its own, as ZooKeeper does: a failed read fails alone, nothing rolls back. Its
+  // ops set no watches (ZooKeeper's Op.GetData and Op.GetChildren carry no watch flag).
+  std::vector<wire::MultiResult> results;
+  results.reserve(decoded.ops.size());
+  for (const auto& op : decoded.ops) {
+    const auto& req = std::get<wire::PathWatchRequest>(op.record);
+    const Node* n = tree_.find(req.path);
+    if (Err e = readable(n, c); e != Err::ok) {
+      results.push_back({-1, static_cast<int32_t>(e), wire::ErrorResponse{static_cast<int32_t>(e)}});
+    } else if (op.type == OpCode::getData) {
+      results.push_back({static_cast<int32_t>(op.type), 0, wire::GetDataResponse{n->data, client_stat(*n)}});
+    } else {
+      results.push_back({static_cast<int32_t>(op.type), 0, wire::GetChildrenResponse{children_of(*n)}});
+    }
+  }
+  int32_t err = decoded.error ? static_cast<int32_t>(Err::marshallingError) : 0;
+  c.link->send(reply_frame(wire::ReplyHeader{xid, last, err},
+                           [&](wire::Writer& w) { wire::encode_multi_response(w, results); }));
+}
+
+void ZkServer::handle_other(ConnId id, Conn& c, OpCode op, int32_t xid, std::string_view body) {
+  Zxid last = tree_.last_applied();
+  auto empty_ok = [&] { send_reply(id, xid, last, Err::ok); };
+  switch (op) {
+    case OpCode::getEphemerals: {
+      auto req = wire::decode<wire::PathRequest>(body);
+      if (!req) return send_reply(id, xid, last, Err::marshallingError);
+      // ZooKeeper's rule: an empty or "/" prefix (spaces trimmed) means all, else a plain
+      // string prefix of the path.
+      std::string_view trimmed = req->path;
+      while (!trimmed.empty() && trimmed.front() == ' ') trimmed.remove_prefix(1);
+      while (!trimmed.empty() && trimmed.back() == ' ') trimmed.remove_suffix(1);
+      bool all = trimmed.empty() || trimmed == "/";
+      wire::GetEphemeralsResponse resp;
+      for (auto& p : tree_.ephemerals_of(c.session))
+        if (all || p.starts_with(req->path)) resp.ephemerals.push_back(std::move(p));
+      return send_reply(id, xid, last, resp);
+    }
+    case OpCode::getAllChildrenNumber: {
+      auto req = wire::decode<wire::PathRequest>(body);
+      if (!req) return send_reply(id, xid, last, Err::marshallingError);
+      const Node* n = tree_.find(req->path);
+      if (Err e = readable(n, c); e != Err::ok) return send_reply(id, xid, last, e);
+      return send_reply(id, xid, last,
+                        wire::GetAllChildrenNumberResponse{static_cast<int32_t>(DataTree::count_descendants(*n))});
+    }
+    case OpCode::whoAmI: {
+      wire::WhoAmIResponse resp;
+      for (const auto& a : c.auth)  // a digest shows its user name, as ZooKeeper's providers do
+        resp.clientInfo.push_back(
+            wire::ClientInfo{a.scheme, a.scheme == "digest" ? a.id.substr(0, a.id.find(':')) : a.id});
+      return send_reply(id, xid, last, resp);
+    }
+    case OpCode::addWatch: {
+      auto req = wire::decode<wire::AddWatchRequest>(body);
+      if (!req || !watches_.add_persistent(req->path, id, req->mode))
+        return send_reply(id, xid, last, Err::marshallingError);
+      return send_reply(id, xid, last, wire::ErrorResponse{0});  // ZooKeeper's reply has this body
+    }
+    case OpCode::checkWatches:
+    case OpCode::removeWatches: {
+      // Both records are (path, type).
+      auto req = wire::decode<wire::CheckWatchesRequest>(body);
+      if (!req || req->type < 1 || req->type > 5) return send_reply(id, xid, last, Err::marshallingError);
+      auto type = static_cast<WatcherType>(req->type);
+      bool held = op == OpCode::checkWatches ? watches_.contains(req->path, type, id)
+                                             : watches_.remove(req->path, type, id);
+      if (!held) return send_reply(id, xid, last, Err::noWatcher);
+      return empty_ok();
+    }
+    case OpCode::sasl:
+      // No SASL here. A ZooKeeper without it answers OK with no token, and the session lives.
+      return send_reply(id, xid, last, wire::SetSaslResponse{std::nullopt});
+    case OpCode::reconfig:
+      // As a ZooKeeper with reconfigEnabled=false (its default) answers; an ensemble of one
+      // has nothing to reconfigure.
+      return send_reply(id, xid, last, Err::reconfigDisabled);
+    default:
+      return send_reply(id, xid, last, Err::unimplemented);
+  }
 }
 
 void ZkServer::handle_auth(ConnId id, Conn& c, std::string_view body) {
@@ -351,10 +441,16 @@ void ZkServer::handle_auth(ConnId id, Conn& c, std::string_view body) {
   close_conn(id);
 }
 
-void ZkServer::handle_set_watches(ConnId id, Conn& c, int32_t xid, std::string_view body) {
+void ZkServer::handle_set_watches(ConnId id, Conn& c, int32_t xid, std::string_view body, bool v2) {
   (void)c;
   Zxid last = tree_.last_applied();
-  auto req = wire::decode<wire::SetWatches>(body);
+  std::optional<wire::SetWatches2> req;
+  if (v2) {
+    req = wire::decode<wire::SetWatches2>(body);
+  } else if (auto v1 = wire::decode<wire::SetWatches>(body)) {
+    req = wire::SetWatches2{v1->relativeZxid, std::move(v1->dataWatches), std::move(v1->existWatches),
+                            std::move(v1->childWatches), {}, {}};
+  }
   if (!req) return send_reply(id, xid, last, Err::marshallingError);
   // ZooKeeper's DataTree.setWatches: what changed after relativeZxid fires at once, the rest
   // is watched again.
@@ -387,6 +483,9 @@ void ZkServer::handle_set_watches(ConnId id, Conn& c, int32_t xid, std::string_v
     else
       watches_.add_child_watch(p, id);
   }
+  // Persistent watches are set again as they were; nothing fires for what changed meanwhile.
+  for (const auto& p : req->persistentWatches) watches_.add_persistent(p, id, 0);
+  for (const auto& p : req->persistentRecursiveWatches) watches_.add_persistent(p, id, 1);
   for (const auto& e : events) send_reply(id, wire::xid::notification, -1, e.event);
   send_reply(id, xid, last, Err::ok);
 }

@@ -118,7 +118,13 @@ class ZkServer {
   void handle_request(ConnId id, Conn& c, std::string_view payload);
   void handle_read(ConnId id, Conn& c, wire::OpCode op, int32_t xid, std::string_view body);
   void handle_auth(ConnId id, Conn& c, std::string_view body);
-  void handle_set_watches(ConnId id, Conn& c, int32_t xid, std::string_view body);
+  void handle_set_watches(ConnId id, Conn& c, int32_t xid, std::string_view body, bool v2 = false);
+  void handle_multi_read(ConnId id, Conn& c, int32_t xid, std::string_view body);
+  // getEphemerals, getAllChildrenNumber, whoAmI, the watch ops, sasl and reconfig.
+  void handle_other(ConnId id, Conn& c, wire::OpCode op, int32_t xid, std::string_view body);
+  // NoNode, NoAuth without READ, or ok.
+  wire::Err readable(const Node* n, const Conn& c) const;
+  static std::vector<std::string> children_of(const Node& n);
   void submit(Txn txn, Pending p);
   void on_commit(Zxid zxid, std::string_view payload);
   ApplyResult apply(const Txn& txn, Zxid zxid, std::vector<WatchTrigger>& triggers);

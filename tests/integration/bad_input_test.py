@@ -10,34 +10,7 @@ import struct
 from kazoo.client import KazooClient
 
 import support
-
-
-def frame(b):
-    return struct.pack(">i", len(b)) + b
-
-
-def connect_request():
-    return struct.pack(">iqiqi", 0, 0, 30000, 0, 16) + b"\0" * 16 + b"\0"
-
-
-def jstr(s):
-    b = s.encode()
-    return struct.pack(">i", len(b)) + b
-
-
-def read_frame(sock):
-    def exact(n):
-        d = b""
-        while len(d) < n:
-            chunk = sock.recv(n - len(d))
-            if not chunk:
-                return None
-            d += chunk
-        return d
-    hdr = exact(4)
-    if hdr is None:
-        return None
-    return exact(struct.unpack(">i", hdr)[0])
+from zkproto import connect_request, frame, jstr, read_frame
 
 
 def outcome(port, payload, handshake=False, half_close=False):

@@ -1,0 +1,157 @@
+"""The ZooKeeper client protocol spoken by hand, for tests that need requests no client library
+sends (every opcode, bad input) and want to see the exact error codes and events.
+
+Encoders build jute records; `Reader` decodes them; `Session` opens a session over a socket,
+sends one request at a time and collects the watch events that arrive before each reply."""
+import socket
+import struct
+
+
+def frame(b):
+    return struct.pack(">i", len(b)) + b
+
+
+def connect_request(timeout_ms=30000, session_id=0, passwd=b"\0" * 16, last_zxid=0):
+    return struct.pack(">iqiq", 0, last_zxid, timeout_ms, session_id) + jbuf(passwd) + b"\0"
+
+
+def jint(v):
+    return struct.pack(">i", v)
+
+
+def jlong(v):
+    return struct.pack(">q", v)
+
+
+def jbool(v):
+    return b"\1" if v else b"\0"
+
+
+def jbuf(b):
+    return jint(-1) if b is None else jint(len(b)) + b
+
+
+def jstr(s):
+    return jbuf(s.encode())
+
+
+def jvec(items, enc):
+    return jint(len(items)) + b"".join(enc(i) for i in items)
+
+
+def jacl(acl):
+    """acl: [(perms, scheme, id)]"""
+    return jvec(acl, lambda a: jint(a[0]) + jstr(a[1]) + jstr(a[2]))
+
+
+OPEN_ACL = [(31, "world", "anyone")]
+
+
+def read_frame(sock):
+    def exact(n):
+        d = b""
+        while len(d) < n:
+            chunk = sock.recv(n - len(d))
+            if not chunk:
+                return None
+            d += chunk
+        return d
+    hdr = exact(4)
+    if hdr is None:
+        return None
+    return exact(struct.unpack(">i", hdr)[0])
+
+
+class Reader:
+    def __init__(self, data):
+        self.d, self.p = data, 0
+
+    def int(self):
+        v = struct.unpack_from(">i", self.d, self.p)[0]
+        self.p += 4
+        return v
+
+    def long(self):
+        v = struct.unpack_from(">q", self.d, self.p)[0]
+        self.p += 8
+        return v
+
+    def bool(self):
+        v = self.d[self.p] != 0
+        self.p += 1
+        return v
+
+    def buf(self):
+        n = self.int()
+        if n < 0:
+            return None
+        v = self.d[self.p:self.p + n]
+        self.p += n
+        return v
+
+    def str(self):
+        b = self.buf()
+        return None if b is None else b.decode("utf-8", "replace")
+
+    def vec(self, item):
+        n = self.int()
+        return None if n < 0 else [item() for _ in range(n)]
+
+    def stat(self):
+        names = ("czxid", "mzxid", "ctime", "mtime", "version", "cversion", "aversion", "ephemeralOwner",
+                 "dataLength", "numChildren", "pzxid")
+        kinds = ("long", "long", "long", "long", "int", "int", "int", "long", "int", "int", "long")
+        return {n: getattr(self, k)() for n, k in zip(names, kinds)}
+
+    def done(self):
+        return self.p >= len(self.d)
+
+
+class Session:
+    """One session on its own connection. call() returns (err, zxid, body bytes) and keeps the
+    watch events that came before the reply in `events` as (type, state, path)."""
+
+    def __init__(self, port, timeout_ms=30000):
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+        self.sock.sendall(frame(connect_request(timeout_ms)))
+        resp = read_frame(self.sock)
+        if resp is None:
+            raise RuntimeError("the server closed the connection during the handshake")
+        r = Reader(resp)
+        r.int()
+        self.timeout, self.session_id, self.passwd = r.int(), r.long(), r.buf()
+        self.xid = 0
+        self.events = []
+
+    def send(self, op, body=b""):
+        self.xid += 1
+        self.sock.sendall(frame(struct.pack(">ii", self.xid, op) + body))
+        return self.xid
+
+    def receive(self, xid):
+        """Reads frames until the reply to `xid`; None when the server closed the connection."""
+        while True:
+            f = read_frame(self.sock)
+            if f is None:
+                return None
+            rxid, zxid, err = struct.unpack(">iqi", f[:16])
+            if rxid == -1:
+                r = Reader(f[16:])
+                self.events.append((r.int(), r.int(), r.str()))
+                continue
+            if rxid == xid or rxid == -4:  # -4: an auth reply
+                return err, zxid, f[16:]
+
+    def call(self, op, body=b""):
+        return self.receive(self.send(op, body))
+
+    def take_events(self):
+        e, self.events = self.events, []
+        return e
+
+    def close(self):
+        try:
+            self.call(-11)
+        except OSError:
+            pass
+        self.sock.close()

@@ -1,0 +1,222 @@
+// Watch kinds side by side (standard, persistent, recursive), their removal and checks, and the
+// reads that came with ZooKeeper 3.6+: multiRead, getEphemerals, getAllChildrenNumber, whoAmI.
+#include <catch2/catch.hpp>
+
+#include "harness.hpp"
+
+using namespace test;
+using wire::EventType;
+
+namespace {
+std::vector<std::pair<EventType, std::string>> take_events(Client& c) {
+  c.exists("/");  // a round trip: events sent before it have arrived
+  std::vector<std::pair<EventType, std::string>> out;
+  for (const auto& e : c.events) out.emplace_back(static_cast<EventType>(e.type), e.path);
+  c.events.clear();
+  return out;
+}
+
+Err add_watch(Client& c, const std::string& path, int32_t mode) {
+  auto r = c.call(OpCode::addWatch, wire::AddWatchRequest{path, mode});
+  if (r.err() == Err::ok) CHECK(r.body == std::string(4, '\0'));  // ZooKeeper's body: an ErrorResponse of 0
+  return r.err();
+}
+
+Err watches(Client& c, OpCode op, const std::string& path, int32_t type) {
+  return c.call(op, wire::CheckWatchesRequest{path, type}).err();
+}
+}  // namespace
+
+TEST_CASE("a recursive watch reports every create, change and delete below it, and stays") {
+  Harness h;
+  Client a(h), w(h);
+  a.connect();
+  w.connect();
+  a.create("/r");
+  REQUIRE(add_watch(w, "/r", 1) == Err::ok);
+  a.create("/r/x");
+  a.create("/r/x/y", "1");
+  a.call(OpCode::setData, wire::SetDataRequest{"/r/x/y", "2", -1});
+  a.call(OpCode::remove, wire::DeleteRequest{"/r/x/y", -1});
+  a.create("/elsewhere");
+  using V = std::vector<std::pair<EventType, std::string>>;
+  // No child-list events: the creates and deletes already tell.
+  CHECK(take_events(w) == V{{EventType::nodeCreated, "/r/x"},
+                            {EventType::nodeCreated, "/r/x/y"},
+                            {EventType::nodeDataChanged, "/r/x/y"},
+                            {EventType::nodeDeleted, "/r/x/y"}});
+  a.call(OpCode::setData, wire::SetDataRequest{"/r", "again", -1});
+  CHECK(take_events(w) == V{{EventType::nodeDataChanged, "/r"}});
+}
+
+TEST_CASE("a persistent watch reports its node's changes and child list, and stays") {
+  Harness h;
+  Client a(h), w(h);
+  a.connect();
+  w.connect();
+  REQUIRE(add_watch(w, "/p", 0) == Err::ok);  // the node need not exist
+  a.create("/p");
+  a.create("/p/kid");
+  a.create("/p/kid/deeper");  // not its business
+  a.call(OpCode::setData, wire::SetDataRequest{"/p", "1", -1});
+  a.call(OpCode::setData, wire::SetDataRequest{"/p", "2", -1});
+  using V = std::vector<std::pair<EventType, std::string>>;
+  CHECK(take_events(w) == V{{EventType::nodeCreated, "/p"},
+                            {EventType::nodeChildrenChanged, "/p"},
+                            {EventType::nodeDataChanged, "/p"},
+                            {EventType::nodeDataChanged, "/p"}});
+}
+
+TEST_CASE("kinds of watch live side by side, one event per trigger, and go by kind") {
+  Harness h;
+  Client a(h), w(h);
+  a.connect();
+  w.connect();
+  a.create("/n");
+  REQUIRE(add_watch(w, "/n", 0) == Err::ok);
+  REQUIRE(add_watch(w, "/", 1) == Err::ok);
+  w.exists("/n", true);  // a standard watch too: it must not make the persistent one a one-shot
+  a.call(OpCode::setData, wire::SetDataRequest{"/n", "1", -1});
+  a.call(OpCode::setData, wire::SetDataRequest{"/n", "2", -1});
+  using V = std::vector<std::pair<EventType, std::string>>;
+  CHECK(take_events(w) == V{{EventType::nodeDataChanged, "/n"}, {EventType::nodeDataChanged, "/n"}});
+
+  CHECK(watches(w, OpCode::checkWatches, "/n", 1) == Err::ok);
+  CHECK(watches(w, OpCode::checkWatches, "/n", 4) == Err::ok);
+  CHECK(watches(w, OpCode::checkWatches, "/n", 5) == Err::noWatcher);  // the recursive one is on "/"
+  CHECK(watches(w, OpCode::checkWatches, "/", 5) == Err::ok);
+  CHECK(watches(a, OpCode::checkWatches, "/n", 3) == Err::noWatcher);  // only the caller's own count
+  CHECK(watches(w, OpCode::checkWatches, "/n", 0) == Err::marshallingError);
+  CHECK(watches(w, OpCode::checkWatches, "/n", 6) == Err::marshallingError);
+
+  // Removing the child side leaves the data side: a child-list change goes unreported.
+  CHECK(watches(w, OpCode::removeWatches, "/n", 1) == Err::ok);
+  CHECK(watches(w, OpCode::checkWatches, "/n", 1) == Err::noWatcher);
+  a.create("/n/kid");
+  CHECK(take_events(w) == V{{EventType::nodeCreated, "/n/kid"}});  // the recursive watch on "/"
+  CHECK(watches(w, OpCode::removeWatches, "/", 5) == Err::ok);
+  CHECK(watches(w, OpCode::removeWatches, "/", 5) == Err::noWatcher);
+  a.call(OpCode::setData, wire::SetDataRequest{"/n", "3", -1});
+  CHECK(take_events(w) == V{{EventType::nodeDataChanged, "/n"}});
+  CHECK(watches(w, OpCode::removeWatches, "/n", 3) == Err::ok);
+  a.call(OpCode::setData, wire::SetDataRequest{"/n", "4", -1});
+  CHECK(take_events(w).empty());
+  CHECK(h.server.watch_count() == 0);
+
+  CHECK(add_watch(w, "/n", 2) == Err::marshallingError);
+  CHECK(w.call_raw(OpCode::addWatch, "\x01").err() == Err::marshallingError);
+  CHECK(w.call_raw(OpCode::removeWatches, "garbage").err() == Err::marshallingError);
+}
+
+TEST_CASE("a closed connection's watches of every kind go with it") {
+  Harness h;
+  Client a(h), w(h);
+  a.connect();
+  w.connect();
+  a.create("/c");
+  add_watch(w, "/c", 0);
+  add_watch(w, "/", 1);
+  w.exists("/c", true);
+  w.children("/c", true);
+  CHECK(h.server.watch_count() == 4);  // (path, connection) pairs in the data and child managers
+  w.disconnect();
+  CHECK(h.server.watch_count() == 0);
+  a.create("/c/x");  // nobody to tell, nothing breaks
+}
+
+TEST_CASE("setWatches2 sets persistent and recursive watches again") {
+  Harness h;
+  Client a(h), w(h);
+  a.connect();
+  w.connect();
+  a.create("/s");
+  auto r = w.call(OpCode::setWatches2, wire::SetWatches2{h.server.tree().last_applied(), {}, {}, {}, {"/s"}, {"/"}});
+  CHECK(r.err() == Err::ok);
+  a.create("/s/k");
+  using V = std::vector<std::pair<EventType, std::string>>;
+  CHECK(take_events(w) == V{{EventType::nodeCreated, "/s/k"}, {EventType::nodeChildrenChanged, "/s"}});
+  CHECK(w.call_raw(OpCode::setWatches2, "\x00\x01").err() == Err::marshallingError);
+}
+
+TEST_CASE("multiRead answers each read on its own") {
+  Harness h;
+  Client a(h);
+  a.connect();
+  a.create("/m", "data");
+  a.create("/m/k");
+  a.create("/secret", "", 0, OpCode::create, {wire::Acl{wire::perms::write, wire::Id{"world", "anyone"}}});
+  std::vector<wire::MultiOp> ops{{OpCode::getData, wire::PathWatchRequest{"/m", false}},
+                                 {OpCode::getChildren, wire::PathWatchRequest{"/m", true}},
+                                 {OpCode::getData, wire::PathWatchRequest{"/missing", false}},
+                                 {OpCode::getData, wire::PathWatchRequest{"/secret", false}}};
+  auto r = a.call_raw(OpCode::multiRead, wire::encode_multi_request(ops));
+  REQUIRE(r.err() == Err::ok);
+  auto results = wire::decode_multi_response(r.body);
+  REQUIRE(results);
+  REQUIRE(results->size() == 4);
+  CHECK(std::get<wire::GetDataResponse>((*results)[0].record).data == "data");
+  CHECK(std::get<wire::GetChildrenResponse>((*results)[1].record).children == std::vector<std::string>{"k"});
+  CHECK((*results)[2].err == static_cast<int32_t>(Err::noNode));
+  CHECK((*results)[3].err == static_cast<int32_t>(Err::noAuth));
+  CHECK(h.server.watch_count() == 0);  // multiRead's ops set no watches, as in ZooKeeper
+  CHECK(a.call_raw(OpCode::multiRead, "\x00\x00").err() == Err::marshallingError);
+  auto with_write = a.call_raw(OpCode::multiRead, wire::encode_multi_request({ops[0], {OpCode::create, wire::CreateRequest{"/x", "", Client::open_acl(), 0}}}));
+  CHECK(with_write.err() == Err::marshallingError);
+  auto partial = wire::decode_multi_response(with_write.body);
+  REQUIRE(partial);
+  CHECK(partial->size() == 1);  // the reads before the bad op, as ZooKeeper sends them
+}
+
+TEST_CASE("getEphemerals, getAllChildrenNumber and whoAmI") {
+  Harness h;
+  Client a(h), b(h);
+  a.connect();
+  b.connect();
+  a.create("/e");
+  a.create("/e/1", "", 1);
+  a.create("/e/2", "", 1);
+  a.create("/f", "", 1);
+  b.create("/e/b", "", 1);
+  auto eph = [&](Client& c, const std::string& prefix) {
+    auto r = c.call(OpCode::getEphemerals, wire::PathRequest{prefix});
+    REQUIRE(r.err() == Err::ok);
+    return wire::decode<wire::GetEphemeralsResponse>(r.body)->ephemerals;
+  };
+  using S = std::vector<std::string>;
+  CHECK(eph(a, "/") == S{"/e/1", "/e/2", "/f"});
+  CHECK(eph(a, "") == S{"/e/1", "/e/2", "/f"});
+  CHECK(eph(a, "/e/") == S{"/e/1", "/e/2"});
+  CHECK(eph(a, "/e/1") == S{"/e/1"});
+  CHECK(eph(b, "/") == S{"/e/b"});
+  CHECK(a.call_raw(OpCode::getEphemerals, "\x00").err() == Err::marshallingError);
+
+  auto count = [&](const std::string& path) {
+    auto r = a.call(OpCode::getAllChildrenNumber, wire::PathRequest{path});
+    return r.err() == Err::ok ? wire::decode<wire::GetAllChildrenNumberResponse>(r.body)->totalNumber
+                              : static_cast<int32_t>(r.err());
+  };
+  CHECK(count("/e") == 3);
+  CHECK(count("/e/1") == 0);
+  CHECK(count("/") == 8);  // /zookeeper, its two children, /e and its three, /f
+  CHECK(count("/none") == static_cast<int32_t>(Err::noNode));
+
+  auto who = [&] { return wire::decode<wire::WhoAmIResponse>(a.call_raw(OpCode::whoAmI, "").body)->clientInfo; };
+  CHECK(who().size() == 1);
+  CHECK(who()[0].authScheme == "ip");
+  a.call(OpCode::auth, wire::AuthPacket{0, "digest", std::string("alice:pw")});
+  auto after = who();
+  REQUIRE(after.size() == 2);
+  CHECK(after[1].authScheme == "digest");
+  CHECK(after[1].user == "alice");
+}
+
+TEST_CASE("sasl and reconfig get ZooKeeper's answers and the session lives") {
+  Harness h;
+  Client a(h);
+  a.connect();
+  auto s = a.call(OpCode::sasl, wire::GetSaslRequest{std::string("token")});
+  CHECK(s.err() == Err::ok);
+  CHECK_FALSE(wire::decode<wire::SetSaslResponse>(s.body)->token.has_value());
+  CHECK(a.call(OpCode::reconfig, wire::ReconfigRequest{"", "", "server.1=h:1:2", -1}).err() == Err::reconfigDisabled);
+  CHECK(a.exists("/zookeeper"));
+}
