@@ -1,6 +1,7 @@
 """Curator (Debian's libcurator-recipes-java) on Warden: InterProcessMutex contended by three JVM
-processes with mutual exclusion checked through a file only a holder may create, and the lock
-of a holder killed with SIGKILL passing on once its session expires."""
+processes with mutual exclusion checked through a file only a holder may create, the lock of a
+holder killed with SIGKILL passing on once its session expires, and a CuratorCache (built by
+Curator 5 on a persistent recursive watch) seeing every change below its root."""
 import os
 import subprocess
 import tempfile
@@ -15,8 +16,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 def compile_contender(out_dir):
     cp = support.java_classpath(*JARS)
-    subprocess.run(["javac", "-d", out_dir, "-cp", cp, os.path.join(HERE, "curator", "LockContender.java")],
-                   check=True, timeout=300)
+    subprocess.run(["javac", "-d", out_dir, "-cp", cp, os.path.join(HERE, "curator", "LockContender.java"),
+                    os.path.join(HERE, "curator", "CacheWatcher.java")], check=True, timeout=300)
     return out_dir + ":" + cp
 
 
@@ -56,6 +57,12 @@ def main():
             if holder.poll() is None:
                 holder.kill()
                 holder.wait()
+        cache = subprocess.run(["java", "-Xmx128m", "-cp", cp, "CacheWatcher", w.hosts, "/cached"],
+                               capture_output=True, text=True, timeout=120)
+        c.equal(cache.stdout.strip().splitlines(),
+                ["CREATED /cached/a 1", "CHANGED /cached/a 2", "CREATED /cached/a/b 3", "CHANGED /cached/a/b 4",
+                 "DELETED /cached/a/b", "DELETED /cached/a", "CACHED 1", "DONE"],
+                "CuratorCache sees every change below its root through one persistent recursive watch")
         c.check(w.alive(), "the server is still running")
     c.finish()
 
