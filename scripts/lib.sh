@@ -9,9 +9,10 @@ export CCACHE_DIR="${CCACHE_DIR:-$HOME/.cache/ccache}"
 # Debian packages the build needs.
 BUILD_PACKAGES=(cmake ninja-build g++ ccache libboost-dev libspdlog-dev libfmt-dev catch2
                 libprotobuf-dev protobuf-compiler librocksdb-dev)
-# The real clients the integration tests drive, and ZooKeeper itself as the reference.
+# The real clients and tools the integration tests drive (zktop reads the four-letter words),
+# and ZooKeeper itself as the reference.
 CLIENT_PACKAGES=(zookeeper zookeeper-bin libzookeeper-mt-dev python3-kazoo libcurator-recipes-java
-                 default-jdk-headless)
+                 default-jdk-headless zktop)
 
 install_packages() {
   local missing=()

@@ -1,7 +1,10 @@
 #include "server/config.hpp"
 
+#include "server/four_letter.hpp"
+
 #include <arpa/inet.h>
 
+#include <algorithm>
 #include <charconv>
 #include <fstream>
 #include <sstream>
@@ -86,7 +89,7 @@ bool parse_bool(std::string_view v, bool& out) {
 
 // Keys ZooKeeper knows that Warden accepts and does not use yet, so they draw no warning.
 bool known_unused(std::string_view key) {
-  return key == "admin.enableServer" || key == "admin.serverPort" || key == "4lw.commands.whitelist" ||
+  return key == "admin.enableServer" || key == "admin.serverPort" ||
          key == "preAllocSize" || key == "globalOutstandingLimit" ||
          key == "standaloneEnabled" || key == "reconfigEnabled" || key == "metricsProvider.className" ||
          key == "electionAlg" || key == "peerType" || key == "quorumListenOnAllIPs";
@@ -145,6 +148,21 @@ ConfigResult parse_config(std::string_view text, std::string_view file_name) {
       err = set_int(c.jute_max_buffer, 1024, 1 << 30);
     } else if (key == "extendedTypesEnabled") {
       if (!parse_bool(value, c.extended_types)) err = bad("must be true or false");
+    } else if (key == "4lw.commands.whitelist") {
+      // Comma-separated words, or "*". An unknown word is ignored with a warning, as
+      // ZooKeeper ignores it.
+      c.four_letter_whitelist.clear();
+      size_t from = 0;
+      while (from <= value.size()) {
+        size_t comma = std::min(value.find(',', from), value.size());
+        std::string word(trim(value.substr(from, comma - from)));
+        from = comma + 1;
+        if (word.empty()) continue;
+        if (word == "*" || is_four_letter_word(word))
+          c.four_letter_whitelist.push_back(word);
+        else
+          c.warnings.push_back(where() + "4lw.commands.whitelist: unknown four-letter word '" + word + "' ignored");
+      }
     } else if (key == "snapCount") {
       err = set_int(c.snap_count, 2, 1 << 30);
     } else if (key == "autopurge.snapRetainCount") {

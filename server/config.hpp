@@ -49,6 +49,8 @@ struct Config {
   // Keep the log in memory instead of under dataDir (embedded mode, tests): nothing survives a
   // restart.
   bool in_memory = false;
+  // Four-letter words that run (4lw.commands.whitelist); "*" for all. ZooKeeper's default.
+  std::vector<std::string> four_letter_whitelist{"srvr"};
   std::map<int64_t, PeerEntry> servers;
   std::vector<std::string> warnings;  // one per unknown key, with its line
 

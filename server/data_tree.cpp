@@ -94,6 +94,12 @@ std::vector<std::string> DataTree::ephemerals_of(SessionId s) const {
   return {it->second.begin(), it->second.end()};
 }
 
+int64_t DataTree::approximate_data_size() const {
+  int64_t bytes = 0;
+  for (const auto& [path, n] : nodes_) bytes += static_cast<int64_t>(path.size() + (n.data ? n.data->size() : 0));
+  return bytes;
+}
+
 size_t DataTree::count_descendants(const Node& n) {
   size_t count = 0;
   std::vector<const Node*> todo{&n};  // no recursion: a deep tree must not exhaust the stack

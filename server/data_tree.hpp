@@ -66,6 +66,10 @@ class DataTree {
   ApplyResult apply(const Txn& txn, Zxid zxid, std::vector<WatchTrigger>& triggers);
 
   std::vector<std::string> ephemerals_of(SessionId s) const;
+  // Ephemeral nodes of sessions, and path plus data bytes of every node (ZooKeeper's
+  // approximate data size), for the four-letter words.
+  const std::map<SessionId, std::set<std::string>>& ephemerals() const { return ephemerals_; }
+  int64_t approximate_data_size() const;
   // Every node below `n` (getAllChildrenNumber), without `n` itself.
   static size_t count_descendants(const Node& n);
   // Containers and TTL nodes: the candidates of the periodic cleanup.

@@ -2,6 +2,11 @@
 
 #include <spdlog/spdlog.h>
 
+#include <pwd.h>
+#include <sys/resource.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
 #include <boost/asio.hpp>
 #include <chrono>
 #include <filesystem>
@@ -10,6 +15,7 @@
 #include <unordered_map>
 
 #include "consensus/replicator.hpp"
+#include "server/four_letter.hpp"
 #include "server/snapshot_walk.hpp"
 #include "server/tools.hpp"
 #include "server/zk_server.hpp"
@@ -39,13 +45,17 @@ struct Registry {
   std::unordered_map<Connection*, std::shared_ptr<Connection>> live;
 };
 
+// Answers a four-letter word asked on connection `id` (whitelist applied).
+using FourLetterHandler = std::function<std::string(std::string_view word, ConnId id)>;
+
 class Connection final : public ClientLink, public std::enable_shared_from_this<Connection> {
  public:
-  Connection(tcp::socket s, ZkServer& server, Registry& reg, int32_t max_buffer)
-      : socket_(std::move(s)), server_(server), registry_(reg), max_buffer_(max_buffer) {
+  Connection(tcp::socket s, ZkServer& server, Registry& reg, int32_t max_buffer, const FourLetterHandler& four)
+      : socket_(std::move(s)), server_(server), registry_(reg), max_buffer_(max_buffer), four_letter_(four) {
     boost::system::error_code ec;
     auto ep = socket_.remote_endpoint(ec);
     peer_ = ec ? std::string("unknown") : ep.address().to_string();
+    endpoint_ = "/" + peer_ + ":" + (ec ? std::string("0") : std::to_string(ep.port()));
     socket_.set_option(tcp::no_delay(true), ec);
   }
 
@@ -57,6 +67,7 @@ class Connection final : public ClientLink, public std::enable_shared_from_this<
   void send(std::string frame) override {
     if (done_) return;
     out_pending_ += frame;
+    ++queued_;
     if (!writing_) flush();
   }
 
@@ -68,6 +79,8 @@ class Connection final : public ClientLink, public std::enable_shared_from_this<
   }
 
   const std::string& peer_address() const override { return peer_; }
+  std::string peer_endpoint() const override { return endpoint_; }
+  size_t queued() const override { return queued_; }
 
   void finish() {
     if (done_) return;
@@ -90,6 +103,19 @@ class Connection final : public ClientLink, public std::enable_shared_from_this<
   }
 
   void consume() {
+    // ZooKeeper reads a connection's first four bytes as a four-letter word when they spell
+    // one (a frame length never does): the answer is plain text, then the connection closes.
+    if (!first_bytes_seen_ && in_.size() >= 4) {
+      first_bytes_seen_ = true;
+      std::string_view word(in_.data(), 4);
+      if (is_four_letter_word(word)) {
+        std::string text = four_letter_(word, id_);
+        in_.clear();
+        if (!text.empty()) send(std::move(text));
+        close();
+        return;
+      }
+    }
     size_t off = 0;
     while (!close_requested_ && !done_) {
       auto scan = wire::scan_frame(std::string_view(in_).substr(off), max_buffer_);
@@ -110,6 +136,7 @@ class Connection final : public ClientLink, public std::enable_shared_from_this<
     writing_ = true;
     out_writing_.swap(out_pending_);
     out_pending_.clear();
+    queued_ = 0;
     asio::async_write(socket_, asio::buffer(out_writing_),
                       [self = shared_from_this()](boost::system::error_code ec, size_t) {
                         self->writing_ = false;
@@ -126,8 +153,11 @@ class Connection final : public ClientLink, public std::enable_shared_from_this<
   ZkServer& server_;
   Registry& registry_;
   int32_t max_buffer_;
+  const FourLetterHandler& four_letter_;
   ConnId id_ = 0;
-  std::string peer_;
+  std::string peer_, endpoint_;
+  size_t queued_ = 0;
+  bool first_bytes_seen_ = false;
   std::vector<char> chunk_;
   std::string in_;
   std::string out_pending_, out_writing_;
@@ -146,6 +176,11 @@ struct ServerRuntime::Impl {
   asio::steady_timer ticker{io};
   asio::signal_set signals{io};
   Registry registry;
+  int64_t started_ms = wall_ms();
+  FourLetterHandler four_letter = [this](std::string_view word, ConnId id) {
+    if (!four_letter_allowed(config.four_letter_whitelist, word)) return four_letter_refusal(word);
+    return server->four_letter(word, id, four_letter_env(word));
+  };
   bool stopping = false;
   bool failed = false;  // stopped because the log could not be written
   // Snapshots (durable log only): how many txns since the last one started, when to start the
@@ -171,6 +206,75 @@ struct ServerRuntime::Impl {
     o.extended_types = c.extended_types;
     o.container_check_interval_ms = c.container_check_interval_ms;
     return o;
+  }
+
+  // What the four-letter words need from outside the pipeline; only what `word` shows is read.
+  FourLetterEnv four_letter_env(std::string_view word) const {
+    FourLetterEnv env;
+    env.uptime_ms = wall_ms() - started_ms;
+    std::string data_dir = config.in_memory ? std::string() : config.data_dir;
+    std::string log_dir = config.in_memory ? std::string()
+                                           : log_dir_of(config.data_log_dir.empty() ? config.data_dir : config.data_log_dir);
+    if (word == "dirs" || word == "conf") {
+      env.data_dir_bytes = directory_bytes(data_dir);
+      env.log_dir_bytes = directory_bytes(log_dir);
+    }
+    if (word == "conf") {
+      boost::system::error_code ec;
+      auto bound = acceptor.local_endpoint(ec);
+      env.conf = {{"clientPort", std::to_string(ec ? config.client_port : bound.port())},
+                  {"secureClientPort", "-1"},
+                  {"dataDir", data_dir},
+                  {"dataDirSize", std::to_string(env.data_dir_bytes)},
+                  {"dataLogDir", log_dir},
+                  {"dataLogSize", std::to_string(env.log_dir_bytes)},
+                  {"tickTime", std::to_string(config.tick_time)},
+                  {"maxClientCnxns", std::to_string(config.max_client_cnxns)},
+                  {"minSessionTimeout", std::to_string(config.effective_min_session_timeout())},
+                  {"maxSessionTimeout", std::to_string(config.effective_max_session_timeout())},
+                  {"clientPortListenBacklog", "-1"},
+                  {"serverId", "0"}};
+    }
+    if (word == "mntr") {
+      std::error_code ec;
+      for (auto it = std::filesystem::directory_iterator("/proc/self/fd", ec);
+           !ec && it != std::filesystem::directory_iterator(); it.increment(ec))
+        ++env.open_fds;
+      rlimit lim{};
+      if (getrlimit(RLIMIT_NOFILE, &lim) == 0) env.max_fds = static_cast<int64_t>(lim.rlim_cur);
+    }
+    if (word == "envi") {
+      char host[256] = {};
+      gethostname(host, sizeof host - 1);
+      utsname u{};
+      uname(&u);
+      const passwd* pw = getpwuid(geteuid());
+      const char* user = pw ? pw->pw_name : nullptr;
+      const char* home = pw ? pw->pw_dir : nullptr;
+      std::error_code ec;
+      env.environment = {{"zookeeper.version", four_letter_version()},
+                         {"host.name", host},
+                         {"os.name", u.sysname},
+                         {"os.arch", u.machine},
+                         {"os.version", u.release},
+                         {"user.name", user ? user : ""},
+                         {"user.home", home ? home : ""},
+                         {"user.dir", std::filesystem::current_path(ec).string()},
+                         {"process.id", std::to_string(getpid())}};
+    }
+    return env;
+  }
+
+  static int64_t directory_bytes(const std::string& dir) {
+    int64_t total = 0;
+    std::error_code ec;
+    if (dir.empty()) return 0;
+    for (auto it = std::filesystem::recursive_directory_iterator(dir, ec);
+         !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+      std::error_code size_ec;
+      if (it->is_regular_file(size_ec)) total += static_cast<int64_t>(it->file_size(size_ec));
+    }
+    return total;
   }
 
   explicit Impl(const Config& c) : config(c) {
@@ -324,7 +428,7 @@ struct ServerRuntime::Impl {
         if (!stopping) spdlog::warn("accept failed: {}", ec.message());
         if (stopping || ec == asio::error::operation_aborted) return;
       } else {
-        auto c = std::make_shared<Connection>(std::move(s), *server, registry, config.jute_max_buffer);
+        auto c = std::make_shared<Connection>(std::move(s), *server, registry, config.jute_max_buffer, four_letter);
         registry.live.emplace(c.get(), c);
         c->start();
       }

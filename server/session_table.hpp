@@ -50,6 +50,8 @@ class SessionTable {
   // Every session whose deadline has passed, marked closing.
   std::vector<SessionId> take_expired(int64_t now_ms);
   size_t size() const { return sessions_.size(); }
+  // Deadline (ms) -> sessions expiring then, for the four-letter dump.
+  const std::map<int64_t, std::unordered_set<SessionId>>& buckets() const { return buckets_; }
   // Every session as (8-byte big-endian id, record), and back: for snapshots.
   std::vector<std::pair<std::string, std::string>> records() const;
   bool load(std::string_view key, std::string_view record, int64_t now_ms);

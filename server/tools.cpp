@@ -1,3 +1,4 @@
+#include "server/time_text.hpp"
 #include "server/tools.hpp"
 
 #include <fmt/format.h>
@@ -16,14 +17,7 @@
 namespace warden::server {
 
 namespace {
-std::string time_text(int64_t ms) {
-  std::time_t secs = static_cast<std::time_t>(ms / 1000);
-  std::tm tm{};
-  gmtime_r(&secs, &tm);
-  char b[32];
-  std::strftime(b, sizeof b, "%Y-%m-%dT%H:%M:%S", &tm);
-  return fmt::format("{}.{:03}Z", b, ms % 1000);
-}
+std::string time_text(int64_t ms) { return fmt::format("{}.{:03}Z", utc_text(ms, "%Y-%m-%dT%H:%M:%S"), ms % 1000); }
 
 std::string bytes_text(const wire::Bytes& b) {
   if (!b) return "null";

@@ -134,6 +134,18 @@ bool WatchManager::remove(const std::string& path, WatcherType type, ConnId c) {
   return false;
 }
 
+std::vector<std::pair<std::string, std::vector<ConnId>>> WatchManager::data_watches() const {
+  std::vector<std::pair<std::string, std::vector<ConnId>>> out;
+  for (const auto& [path, conns] : data_.table) {
+    std::vector<ConnId> ids;
+    for (const auto& [c, k] : conns) ids.push_back(c);
+    std::sort(ids.begin(), ids.end());
+    out.emplace_back(path, std::move(ids));
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 void WatchManager::remove_connection(ConnId c) {
   for (Manager* m : {&data_, &child_}) {
     auto b = m->by_conn.find(c);

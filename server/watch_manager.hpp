@@ -45,6 +45,8 @@ class WatchManager {
   bool remove(const std::string& path, WatcherType type, ConnId c);
   void remove_connection(ConnId c);
   size_t watch_count() const { return data_.count + child_.count; }
+  // The data manager's watches, path -> connections (what ZooKeeper's wchs, wchc, wchp show).
+  std::vector<std::pair<std::string, std::vector<ConnId>>> data_watches() const;
 
  private:
   using Kinds = uint8_t;

@@ -73,6 +73,7 @@ ConnId ZkServer::open(ClientLink* link) {
   ConnId id = next_conn_++;
   Conn c;
   c.link = link;
+  c.stats.established_ms = clock_();
   c.auth.push_back(wire::Id{"ip", link->peer_address()});
   conns_.emplace(id, std::move(c));
   return id;
@@ -101,6 +102,8 @@ void ZkServer::close_conn(ConnId id) {
 void ZkServer::receive(ConnId id, std::string_view payload) {
   Conn* c = conn(id);
   if (!c || c->closing) return;
+  ++c->stats.received;
+  ++packets_received_;
   if (!c->held.empty() || must_wait(*c, payload)) {
     if (c->held.size() >= max_held_frames) {
       spdlog::warn("closing connection of session 0x{:x}: {} requests wait behind its writes", c->session,
@@ -201,20 +204,75 @@ void ZkServer::send_connect_response(Conn& c, int32_t timeout, SessionId s, cons
   if (!c.old_client) r.read_only = false;
   std::string frame;
   wire::append_frame(frame, wire::encode_connect_response(r));
+  send_frame(c, std::move(frame));
+}
+
+void ZkServer::send_frame(Conn& c, std::string frame) {
+  ++c.stats.sent;
+  ++packets_sent_;
   c.link->send(std::move(frame));
+}
+
+namespace {
+// ZooKeeper's names for a connection's last operation (FinalRequestProcessor's lastOp).
+const char* op_name(OpCode op) {
+  switch (op) {
+    case OpCode::ping: return "PING";
+    case OpCode::createSession: return "SESS";
+    case OpCode::multi: return "MULT";
+    case OpCode::multiRead: return "MLTR";
+    case OpCode::create:
+    case OpCode::create2:
+    case OpCode::createTTL:
+    case OpCode::createContainer: return "CREA";
+    case OpCode::remove: return "DELE";
+    case OpCode::setData: return "SETD";
+    case OpCode::reconfig: return "RECO";
+    case OpCode::setACL: return "SETA";
+    case OpCode::closeSession: return "CLOS";
+    case OpCode::sync: return "SYNC";
+    case OpCode::check: return "CHEC";
+    case OpCode::exists: return "EXIS";
+    case OpCode::getData: return "GETD";
+    case OpCode::setWatches: return "SETW";
+    case OpCode::setWatches2: return "STW2";
+    case OpCode::addWatch: return "ADDW";
+    case OpCode::getACL: return "GETA";
+    case OpCode::getChildren:
+    case OpCode::getChildren2: return "GETC";
+    case OpCode::getAllChildrenNumber: return "GETACN";
+    case OpCode::checkWatches: return "CHKW";
+    case OpCode::removeWatches: return "REMW";
+    case OpCode::whoAmI: return "HOMI";
+    case OpCode::getEphemerals: return "GETE";
+    default: return "NA";
+  }
+}
+}  // namespace
+
+void ZkServer::note_reply(Conn& c, OpCode op, int32_t xid, Zxid zxid, int64_t started) {
+  int64_t now = clock_();
+  int64_t latency = std::max<int64_t>(0, now - started);
+  c.stats.last_op = op_name(op);
+  c.stats.last_cxid = xid;
+  c.stats.last_zxid = zxid;
+  c.stats.last_response_ms = now;
+  c.stats.last_latency = latency;
+  c.stats.latency.add(latency);
+  latency_.add(latency);
 }
 
 void ZkServer::send_reply(ConnId id, int32_t xid, Zxid zxid, Err err) {
   Conn* c = conn(id);
   if (!c) return;
-  c->link->send(frame_of<wire::ErrorResponse>(wire::ReplyHeader{xid, zxid, static_cast<int32_t>(err)}, nullptr));
+  send_frame(*c, frame_of<wire::ErrorResponse>(wire::ReplyHeader{xid, zxid, static_cast<int32_t>(err)}, nullptr));
 }
 
 template <class R>
 void ZkServer::send_reply(ConnId id, int32_t xid, Zxid zxid, const R& body) {
   Conn* c = conn(id);
   if (!c) return;
-  c->link->send(frame_of(wire::ReplyHeader{xid, zxid, 0}, &body));
+  send_frame(*c, frame_of(wire::ReplyHeader{xid, zxid, 0}, &body));
 }
 
 void ZkServer::handle_request(ConnId id, Conn& c, std::string_view payload) {
@@ -238,6 +296,8 @@ void ZkServer::handle_request(ConnId id, Conn& c, std::string_view payload) {
     handle_auth(id, c, body);
     return;
   }
+  // Everything but a write or a close is answered in this call: its latency is what it took.
+  if (!is_write(op) && op != OpCode::closeSession) note_reply(c, op, h.xid, last, clock_());
   switch (op) {
     case OpCode::ping:
       send_reply(id, h.xid, last, Err::ok);
@@ -253,7 +313,7 @@ void ZkServer::handle_request(ConnId id, Conn& c, std::string_view payload) {
     case OpCode::closeSession: {
       Session* s = sessions_.find(c.session);
       if (s) s->closing = true;
-      submit(prep_.close_session(c.session, h.xid, clock_()), Pending{Kind::request, id, h.xid});
+      submit(prep_.close_session(c.session, h.xid, clock_()), Pending{Kind::request, id, h.xid, clock_()});
       return;
     }
     case OpCode::setWatches2:
@@ -284,7 +344,7 @@ void ZkServer::handle_request(ConnId id, Conn& c, std::string_view payload) {
   }
   if (is_write(op)) {
     PrepRequest pr{c.session, h.xid, op, body, &c.auth, clock_()};
-    submit(prep_.prepare(pr), Pending{Kind::request, id, h.xid});
+    submit(prep_.prepare(pr), Pending{Kind::request, id, h.xid, clock_()});
     return;
   }
   spdlog::warn("closing connection of session 0x{:x}: unknown opcode {}", c.session, h.type);
@@ -361,7 +421,7 @@ void ZkServer::handle_multi_read(ConnId id, Conn& c, int32_t xid, std::string_vi
     }
   }
   int32_t err = decoded.error ? static_cast<int32_t>(Err::marshallingError) : 0;
-  c.link->send(reply_frame(wire::ReplyHeader{xid, last, err},
+  send_frame(c, reply_frame(wire::ReplyHeader{xid, last, err},
                            [&](wire::Writer& w) { wire::encode_multi_response(w, results); }));
 }
 
@@ -432,11 +492,11 @@ void ZkServer::handle_auth(ConnId id, Conn& c, std::string_view body) {
   if (req && req->scheme == "digest" && req->auth) {
     wire::Id id{"digest", digest_id(*req->auth)};
     if (std::find(c.auth.begin(), c.auth.end(), id) == c.auth.end()) c.auth.push_back(id);
-    c.link->send(frame_of<wire::ErrorResponse>(wire::ReplyHeader{wire::xid::auth, 0, 0}, nullptr));
+    send_frame(c, frame_of<wire::ErrorResponse>(wire::ReplyHeader{wire::xid::auth, 0, 0}, nullptr));
     return;
   }
   spdlog::warn("authentication failed for session 0x{:x}: scheme '{}'", c.session, req ? req->scheme : "?");
-  c.link->send(frame_of<wire::ErrorResponse>(
+  send_frame(c, frame_of<wire::ErrorResponse>(
       wire::ReplyHeader{wire::xid::auth, 0, static_cast<int32_t>(Err::authFailed)}, nullptr));
   close_conn(id);
 }
@@ -572,6 +632,7 @@ void ZkServer::reply_write(const Pending& p, const Txn& txn, const ApplyResult& 
   if (p.kind == Kind::internal || p.conn == 0) return;
   Conn* c = conn(p.conn);
   if (!c) return;
+  if (p.kind == Kind::request) note_reply(*c, static_cast<OpCode>(txn.type), p.xid, zxid, p.started_ms);
   if (p.kind == Kind::connect) {
     const auto& cs = std::get<CreateSessionTxn>(txn.body);
     attach(p.conn, *c, txn.session);
@@ -591,7 +652,7 @@ void ZkServer::reply_write(const Pending& p, const Txn& txn, const ApplyResult& 
       return send_reply(p.conn, p.xid, zxid, wire::StatResponse{r.stat});
     case OpCode::multi:
       // A failed multi still says OK in its header; the per-op results carry the errors.
-      c->link->send(reply_frame(wire::ReplyHeader{p.xid, zxid, 0},
+      send_frame(*c, reply_frame(wire::ReplyHeader{p.xid, zxid, 0},
                                 [&](wire::Writer& w) { wire::encode_multi_response(w, r.multi); }));
       return;
     default:

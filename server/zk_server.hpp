@@ -13,6 +13,7 @@
 // one entry per proposed txn not yet applied, in zxid order.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -24,6 +25,7 @@
 
 #include "consensus/replicator.hpp"
 #include "server/acl.hpp"
+#include "server/four_letter.hpp"
 #include "server/data_tree.hpp"
 #include "server/prep.hpp"
 #include "server/session_table.hpp"
@@ -41,6 +43,10 @@ class ClientLink {
   virtual void close() = 0;
   // The peer's address without port, for ip ACLs and log lines.
   virtual const std::string& peer_address() const = 0;
+  // The peer as the four-letter words show it: "/address:port".
+  virtual std::string peer_endpoint() const { return "/" + peer_address() + ":0"; }
+  // Frames queued and not yet written to the socket.
+  virtual size_t queued() const { return 0; }
 };
 
 struct ServerOptions {
@@ -89,8 +95,32 @@ class ZkServer {
   size_t connection_count() const { return conns_.size(); }
   size_t watch_count() const { return watches_.watch_count(); }
 
+  // A four-letter word's text (one of four_letter_words()), as ZooKeeper 3.8 formats it; `self`
+  // is the connection that asked. crst and srst reset the statistics.
+  std::string four_letter(std::string_view word, ConnId self, const FourLetterEnv& env);
+
  private:
+  // Request latencies in ms, as the four-letter words report them.
+  struct Latency {
+    int64_t min = -1, max = 0, total = 0, count = 0;
+    void add(int64_t ms) {
+      min = min < 0 ? ms : std::min(min, ms);
+      max = std::max(max, ms);
+      total += ms;
+      ++count;
+    }
+    double avg() const { return count ? static_cast<double>(total) / static_cast<double>(count) : 0.0; }
+  };
+  struct ConnStats {
+    int64_t received = 0, sent = 0;
+    int64_t established_ms = 0, last_response_ms = 0, last_latency = 0;
+    int32_t last_cxid = -1;
+    Zxid last_zxid = -1;
+    const char* last_op = "NA";
+    Latency latency;
+  };
   struct Conn {
+    ConnStats stats;
     ClientLink* link = nullptr;
     SessionId session = 0;
     bool attached = false;
@@ -109,6 +139,7 @@ class ZkServer {
     Kind kind;
     ConnId conn = 0;
     int32_t xid = 0;
+    int64_t started_ms = 0;  // when the request arrived: its latency runs to the reply
   };
 
   bool must_wait(const Conn& c, std::string_view payload) const;
@@ -135,6 +166,10 @@ class ZkServer {
   template <class R>
   void send_reply(ConnId id, int32_t xid, Zxid zxid, const R& body);
   void close_conn(ConnId id);
+  // Every frame to a client goes out here, so the statistics count it.
+  void send_frame(Conn& c, std::string frame);
+  // A request of `op` from `c` answered now at `zxid`, having arrived at `started`.
+  void note_reply(Conn& c, wire::OpCode op, int32_t xid, Zxid zxid, int64_t started);
   void expire_nodes(int64_t now);
   Conn* conn(ConnId id);
 
@@ -149,6 +184,8 @@ class ZkServer {
   std::unordered_map<SessionId, ConnId> owner_;
   std::deque<Pending> pending_;
   ConnId next_conn_ = 1;
+  int64_t packets_received_ = 0, packets_sent_ = 0;
+  Latency latency_;
   int64_t next_container_check_ = 0;
   std::mt19937_64 rng_;
 };

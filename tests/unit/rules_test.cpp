@@ -4,6 +4,7 @@
 #include "hex.hpp"
 #include "server/acl.hpp"
 #include "server/config.hpp"
+#include "server/four_letter.hpp"
 #include "server/path.hpp"
 
 using namespace warden::server;
@@ -90,6 +91,25 @@ TEST_CASE("zoo.cfg: the keys ZooKeeper users write") {
   CHECK(c.servers[2].client_address == "127.0.0.1:2182");
   REQUIRE(c.warnings.size() == 1);
   CHECK(c.warnings[0] == "zoo.cfg:17: unknown key 'somethingNew' ignored");
+}
+
+TEST_CASE("zoo.cfg: the four-letter whitelist") {
+  auto parse = [](const std::string& line) {
+    return std::get<Config>(parse_config("dataDir=/d\nclientPort=1\n" + line, "w.cfg"));
+  };
+  CHECK(std::get<Config>(parse_config("dataDir=/d\nclientPort=1\n", "w.cfg")).four_letter_whitelist ==
+        std::vector<std::string>{"srvr"});
+  CHECK(parse("4lw.commands.whitelist=*\n").four_letter_whitelist == std::vector<std::string>{"*"});
+  auto c = parse("4lw.commands.whitelist= stat, ruok ,bogus,,mntr\n");
+  CHECK(c.four_letter_whitelist == std::vector<std::string>{"stat", "ruok", "mntr"});
+  REQUIRE(c.warnings.size() == 1);
+  CHECK(c.warnings[0] == "w.cfg:3: 4lw.commands.whitelist: unknown four-letter word 'bogus' ignored");
+  CHECK(parse("4lw.commands.whitelist=\n").four_letter_whitelist.empty());
+  CHECK(four_letter_allowed({"*"}, "dump"));
+  CHECK_FALSE(four_letter_allowed({"srvr"}, "ruok"));
+  CHECK(is_four_letter_word("mntr"));
+  CHECK_FALSE(is_four_letter_word("MNTR"));
+  CHECK_FALSE(is_four_letter_word(std::string("\0\0\0\x2d", 4)));  // a connect request's length
 }
 
 TEST_CASE("zoo.cfg: session timeouts default to 2 and 20 ticks") {

@@ -1,0 +1,36 @@
+// ZooKeeper's four-letter words on the client port: a connection whose first four bytes spell
+// one of them (no frame length can: they are ASCII letters) gets the command's text back and
+// is closed. Only the words in `4lw.commands.whitelist` run (default: srvr; "*" for all); the
+// others get ZooKeeper's refusal line.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace warden::server {
+
+// True when `first4` (the first four bytes of a connection) is a word ZooKeeper 3.8 serves.
+bool is_four_letter_word(std::string_view first4);
+// Every word served, for the whitelist "*".
+const std::vector<std::string>& four_letter_words();
+bool four_letter_allowed(const std::vector<std::string>& whitelist, std::string_view word);
+// What ZooKeeper answers for a word outside the whitelist.
+std::string four_letter_refusal(std::string_view word);
+
+// What the pipeline cannot know and the runtime adds: configuration, directories, process.
+struct FourLetterEnv {
+  std::vector<std::pair<std::string, std::string>> conf;         // conf's key=value lines
+  std::vector<std::pair<std::string, std::string>> environment;  // envi's lines
+  int64_t data_dir_bytes = 0, log_dir_bytes = 0;
+  int64_t open_fds = 0, max_fds = 0;
+  int64_t uptime_ms = 0;
+};
+
+// The version string 4lw output carries, in ZooKeeper's form "X.Y.Z-..., built on ..." so
+// that tools that parse it (zktop) read it.
+std::string four_letter_version();
+
+}  // namespace warden::server
