@@ -90,7 +90,7 @@ bool parse_bool(std::string_view v, bool& out) {
 // Keys ZooKeeper knows that Warden accepts and does not use yet, so they draw no warning.
 bool known_unused(std::string_view key) {
   return key == "admin.enableServer" || key == "admin.serverPort" ||
-         key == "preAllocSize" || key == "globalOutstandingLimit" ||
+         key == "preAllocSize" ||
          key == "standaloneEnabled" || key == "reconfigEnabled" || key == "metricsProvider.className" ||
          key == "electionAlg" || key == "peerType" || key == "quorumListenOnAllIPs";
 }
@@ -138,6 +138,8 @@ ConfigResult parse_config(std::string_view text, std::string_view file_name) {
     } else if (key == "clientPortAddress") {
       c.client_port_address = std::string(value);
       if (!is_ip_address(c.client_port_address)) err = bad("is not an IP address");
+    } else if (key == "globalOutstandingLimit") {
+      err = set_int(c.global_outstanding_limit, 1, 1 << 30);
     } else if (key == "maxClientCnxns") {
       err = set_int(c.max_client_cnxns, 0, 1 << 30);
     } else if (key == "minSessionTimeout") {

@@ -30,7 +30,10 @@ struct Config {
   std::string data_log_dir;  // defaults to data_dir
   int32_t client_port = -1;
   std::string client_port_address = "0.0.0.0";
-  int32_t max_client_cnxns = 60;
+  int32_t max_client_cnxns = 60;  // per client address; 0: no limit
+  // Requests in flight (proposed and not applied, or waiting behind those) past which the
+  // server stops reading from clients until they drain (ZooKeeper's globalOutstandingLimit).
+  int32_t global_outstanding_limit = 1000;
   int32_t min_session_timeout = -1;  // -1: 2 x tickTime
   int32_t max_session_timeout = -1;  // -1: 20 x tickTime
   int32_t jute_max_buffer = 0xfffff;

@@ -41,8 +41,18 @@ constexpr size_t read_chunk = 64 * 1024;
 
 class Connection;
 
+// Bytes one connection may have queued for sending. A client that sends requests and never
+// reads its replies would otherwise grow the server's memory without bound; past this its
+// connection is closed. Far above any healthy backlog (a reply is at most jute.maxbuffer).
+constexpr size_t max_queued_output = 64u << 20;
+
 struct Registry {
   std::unordered_map<Connection*, std::shared_ptr<Connection>> live;
+  std::unordered_map<std::string, int32_t> per_address;  // live connections by client address
+  // Reading stops while too many requests are in flight; the connections that stopped wait
+  // here until the pipeline drains.
+  std::function<bool()> over_limit;
+  std::vector<std::weak_ptr<Connection>> paused;
 };
 
 // Answers a four-letter word asked on connection `id` (whitelist applied).
@@ -65,7 +75,17 @@ class Connection final : public ClientLink, public std::enable_shared_from_this<
   }
 
   void send(std::string frame) override {
-    if (done_) return;
+    if (done_ || overflowed_) return;
+    if (out_pending_.size() + out_writing_.size() + frame.size() > max_queued_output) {
+      spdlog::warn("closing connection from {}: more than {} MiB of replies wait unread", endpoint_,
+                   max_queued_output >> 20);
+      overflowed_ = true;
+      out_pending_.clear();
+      close_requested_ = true;
+      // Not from inside the pipeline's call: it may be iterating its connections.
+      asio::post(socket_.get_executor(), [self = shared_from_this()] { self->finish(); });
+      return;
+    }
     out_pending_ += frame;
     ++queued_;
     if (!writing_) flush();
@@ -87,6 +107,8 @@ class Connection final : public ClientLink, public std::enable_shared_from_this<
     done_ = true;
     boost::system::error_code ec;
     socket_.close(ec);
+    if (auto it = registry_.per_address.find(peer_); it != registry_.per_address.end() && --it->second <= 0)
+      registry_.per_address.erase(it);
     server_.closed(id_);
     registry_.live.erase(this);  // may drop the last reference: touch nothing after this
   }
@@ -98,9 +120,21 @@ class Connection final : public ClientLink, public std::enable_shared_from_this<
       if (ec) return self->finish();
       self->in_.append(self->chunk_.data(), n);
       self->consume();
-      if (!self->done_ && !self->close_requested_) self->read();
+      if (self->done_ || self->close_requested_) return;
+      if (self->registry_.over_limit && self->registry_.over_limit())
+        self->registry_.paused.push_back(self);  // resume_reading() reads again
+      else
+        self->read();
     });
   }
+
+ public:
+  // After a pause for too many requests in flight.
+  void resume() {
+    if (!done_ && !close_requested_) read();
+  }
+
+ private:
 
   void consume() {
     // ZooKeeper reads a connection's first four bytes as a four-letter word when they spell
@@ -141,7 +175,7 @@ class Connection final : public ClientLink, public std::enable_shared_from_this<
                       [self = shared_from_this()](boost::system::error_code ec, size_t) {
                         self->writing_ = false;
                         self->out_writing_.clear();
-                        if (ec) return self->finish();
+                        if (ec || self->overflowed_) return self->finish();
                         if (!self->out_pending_.empty())
                           self->flush();
                         else if (self->close_requested_)
@@ -158,6 +192,7 @@ class Connection final : public ClientLink, public std::enable_shared_from_this<
   std::string peer_, endpoint_;
   size_t queued_ = 0;
   bool first_bytes_seen_ = false;
+  bool overflowed_ = false;
   std::vector<char> chunk_;
   std::string in_;
   std::string out_pending_, out_writing_;
@@ -177,6 +212,7 @@ struct ServerRuntime::Impl {
   asio::signal_set signals{io};
   Registry registry;
   int64_t started_ms = wall_ms();
+  bool throttling = false;
   FourLetterHandler four_letter = [this](std::string_view word, ConnId id) {
     if (!four_letter_allowed(config.four_letter_whitelist, word)) return four_letter_refusal(word);
     return server->four_letter(word, id, four_letter_env(word));
@@ -278,6 +314,7 @@ struct ServerRuntime::Impl {
   }
 
   explicit Impl(const Config& c) : config(c) {
+    registry.over_limit = [this] { return over_outstanding_limit(); };
     if (config.in_memory) {
       log = std::make_unique<storage::MemoryLogStore>();
     } else {
@@ -401,10 +438,31 @@ struct ServerRuntime::Impl {
     Zxid z = e.zxid;
     log->append({std::move(e)});
     replicator->durable(z);
+    resume_reading();
+  }
+
+  // Reading from clients stops while this many requests are in flight, as ZooKeeper's
+  // globalOutstandingLimit; the first stop of each episode is logged.
+  bool over_outstanding_limit() {
+    bool over = server->outstanding() >= static_cast<size_t>(config.global_outstanding_limit);
+    if (over && !throttling)
+      spdlog::info("throttling: {} requests in flight (globalOutstandingLimit={}); reading paused",
+                   server->outstanding(), config.global_outstanding_limit);
+    throttling = over;
+    return over;
+  }
+
+  void resume_reading() {
+    if (registry.paused.empty() || over_outstanding_limit()) return;
+    auto paused = std::move(registry.paused);
+    registry.paused.clear();
+    for (auto& w : paused)
+      if (auto c = w.lock()) c->resume();
   }
 
   void on_durable(Zxid upto, const std::optional<storage::GroupCommitter::Failure>& failure) {
     replicator->durable(upto);
+    resume_reading();
     if (!failure) return;
     if (!failure->retryable) {
       // RocksDB failed a write: the log must not be written again by this process. Stop; a
@@ -420,6 +478,7 @@ struct ServerRuntime::Impl {
     committer->reset();
     spdlog::error("{}; {} writes in flight failed, reads go on", failure->message, n);
     server->abort_in_flight(wire::Err::systemError);
+    resume_reading();
   }
 
   void accept() {
@@ -428,9 +487,19 @@ struct ServerRuntime::Impl {
         if (!stopping) spdlog::warn("accept failed: {}", ec.message());
         if (stopping || ec == asio::error::operation_aborted) return;
       } else {
-        auto c = std::make_shared<Connection>(std::move(s), *server, registry, config.jute_max_buffer, four_letter);
-        registry.live.emplace(c.get(), c);
-        c->start();
+        boost::system::error_code peer_ec;
+        std::string peer = s.remote_endpoint(peer_ec).address().to_string();
+        int32_t& count = registry.per_address[peer];
+        if (config.max_client_cnxns > 0 && count >= config.max_client_cnxns) {
+          // As ZooKeeper: the new connection is closed at once, the others are untouched.
+          spdlog::warn("too many connections from {}: max is {}", peer, config.max_client_cnxns);
+          s.close(peer_ec);
+        } else {
+          ++count;
+          auto c = std::make_shared<Connection>(std::move(s), *server, registry, config.jute_max_buffer, four_letter);
+          registry.live.emplace(c.get(), c);
+          c->start();
+        }
       }
       accept();
     });

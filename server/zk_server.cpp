@@ -89,6 +89,7 @@ void ZkServer::closed(ConnId id) {
   watches_.remove_connection(id);
   for (auto& p : pending_)
     if (p.conn == id) p.conn = 0;  // its replies have nowhere to go
+  held_total_ -= it->second.held.size();
   conns_.erase(it);
 }
 
@@ -112,6 +113,7 @@ void ZkServer::receive(ConnId id, std::string_view payload) {
       return;
     }
     c->held.emplace_back(payload);
+    ++held_total_;
     return;
   }
   process(id, *c, payload);
@@ -140,6 +142,7 @@ void ZkServer::drain(ConnId id) {
     if (!c || c->closing || c->held.empty() || must_wait(*c, c->held.front())) return;
     std::string payload = std::move(c->held.front());
     c->held.pop_front();
+    --held_total_;
     process(id, *c, payload);
   }
 }

@@ -94,6 +94,8 @@ class ZkServer {
   size_t session_count() const { return sessions_.size(); }
   size_t connection_count() const { return conns_.size(); }
   size_t watch_count() const { return watches_.watch_count(); }
+  // Requests in flight: txns proposed and not yet applied, and frames waiting behind them.
+  size_t outstanding() const { return pending_.size() + held_total_; }
 
   // A four-letter word's text (one of four_letter_words()), as ZooKeeper 3.8 formats it; `self`
   // is the connection that asked. crst and srst reset the statistics.
@@ -185,6 +187,7 @@ class ZkServer {
   std::deque<Pending> pending_;
   ConnId next_conn_ = 1;
   int64_t packets_received_ = 0, packets_sent_ = 0;
+  size_t held_total_ = 0;  // frames in every connection's `held`
   Latency latency_;
   int64_t next_container_check_ = 0;
   std::mt19937_64 rng_;

@@ -1,0 +1,109 @@
+"""Limits, each pushed past and then the server shown healthy: maxClientCnxns per client address
+(as ZooKeeper 3.8 enforces it, checked against it), globalOutstandingLimit (reading pauses while
+too much is in flight and resumes; nothing is lost or reordered), and a client that never reads
+its replies (its connection is closed; the server's memory stays bounded)."""
+import os
+import socket
+import threading
+import time
+
+from kazoo.client import KazooClient
+
+import support
+from zkproto import OPEN_ACL, Session, frame, jacl, jbool, jbuf, jint, jstr, read_frame
+
+CREATE, GET_DATA = 1, 4
+
+
+def rss_mib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def wait_for(cond, seconds):
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        if cond():
+            return True
+        time.sleep(0.1)
+    return cond()
+
+
+def per_address_limit(c, server, name):
+    sessions = [Session(server.port) for _ in range(3)]
+    c.check(not support.handshake_ok(server.port), f"{name}: a fourth connection from 127.0.0.1 is refused")
+    sessions.pop().close()
+    c.check(wait_for(lambda: support.handshake_ok(server.port), 10),
+            f"{name}: once one closes, a new connection is served")
+    for s in sessions:
+        c.equal(s.call(3, jstr("/") + jbool(False))[0], 0, f"{name}: the sessions already open go on")
+        s.close()
+
+
+def main():
+    c = support.Checks("limits")
+
+    # maxClientCnxns: ZooKeeper 3.8 and Warden alike.
+    with support.start_zookeeper(extra_cfg="maxClientCnxns=3\n") as zk:
+        per_address_limit(c, zk, "ZooKeeper")
+    with support.start_warden("maxClientCnxns=3\n") as w:
+        per_address_limit(c, w, "Warden")
+        c.check("too many connections from 127.0.0.1: max is 3" in w.log(), "Warden logs the refusal")
+
+    # globalOutstandingLimit: 3000 pipelined creates against a limit of 5.
+    with support.start_warden("globalOutstandingLimit=5\n") as w:
+        s = Session(w.port)
+        n = 3000
+        body = [frame(jint(i + 1) + jint(CREATE) + jstr(f"/p{i}") + jbuf(b"v") + jacl(OPEN_ACL) + jint(0))
+                for i in range(n)]
+        sender = threading.Thread(target=lambda: s.sock.sendall(b"".join(body)))
+        sender.start()
+        replies = []
+        for _ in range(n):
+            f = read_frame(s.sock)
+            if f is None:
+                break
+            replies.append((int.from_bytes(f[0:4], "big", signed=True), int.from_bytes(f[12:16], "big", signed=True)))
+        sender.join(timeout=60)
+        c.equal(len(replies), n, "every pipelined create is answered")
+        c.check(replies == [(i + 1, 0) for i in range(n)], "in order, all successful")
+        c.check("throttling:" in w.log() and "globalOutstandingLimit=5" in w.log(), "reading paused past the limit")
+        zk = KazooClient(hosts=w.hosts)
+        zk.start(timeout=10)
+        c.equal(len([k for k in zk.get_children("/") if k.startswith("p")]), n, "the tree holds all of them")
+        zk.stop()
+        s.sock.close()
+
+    # A client that sends requests for large replies and never reads them.
+    with support.start_warden() as w:
+        zk = KazooClient(hosts=w.hosts)
+        zk.start(timeout=10)
+        zk.create("/big", os.urandom(900_000))
+        before = rss_mib(w.proc.pid)
+        greedy = Session(w.port)
+        request = frame(jint(7) + jint(GET_DATA) + jstr("/big") + jbool(False))
+        greedy.sock.settimeout(30)
+        try:
+            for _ in range(400):  # 360 MB of replies asked for
+                greedy.sock.sendall(request)
+        except OSError:
+            pass  # the server closed it: what we want
+        closed = wait_for(lambda: "wait unread" in w.log(), 20)
+        c.check(closed, "the connection is closed once too much waits unread")
+        grown = rss_mib(w.proc.pid) - before
+        c.check(grown < 200, f"the server's memory stayed bounded (grew {grown:.0f} MiB for 360 MB asked)")
+        c.equal(len(zk.get("/big")[0]), 900_000, "other clients are served")
+        c.check(w.alive(), "the server runs on")
+        zk.stop()
+        try:
+            greedy.sock.close()
+        except OSError:
+            pass
+    c.finish()
+
+
+if __name__ == "__main__":
+    main()
