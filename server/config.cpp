@@ -138,6 +138,12 @@ ConfigResult parse_config(std::string_view text, std::string_view file_name) {
     } else if (key == "clientPortAddress") {
       c.client_port_address = std::string(value);
       if (!is_ip_address(c.client_port_address)) err = bad("is not an IP address");
+    } else if (key == "DigestAuthenticationProvider.superDigest" ||
+               key == "zookeeper.DigestAuthenticationProvider.superDigest") {
+      c.super_digest = std::string(value);
+      auto colon = c.super_digest.find(':');
+      if (colon == 0 || colon == std::string::npos || colon + 1 == c.super_digest.size())
+        err = bad("expected user:base64-digest (as zkCli's or DigestAuthenticationProvider's output)");
     } else if (key == "globalOutstandingLimit") {
       err = set_int(c.global_outstanding_limit, 1, 1 << 30);
     } else if (key == "maxClientCnxns") {

@@ -52,6 +52,10 @@ struct Config {
   // Keep the log in memory instead of under dataDir (embedded mode, tests): nothing survives a
   // restart.
   bool in_memory = false;
+  // "user:base64(sha1(user:password))": a client that authenticates as it gets every permission
+  // on every node (ZooKeeper's zookeeper.DigestAuthenticationProvider.superDigest, which
+  // ZooKeeper also takes from zoo.cfg as DigestAuthenticationProvider.superDigest).
+  std::string super_digest;
   // Four-letter words that run (4lw.commands.whitelist); "*" for all. ZooKeeper's default.
   std::vector<std::string> four_letter_whitelist{"srvr"};
   std::map<int64_t, PeerEntry> servers;

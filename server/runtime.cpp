@@ -241,6 +241,7 @@ struct ServerRuntime::Impl {
     o.max_session_timeout_ms = c.effective_max_session_timeout();
     o.extended_types = c.extended_types;
     o.container_check_interval_ms = c.container_check_interval_ms;
+    o.super_digest = c.super_digest;
     return o;
   }
 

@@ -494,7 +494,12 @@ void ZkServer::handle_auth(ConnId id, Conn& c, std::string_view body) {
   auto req = wire::decode<wire::AuthPacket>(body);
   if (req && req->scheme == "digest" && req->auth) {
     wire::Id id{"digest", digest_id(*req->auth)};
-    if (std::find(c.auth.begin(), c.auth.end(), id) == c.auth.end()) c.auth.push_back(id);
+    auto add = [&](const wire::Id& i) {
+      if (std::find(c.auth.begin(), c.auth.end(), i) == c.auth.end()) c.auth.push_back(i);
+    };
+    // The super digest's user passes every ACL check (acl_allows), as in ZooKeeper.
+    if (!opts_.super_digest.empty() && id.id == opts_.super_digest) add(wire::Id{"super", ""});
+    add(id);
     send_frame(c, frame_of<wire::ErrorResponse>(wire::ReplyHeader{wire::xid::auth, 0, 0}, nullptr));
     return;
   }

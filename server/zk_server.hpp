@@ -57,6 +57,8 @@ struct ServerOptions {
   uint8_t server_id = 0;
   // How often containers and TTL nodes are checked (ZooKeeper's znode.container.checkIntervalMs).
   int32_t container_check_interval_ms = 60000;
+  // See Config::super_digest; empty: no super user.
+  std::string super_digest;
 };
 
 class ZkServer {

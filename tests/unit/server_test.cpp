@@ -379,6 +379,37 @@ TEST_CASE("digest ACLs: auth, NoAuth, auth-scheme expansion, and getACL without 
   CHECK(stranger.link().closed);
 }
 
+TEST_CASE("the super digest's user passes every ACL; auth sent again on re-attach counts again") {
+  server::ServerOptions o;
+  o.super_digest = server::digest_id("root:toor");  // "root:<base64 sha1>", as in zoo.cfg
+  Harness h(o);
+  Client owner(h), admin(h);
+  owner.connect();
+  admin.connect();
+  auto auth = [](Client& c, const char* who) {
+    return c.call_raw(OpCode::auth, wire::encode(wire::AuthPacket{0, "digest", std::string(who)}), wire::xid::auth).err();
+  };
+  REQUIRE(auth(owner, "alice:secret") == Err::ok);
+  owner.create("/locked", "s", 0, OpCode::create, {wire::Acl{wire::perms::all, wire::Id{"auth", ""}}});
+  CHECK(admin.call(OpCode::getData, wire::PathWatchRequest{"/locked", false}).err() == Err::noAuth);
+  REQUIRE(auth(admin, "root:wrong") == Err::ok);  // a digest like any other: no super powers
+  CHECK(admin.call(OpCode::getData, wire::PathWatchRequest{"/locked", false}).err() == Err::noAuth);
+  REQUIRE(auth(admin, "root:toor") == Err::ok);
+  CHECK(admin.call(OpCode::getData, wire::PathWatchRequest{"/locked", false}).err() == Err::ok);
+  auto acl = admin.call(OpCode::getACL, wire::PathRequest{"/locked"});  // with ADMIN: unmasked
+  CHECK(wire::decode<wire::GetACLResponse>(acl.body)->acl[0].id.id == "alice:aYXlLOpEooaV1cRAvUL1fp9Qt7E=");
+  CHECK(admin.call(OpCode::setData, wire::SetDataRequest{"/locked", std::string("x"), -1}).err() == Err::ok);
+  CHECK(admin.call(OpCode::remove, wire::DeleteRequest{"/locked", -1}).err() == Err::ok);
+
+  // Auth belongs to a connection: a client that re-attaches its session sends it again.
+  owner.create("/mine", "m", 0, OpCode::create, {wire::Acl{wire::perms::all, wire::Id{"auth", ""}}});
+  Client again(h);
+  again.connect(30000, owner.session(), owner.passwd());
+  CHECK(again.call(OpCode::getData, wire::PathWatchRequest{"/mine", false}).err() == Err::noAuth);
+  REQUIRE(auth(again, "alice:secret") == Err::ok);
+  CHECK(again.call(OpCode::getData, wire::PathWatchRequest{"/mine", false}).err() == Err::ok);
+}
+
 TEST_CASE("ip ACLs match the connection's address with a prefix") {
   Harness h;
   Client a(h);
