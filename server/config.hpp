@@ -56,6 +56,8 @@ struct Config {
   // on every node (ZooKeeper's zookeeper.DigestAuthenticationProvider.superDigest, which
   // ZooKeeper also takes from zoo.cfg as DigestAuthenticationProvider.superDigest).
   std::string super_digest;
+  // Refuse creates and sets past a hard quota with QuotaExceeded (ZooKeeper's enforceQuota).
+  bool enforce_quota = false;
   // Four-letter words that run (4lw.commands.whitelist); "*" for all. ZooKeeper's default.
   std::vector<std::string> four_letter_whitelist{"srvr"};
   std::map<int64_t, PeerEntry> servers;

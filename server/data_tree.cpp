@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "server/path.hpp"
+#include "server/quota.hpp"
 
 namespace warden::server {
 
@@ -94,6 +95,72 @@ std::vector<std::string> DataTree::ephemerals_of(SessionId s) const {
   return {it->second.begin(), it->second.end()};
 }
 
+std::string DataTree::quota_target_of(std::string_view path) const {
+  if (quota_targets_.empty() || path.empty() || path[0] != '/') return {};
+  for (std::string_view p = path; p != "/"; p = parent_path(p))
+    if (quota_targets_.count(p)) return std::string(p);
+  return {};
+}
+
+void DataTree::quota_node_added(const std::string& path) {
+  if (!path.starts_with(quota_root)) return;
+  if (auto t = quota_target(path, quota_limits_node); !t.empty()) quota_targets_.insert(t);
+  if (auto t = quota_target(path, quota_stats_node); !t.empty()) recompute_quota(t);
+}
+
+void DataTree::quota_node_removed(std::string_view path) {
+  if (!path.starts_with(quota_root)) return;
+  if (auto t = quota_target(path, quota_limits_node); !t.empty()) quota_targets_.erase(t);
+}
+
+void DataTree::quota_change(std::string_view path, int64_t count_diff, int64_t bytes_diff) {
+  auto target = quota_target_of(path);
+  if (target.empty()) return;
+  Node* stats = find_mut(quota_stats_path(target));
+  if (!stats) return;  // a limits node without its stats node: nothing to keep up
+  auto t = StatsTrack::parse(stats->data.value_or(""));
+  t.set("count", t.get("count") + count_diff);
+  t.set("bytes", t.get("bytes") + bytes_diff);
+  stats->data = t.text();  // not a change of the stats node's own Stat, as in ZooKeeper
+}
+
+void DataTree::recompute_quota(const std::string& target) {
+  Node* stats = find_mut(quota_stats_path(target));
+  if (!stats) return;
+  int64_t count = 0, bytes = 0;
+  if (const Node* root = find(target)) {
+    std::vector<const Node*> todo{root};
+    while (!todo.empty()) {
+      const Node* n = todo.back();
+      todo.pop_back();
+      ++count;
+      bytes += n->data ? static_cast<int64_t>(n->data->size()) : 0;
+      for (const auto& [name, kid] : n->children) todo.push_back(kid);
+    }
+  }
+  StatsTrack t;
+  t.set("count", count);
+  t.set("bytes", bytes);
+  stats->data = t.text();
+}
+
+void DataTree::rebuild_quotas() {
+  quota_targets_.clear();
+  const Node* root = find(std::string(quota_root));
+  if (!root) return;
+  std::vector<std::pair<std::string, const Node*>> todo{{std::string(quota_root), root}};
+  while (!todo.empty()) {
+    auto [path, n] = todo.back();
+    todo.pop_back();
+    for (const auto& [name, kid] : n->children) {
+      std::string p = path + "/" + name;
+      if (auto t = quota_target(p, quota_limits_node); !t.empty()) quota_targets_.insert(t);
+      todo.emplace_back(std::move(p), kid);
+    }
+  }
+  for (const auto& t : quota_targets_) recompute_quota(t);
+}
+
 int64_t DataTree::approximate_data_size() const {
   int64_t bytes = 0;
   for (const auto& [path, n] : nodes_) bytes += static_cast<int64_t>(path.size() + (n.data ? n.data->size() : 0));
@@ -160,6 +227,7 @@ void DataTree::start_load(size_t expected_nodes) {
   nodes_.clear();
   ephemerals_.clear();
   expirable_.clear();
+  quota_targets_.clear();
   last_applied_ = 0;
   nodes_.reserve(expected_nodes);  // no rehash of a large tree while it loads
 }
@@ -214,6 +282,8 @@ Err DataTree::create(const CreateTxn& c, const Txn& t, Zxid zxid, std::vector<Wa
   if (ephemeral::is_session(c.ephemeralOwner)) ephemerals_[c.ephemeralOwner].insert(c.path);
   if (c.ephemeralOwner != 0 && !ephemeral::is_session(c.ephemeralOwner)) expirable_.insert(c.path);
   parent->children.emplace(node_name(c.path), &n);
+  quota_node_added(c.path);
+  quota_change(c.path, 1, n.data ? static_cast<int64_t>(n.data->size()) : 0);
   tr.push_back({EventType::nodeCreated, c.path});
   tr.push_back({EventType::nodeChildrenChanged, std::string(parent_name)});
   return Err::ok;
@@ -245,6 +315,8 @@ Err DataTree::remove(std::string_view path, Zxid zxid, std::vector<WatchTrigger>
   } else if (owner != 0) {
     expirable_.erase(std::string(path));
   }
+  quota_node_removed(path);
+  quota_change(path, -1, it->second.data ? -static_cast<int64_t>(it->second.data->size()) : 0);
   std::string removed(path);
   nodes_.erase(it);
   tr.push_back({EventType::nodeDeleted, removed});
@@ -270,6 +342,8 @@ ApplyResult DataTree::apply_one(int32_t type, const TxnBody& body, const Txn& t,
             r.err = Err::noNode;
             return;
           }
+          auto size = [](const wire::Bytes& d) { return d ? static_cast<int64_t>(d->size()) : 0; };
+          quota_change(b.path, 0, size(b.data) - size(n->data));
           n->data = b.data;
           n->version = b.version;
           n->mzxid = zxid;

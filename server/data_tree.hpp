@@ -70,6 +70,9 @@ class DataTree {
   // approximate data size), for the four-letter words.
   const std::map<SessionId, std::set<std::string>>& ephemerals() const { return ephemerals_; }
   int64_t approximate_data_size() const;
+  // The path with a quota that covers `path` (itself or its nearest ancestor with one; never
+  // "/", as in ZooKeeper), or empty. See quota.hpp.
+  std::string quota_target_of(std::string_view path) const;
   // Every node below `n` (getAllChildrenNumber), without `n` itself.
   static size_t count_descendants(const Node& n);
   // Containers and TTL nodes: the candidates of the periodic cleanup.
@@ -93,6 +96,7 @@ class DataTree {
   void finish_load(Zxid zxid) {
     last_applied_ = zxid;
     last_loaded_acl_.reset();
+    rebuild_quotas();  // the stats of a fuzzy snapshot may be stale: counted again, as ZooKeeper does
   }
   // A digest of every node's path, data, ACL and Stat, independent of insertion order: two
   // trees with the same digest hold the same nodes.
@@ -112,6 +116,13 @@ class DataTree {
   std::unordered_map<std::string, Node> nodes_;
   std::map<SessionId, std::set<std::string>> ephemerals_;
   std::set<std::string> expirable_;
+  // Paths with a zookeeper_limits node (ZooKeeper's pTrie), and the upkeep of their stats.
+  std::set<std::string, std::less<>> quota_targets_;
+  void quota_node_added(const std::string& path);
+  void quota_node_removed(std::string_view path);
+  void quota_change(std::string_view path, int64_t count_diff, int64_t bytes_diff);
+  void recompute_quota(const std::string& target);
+  void rebuild_quotas();
   std::map<wire::AclList, std::weak_ptr<const wire::AclList>> acls_;
   std::shared_ptr<const wire::AclList> last_loaded_acl_;  // during a load only
   Zxid last_applied_ = 0;

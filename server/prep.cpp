@@ -1,8 +1,12 @@
 #include "server/prep.hpp"
 
+#include <spdlog/spdlog.h>
+
+#include <chrono>
 #include <cstdio>
 
 #include "server/path.hpp"
+#include "server/quota.hpp"
 
 namespace warden::server {
 
@@ -16,6 +20,36 @@ std::optional<int32_t> next_version(int32_t current, int32_t expected) {
   return current + 1;
 }
 }  // namespace
+
+Err Prep::check_quota(const std::string& path, int64_t count_diff, int64_t bytes_diff) {
+  std::string target = tree_.quota_target_of(path);
+  if (target.empty()) return Err::ok;
+  const Node* limits_node = tree_.find(quota_limits_path(target));
+  const Node* stats_node = tree_.find(quota_stats_path(target));
+  if (!limits_node || !stats_node) return Err::ok;
+  auto limits = StatsTrack::parse(limits_node->data.value_or(""));
+  auto stats = StatsTrack::parse(stats_node->data.value_or(""));
+  Err out = Err::ok;
+  auto check = [&](const char* what, const char* soft_key, const char* hard_key, int64_t diff) {
+    int64_t soft = limits.get(soft_key), hard = limits.get(hard_key);
+    if (diff == 0 || (soft < 0 && hard < 0)) return;
+    int64_t now = stats.get(what) + diff;
+    bool is_hard = hard > -1;
+    int64_t limit = is_hard ? hard : soft;
+    if (now <= limit) return;
+    auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                  std::chrono::steady_clock::now().time_since_epoch()).count();
+    if (ms - quota_logged_ms_ >= 1000) {
+      quota_logged_ms_ = ms;
+      spdlog::warn("Quota exceeded: {} [current {}={}, {}{}Limit={}]", target, what, now, is_hard ? "hard" : "soft",
+                   what == std::string("count") ? "Count" : "Byte", limit);
+    }
+    if (is_hard && enforce_quota_) out = Err::quotaExceeded;
+  };
+  check("count", "count", "countHardLimit", count_diff);
+  check("bytes", "bytes", "byteHardLimit", bytes_diff);
+  return out;
+}
 
 std::optional<Prep::View> Prep::view(const std::string& path) const {
   if (auto it = pending_.find(path); it != pending_.end()) return it->second;
@@ -70,6 +104,7 @@ Prep::Outcome Prep::prep_create(OpCode type, const wire::CreateTTLRequest& req, 
   if (!valid_path(path)) return Err::badArguments;
   if (auto existing = view(path); existing) return Err::nodeExists;
   if (ephemeral::is_session(parent->ephemeralOwner)) return Err::noChildrenForEphemerals;
+  if (Err q = check_quota(path, 1, req.data ? static_cast<int64_t>(req.data->size()) : 0); q != Err::ok) return q;
 
   // The opcode, not the flags, makes a container (ZooKeeper's create txn has no container form).
   int64_t owner = 0;
@@ -117,6 +152,10 @@ Prep::Outcome Prep::prep_set_data(const wire::SetDataRequest& req, const AuthIds
   auto node = view(req.path);
   if (!node) return Err::noNode;
   if (!acl_allows(*node->acl, wire::perms::write, auth)) return Err::noAuth;
+  if (const Node* now = tree_.find(req.path)) {
+    auto size = [](const wire::Bytes& d) { return d ? static_cast<int64_t>(d->size()) : 0; };
+    if (Err q = check_quota(req.path, 0, size(req.data) - size(now->data)); q != Err::ok) return q;
+  }
   auto v = next_version(node->version, req.version);
   if (!v) return Err::badVersion;
   node->version = *v;

@@ -32,7 +32,8 @@ struct PrepRequest {
 
 class Prep {
  public:
-  Prep(const DataTree& tree, bool extended_types) : tree_(tree), extended_types_(extended_types) {}
+  Prep(const DataTree& tree, bool extended_types, bool enforce_quota = false)
+      : tree_(tree), extended_types_(extended_types), enforce_quota_(enforce_quota) {}
 
   // Any write opcode (create*, delete, setData, setACL, check, multi) into its txn.
   Txn prepare(const PrepRequest& r);
@@ -67,6 +68,11 @@ class Prep {
 
   const DataTree& tree_;
   bool extended_types_;
+  bool enforce_quota_;
+  int64_t quota_logged_ms_ = 0;  // soft-limit lines: at most one a second
+  // ZooKeeper's checkQuota: a change of `count_diff` nodes and `bytes_diff` bytes under a quota.
+  // Past a limit it logs; past a hard limit, with enforceQuota, the change is refused.
+  wire::Err check_quota(const std::string& path, int64_t count_diff, int64_t bytes_diff);
   std::unordered_map<std::string, std::optional<View>> pending_;
 };
 

@@ -242,6 +242,7 @@ struct ServerRuntime::Impl {
     o.extended_types = c.extended_types;
     o.container_check_interval_ms = c.container_check_interval_ms;
     o.super_digest = c.super_digest;
+    o.enforce_quota = c.enforce_quota;
     return o;
   }
 

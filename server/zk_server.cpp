@@ -56,7 +56,7 @@ ZkServer::ZkServer(ServerOptions opts, consensus::Replicator& replicator, Clock 
     : opts_(opts),
       replicator_(replicator),
       clock_(std::move(clock)),
-      prep_(tree_, opts.extended_types),
+      prep_(tree_, opts.extended_types, opts.enforce_quota),
       sessions_(opts.tick_ms),
       rng_(std::random_device{}()) {
   sessions_.seed_ids(clock_(), opts_.server_id);

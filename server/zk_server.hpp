@@ -59,6 +59,8 @@ struct ServerOptions {
   int32_t container_check_interval_ms = 60000;
   // See Config::super_digest; empty: no super user.
   std::string super_digest;
+  // Refuse changes past a hard quota (ZooKeeper's zookeeper.enforceQuota).
+  bool enforce_quota = false;
 };
 
 class ZkServer {

@@ -89,6 +89,40 @@ getAcl /w
 quit
 """
 
+# Quotas, with enforceQuota=true on both servers: soft limits are only logged, hard ones refuse.
+QUOTA_SCRIPT = """\
+create /q q
+create /q/a 1
+setquota -n 3 /q
+listquota /q
+create /q/b 2
+create /q/c 3
+listquota /q
+set /q/a 12345
+listquota /q
+delquota -n /q
+listquota /q
+create /hard h
+setquota -N 2 /hard
+create /hard/x x
+create /hard/y y
+listquota /hard
+setquota -B 10 /hard
+set /hard 0123456789abc
+set /hard 0123
+listquota /hard
+delquota /hard
+listquota /hard
+create /hard/y y
+setquota -n 1 /q/a
+setquota -n 1 /
+setquota -n 1 /nothing
+get /zookeeper/quota/q/zookeeper_limits
+get /zookeeper/quota/q/zookeeper_stats
+ls -R /zookeeper/quota
+quit
+"""
+
 NOISE = ("SLF4J:", "JLine support", "Welcome to ZooKeeper", "Connecting to")
 
 
@@ -127,23 +161,31 @@ def normalise(out):
     return lines, sorted(events)
 
 
-def main():
-    checks = support.Checks("zkcli")
-    with support.start_zookeeper() as zk:
-        want_lines, want_events = normalise(support.run_zkcli(zk.hosts, SCRIPT))
-    with support.start_warden("extendedTypesEnabled=true\n") as w:
-        got_lines, got_events = normalise(support.run_zkcli(w.hosts, SCRIPT))
-        checks.check(w.alive(), "warden-server still running after the script")
-    checks.check(len(want_lines) > 40, f"ZooKeeper's transcript is substantial ({len(want_lines)} lines)")
+def compare(checks, name, script, zk_cfg, warden_cfg):
+    with support.start_zookeeper(extra_cfg=zk_cfg) as zk:
+        want_lines, want_events = normalise(support.run_zkcli(zk.hosts, script))
+    with support.start_warden(warden_cfg) as w:
+        got_lines, got_events = normalise(support.run_zkcli(w.hosts, script))
+        checks.check(w.alive(), f"{name}: warden-server still running after the script")
+        log = w.log()
+    checks.check(len(want_lines) > 20, f"{name}: ZooKeeper's transcript is substantial ({len(want_lines)} lines)")
     for i in range(max(len(want_lines), len(got_lines))):
         want = want_lines[i] if i < len(want_lines) else "<end>"
         got = got_lines[i] if i < len(got_lines) else "<end>"
-        checks.equal(got, want, f"line {i + 1}")
+        checks.equal(got, want, f"{name}: line {i + 1}")
         if got != want:
             print("--- ZooKeeper 3.8 ---\n" + "\n".join(want_lines))
             print("--- Warden ---\n" + "\n".join(got_lines))
             break
-    checks.equal(got_events, want_events, "watch notifications")
+    checks.equal(got_events, want_events, f"{name}: watch notifications")
+    return log
+
+
+def main():
+    checks = support.Checks("zkcli")
+    compare(checks, "main", SCRIPT, "", "extendedTypesEnabled=true\n")
+    log = compare(checks, "quotas", QUOTA_SCRIPT, "enforceQuota=true\n", "enforceQuota=true\n")
+    checks.check("Quota exceeded: /q [current count=4, softCountLimit=3]" in log, "a soft quota is logged")
     checks.finish()
 
 

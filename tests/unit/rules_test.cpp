@@ -6,6 +6,7 @@
 #include "server/config.hpp"
 #include "server/four_letter.hpp"
 #include "server/path.hpp"
+#include "server/quota.hpp"
 
 using namespace warden::server;
 
@@ -150,4 +151,21 @@ TEST_CASE("zoo.cfg: bad input names the file, the line and the key") {
   // Binary junk: an error, never a crash.
   std::string junk = "\x01\x02\xff=\xfe\n\x00\x00\n";
   CHECK_FALSE(std::holds_alternative<Config>(parse_config(junk, "junk.cfg")));
+}
+
+TEST_CASE("quota StatsTrack text: ZooKeeper's forms, and garbage read as no limit") {
+  auto t = StatsTrack::parse("count=3,bytes=-1=;byteHardLimit=10;countHardLimit=-1");
+  CHECK(t.get("count") == 3);
+  CHECK(t.get("bytes") == -1);
+  CHECK(t.get("byteHardLimit") == 10);
+  CHECK(t.text() == "count=3,bytes=-1=;byteHardLimit=10;countHardLimit=-1");
+  CHECK(StatsTrack::parse("count=2,bytes=5").text() == "count=2,bytes=5");
+  CHECK(StatsTrack::parse("").text() == "count=-1,bytes=-1");
+  auto junk = StatsTrack::parse("count=abc,=5,bytes,\xff\xfe=1,bytes=99999999999999999999999,count=");
+  CHECK(junk.get("count") == -1);
+  CHECK(junk.get("bytes") == -1);
+  CHECK(quota_target("/zookeeper/quota/a/b/zookeeper_limits", quota_limits_node) == "/a/b");
+  CHECK(quota_target("/zookeeper/quota/zookeeper_limits", quota_limits_node).empty());
+  CHECK(quota_target("/zookeeper/quota/a/xzookeeper_limits", quota_limits_node).empty());
+  CHECK(quota_target("/other/a/zookeeper_limits", quota_limits_node).empty());
 }

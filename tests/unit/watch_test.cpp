@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "harness.hpp"
+#include "server/snapshot_walk.hpp"
 
 using namespace test;
 using wire::EventType;
@@ -219,4 +220,52 @@ TEST_CASE("sasl and reconfig get ZooKeeper's answers and the session lives") {
   CHECK_FALSE(wire::decode<wire::SetSaslResponse>(s.body)->token.has_value());
   CHECK(a.call(OpCode::reconfig, wire::ReconfigRequest{"", "", "server.1=h:1:2", -1}).err() == Err::reconfigDisabled);
   CHECK(a.exists("/zookeeper"));
+}
+
+TEST_CASE("quotas: the tree keeps the stats, hard limits refuse with enforceQuota, a snapshot recounts") {
+  server::ServerOptions o;
+  o.enforce_quota = true;
+  Harness h(o);
+  Client a(h);
+  a.connect();
+  a.create("/q", "12");
+  a.create("/q/a", "3");
+  a.create("/zookeeper/quota/q");
+  a.create("/zookeeper/quota/q/zookeeper_limits", "count=-1,bytes=-1=;countHardLimit=4");
+  a.create("/zookeeper/quota/q/zookeeper_stats", "count=0,bytes=0");  // the tree counts it anew
+  auto stats = [&] { return *h.server.tree().find("/zookeeper/quota/q/zookeeper_stats")->data; };
+  CHECK(stats() == "count=2,bytes=3");
+  CHECK(a.create("/q/b", "45").err() == Err::ok);
+  a.create("/q/a/deep", "");
+  CHECK(stats() == "count=4,bytes=5");
+  CHECK(a.create("/q/c").err() == Err::quotaExceeded);
+  CHECK(a.create("/elsewhere").err() == Err::ok);  // outside the quota
+  a.call(OpCode::setData, wire::SetDataRequest{"/q/b", std::string("4567"), -1});
+  CHECK(stats() == "count=4,bytes=7");
+  a.call(OpCode::remove, wire::DeleteRequest{"/q/a/deep", -1});
+  CHECK(stats() == "count=3,bytes=7");
+  CHECK(a.create("/q/c").err() == Err::ok);
+
+  // Garbage in the limits: no limit, never a crash.
+  a.call(OpCode::setData, wire::SetDataRequest{"/zookeeper/quota/q/zookeeper_limits", std::string("\x01=\xff,,;="), -1});
+  CHECK(a.create("/q/d").err() == Err::ok);
+
+  // A snapshot's stats may be stale: loading counts again.
+  Harness copy(o, h.now);
+  copy.server.start_snapshot_load();
+  server::SnapshotWalk walk(h.server.tree());
+  while (!walk.done())
+    server::for_each_in_chunk(walk.next_chunk(50).second, [&](std::string_view p, std::string_view r) {
+      if (p == "/zookeeper/quota/q/zookeeper_stats") {
+        // as if the walk met it before the last changes
+        auto n = *h.server.tree().find(std::string(p));
+        n.data = "count=0,bytes=0";
+        std::string rec;
+        server::DataTree::append_snapshot_node(rec, n);
+        return copy.server.load_snapshot_node(p, std::string_view(rec).substr(4));
+      }
+      return copy.server.load_snapshot_node(p, r);
+    });
+  copy.server.finish_snapshot_load(walk.at());
+  CHECK(*copy.server.tree().find("/zookeeper/quota/q/zookeeper_stats")->data == "count=5,bytes=7");
 }
