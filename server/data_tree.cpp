@@ -284,8 +284,8 @@ Err DataTree::create(const CreateTxn& c, const Txn& t, Zxid zxid, std::vector<Wa
   parent->children.emplace(node_name(c.path), &n);
   quota_node_added(c.path);
   quota_change(c.path, 1, n.data ? static_cast<int64_t>(n.data->size()) : 0);
-  tr.push_back({EventType::nodeCreated, c.path});
-  tr.push_back({EventType::nodeChildrenChanged, std::string(parent_name)});
+  tr.push_back({EventType::nodeCreated, c.path, n.acl});
+  tr.push_back({EventType::nodeChildrenChanged, std::string(parent_name), parent->acl});
   return Err::ok;
 }
 
@@ -318,9 +318,10 @@ Err DataTree::remove(std::string_view path, Zxid zxid, std::vector<WatchTrigger>
   quota_node_removed(path);
   quota_change(path, -1, it->second.data ? -static_cast<int64_t>(it->second.data->size()) : 0);
   std::string removed(path);
+  auto removed_acl = it->second.acl;
   nodes_.erase(it);
-  tr.push_back({EventType::nodeDeleted, removed});
-  tr.push_back({EventType::nodeChildrenChanged, std::string(parent_name)});
+  tr.push_back({EventType::nodeDeleted, removed, std::move(removed_acl)});
+  tr.push_back({EventType::nodeChildrenChanged, std::string(parent_name), parent->acl});
   return Err::ok;
 }
 
@@ -349,7 +350,7 @@ ApplyResult DataTree::apply_one(int32_t type, const TxnBody& body, const Txn& t,
           n->mzxid = zxid;
           n->mtime = t.time;
           r.stat = client_stat(*n);
-          tr.push_back({EventType::nodeDataChanged, b.path});
+          tr.push_back({EventType::nodeDataChanged, b.path, n->acl});
         } else if constexpr (std::is_same_v<B, SetAclTxn>) {
           Node* n = find_mut(b.path);
           if (!n) {
@@ -406,7 +407,11 @@ ApplyResult DataTree::apply_multi(const MultiTxn& m, const Txn& t, Zxid zxid,
       case wire::OpCode::create: res.record = wire::CreateResponse{one.path}; break;
       case wire::OpCode::create2:
       case wire::OpCode::createContainer:
-      case wire::OpCode::createTTL: res.record = wire::Create2Response{one.path, one.stat}; break;
+      case wire::OpCode::createTTL:
+        // ZooKeeper's CreateResult with a stat says create2, whatever made the node.
+        res.type = static_cast<int32_t>(wire::OpCode::create2);
+        res.record = wire::Create2Response{one.path, one.stat};
+        break;
       case wire::OpCode::setData: res.record = wire::StatResponse{one.stat}; break;
       default: break;
     }

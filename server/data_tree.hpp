@@ -42,6 +42,10 @@ wire::Stat client_stat(const Node& n);
 struct WatchTrigger {
   wire::EventType type;
   std::string path;
+  // The ACL of the node the event is about (the parent's for a child-list change, the deleted
+  // node's for a delete): only connections that may READ it hear the event (ZooKeeper's fix
+  // for CVE-2024-23944); the watch fires either way.
+  std::shared_ptr<const wire::AclList> acl;
 };
 
 struct ApplyResult {

@@ -208,6 +208,31 @@ Prep::Outcome Prep::prep_op(OpCode type, const wire::MultiOpRecord& rec, const A
       rec);
 }
 
+namespace {
+// Inside a multi ZooKeeper rebuilds each create from its flags (MultiOperationRecord turns it
+// into Op.create(flags)): flags, not the opcode, make a container or a TTL node, create2 becomes
+// a create, and flags it does not know mean persistent. Standalone creates go by their opcode.
+std::pair<OpCode, wire::MultiOpRecord> multi_create_kind(OpCode type, const wire::MultiOpRecord& rec) {
+  auto kind = [](int32_t& flags) {
+    auto mode = wire::create_mode_from_flags(flags);
+    if (!mode) {
+      flags = 0;
+      return OpCode::create;
+    }
+    if (*mode == wire::CreateMode::container) return OpCode::createContainer;
+    return wire::is_ttl(*mode) ? OpCode::createTTL : OpCode::create;
+  };
+  wire::MultiOpRecord out = rec;
+  if (auto* c = std::get_if<wire::CreateRequest>(&out)) {
+    OpCode k = kind(c->flags);
+    // A TTL mode in a record without a ttl: ZooKeeper cannot build that op either.
+    return {k == OpCode::createTTL ? type : k, std::move(out)};
+  }
+  if (auto* c = std::get_if<wire::CreateTTLRequest>(&out)) return {kind(c->flags), std::move(out)};
+  return {type, std::move(out)};
+}
+}  // namespace
+
 TxnBody Prep::prep_multi(std::string_view body, const AuthIds& auth) {
   auto decoded = wire::decode_multi(body, false);
   if (decoded.error) return ErrorTxn{static_cast<int32_t>(Err::marshallingError)};
@@ -219,14 +244,15 @@ TxnBody Prep::prep_multi(std::string_view body, const AuthIds& auth) {
       m.ops.push_back({-1, ErrorTxn{static_cast<int32_t>(Err::runtimeInconsistency)}});
       continue;
     }
-    Outcome o = prep_op(op.type, op.record, auth, &undo);
+    auto [type, record] = multi_create_kind(op.type, op.record);
+    Outcome o = prep_op(type, record, auth, &undo);
     if (auto* e = std::get_if<Err>(&o)) {
       failed = true;
       // ZooKeeper reports the ops before the failure as error results with code 0.
       for (auto& done : m.ops) done = SubTxn{-1, ErrorTxn{0}};
       m.ops.push_back({-1, ErrorTxn{static_cast<int32_t>(*e)}});
     } else {
-      m.ops.push_back({static_cast<int32_t>(op.type), std::get<SubTxnBody>(std::move(o))});
+      m.ops.push_back({static_cast<int32_t>(type), std::get<SubTxnBody>(std::move(o))});
     }
   }
   if (failed) {

@@ -7,8 +7,8 @@
 // ZooKeeper. One connection gets at most one event per trigger.
 //
 // Unlike ZooKeeper 3.8 (fixed in 3.9), a standard watch set on a path that holds a persistent
-// watch of the same connection does not turn the persistent one into a one-shot: the kinds
-// are kept side by side.
+// watch of the same connection does not turn the persistent one into a one-shot, and adding a
+// persistent mode to a path that has the other one keeps both: the kinds are kept side by side.
 #pragma once
 
 #include <cstdint>

@@ -574,8 +574,17 @@ void ZkServer::on_commit(Zxid zxid, std::string_view payload) {
   std::vector<WatchTrigger> triggers;
   ApplyResult r = apply(*txn, zxid, triggers);
   std::vector<WatchEvent> events;
-  for (const auto& t : triggers) watches_.trigger(t, events);
-  for (const auto& e : events) send_reply(e.conn, wire::xid::notification, -1, e.event);
+  for (const auto& t : triggers) {
+    events.clear();
+    watches_.trigger(t, events);
+    for (const auto& e : events) {
+      // Only to connections that may read the node (ZooKeeper's fix for CVE-2024-23944, in
+      // Debian's 3.8 and upstream 3.8.4+); the watch is spent either way.
+      const Conn* c = conn(e.conn);
+      if (!c || (t.acl && !acl_allows(*t.acl, wire::perms::read, c->auth))) continue;
+      send_reply(e.conn, wire::xid::notification, -1, e.event);
+    }
+  }
 
   assert(!pending_.empty());
   Pending p = pending_.front();

@@ -6,11 +6,9 @@ event must be the same once zxids, times and session ids are normalised."""
 import struct
 
 import support
-from zkproto import OPEN_ACL, Reader, Session, jacl, jbool, jbuf, jint, jlong, jstr, jvec
-
-CREATE, DELETE, EXISTS, GET_DATA, SET_DATA, GET_CHILDREN = 1, 2, 3, 4, 5, 8
-RECONFIG, CHECK_WATCHES, REMOVE_WATCHES, MULTI_READ = 16, 17, 18, 22
-AUTH, SASL, GET_EPHEMERALS, GET_ALL_CHILDREN_NUMBER, SET_WATCHES2, ADD_WATCH, WHO_AM_I = 100, 102, 103, 104, 105, 106, 107
+from zkproto import (ADD_WATCH, AUTH, CHECK_WATCHES, CREATE, DELETE, EXISTS, GET_ALL_CHILDREN_NUMBER, GET_CHILDREN,
+                     GET_DATA, GET_EPHEMERALS, MULTI_READ, OPEN_ACL, RECONFIG, REMOVE_WATCHES, SASL, SET_DATA,
+                     SET_WATCHES2, WHO_AM_I, Normaliser, Session, decode, jacl, jbool, jbuf, jint, jlong, jstr, jvec)
 
 
 def create(path, data=b"", flags=0):
@@ -30,64 +28,6 @@ def multi_read(ops):
     for op, path, watch in ops:
         body += jint(op) + jbool(False) + jint(-1) + jstr(path) + jbool(watch)
     return MULTI_READ, body + jint(-1) + jbool(True) + jint(-1)
-
-
-class Normaliser:
-    """Maps zxids and session ids to tokens in order of first appearance, and times to 'T', so
-    that two servers' transcripts compare."""
-
-    def __init__(self):
-        self.tokens = {}
-
-    def token(self, kind, value):
-        if value in (0, -1):
-            return value
-        key = (kind, value)
-        if key not in self.tokens:
-            self.tokens[key] = f"{kind}{sum(1 for k in self.tokens if k[0] == kind)}"
-        return self.tokens[key]
-
-    def stat(self, s):
-        s = dict(s)
-        for k in ("czxid", "mzxid", "pzxid"):
-            s[k] = self.token("z", s[k])
-        s["ctime"] = s["mtime"] = "T"
-        s["ephemeralOwner"] = self.token("s", s["ephemeralOwner"])
-        return tuple(sorted(s.items()))
-
-
-def decode(op, err, body, norm):
-    if err != 0 or not body:
-        return (err, body.hex() if body else "")
-    r = Reader(body)
-    if op == CREATE:
-        return (err, r.str())
-    if op in (SET_DATA, EXISTS):
-        return (err, norm.stat(r.stat()))
-    if op == GET_DATA:
-        return (err, r.buf(), norm.stat(r.stat()))
-    if op == GET_CHILDREN:
-        return (err, sorted(r.vec(r.str)))  # the order of children is unspecified
-    if op == GET_EPHEMERALS:
-        return (err, sorted(r.vec(r.str)))  # ZooKeeper keeps them in a hash set
-    if op == GET_ALL_CHILDREN_NUMBER:
-        return (err, r.int())
-    if op == WHO_AM_I:
-        return (err, sorted(r.vec(lambda: (r.str(), r.str()))))  # ZooKeeper keeps them in a hash set
-    if op == MULTI_READ:
-        results = []
-        while True:
-            t, done, e = r.int(), r.bool(), r.int()
-            if done:
-                break
-            if t == GET_DATA:
-                results.append((t, e, r.buf(), norm.stat(r.stat())))
-            elif t == GET_CHILDREN:
-                results.append((t, e, sorted(r.vec(r.str))))
-            else:
-                results.append((t, e, r.int()))
-        return (err, results)
-    return (err, body.hex())
 
 
 def script(port):

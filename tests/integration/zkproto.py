@@ -46,6 +46,12 @@ def jacl(acl):
 
 OPEN_ACL = [(31, "world", "anyone")]
 
+CREATE, DELETE, EXISTS, GET_DATA, SET_DATA, GET_ACL, SET_ACL, GET_CHILDREN, SYNC = 1, 2, 3, 4, 5, 6, 7, 8, 9
+GET_CHILDREN2, CHECK, MULTI, CREATE2, RECONFIG, CHECK_WATCHES, REMOVE_WATCHES = 12, 13, 14, 15, 16, 17, 18
+CREATE_CONTAINER, CREATE_TTL, MULTI_READ = 19, 21, 22
+AUTH, SET_WATCHES, SASL, GET_EPHEMERALS, GET_ALL_CHILDREN_NUMBER, SET_WATCHES2, ADD_WATCH, WHO_AM_I = (
+    100, 101, 102, 103, 104, 105, 106, 107)
+
 
 def read_frame(sock):
     def exact(n):
@@ -105,6 +111,90 @@ class Reader:
 
     def done(self):
         return self.p >= len(self.d)
+
+
+class Normaliser:
+    """Maps zxids and session ids to tokens in order of first appearance, and times to 'T', so
+    that two servers' transcripts compare."""
+
+    def __init__(self):
+        self.tokens = {}
+
+    def token(self, kind, value):
+        if value in (0, -1):
+            return value
+        key = (kind, value)
+        if key not in self.tokens:
+            self.tokens[key] = f"{kind}{sum(1 for k in self.tokens if k[0] == kind)}"
+        return self.tokens[key]
+
+    def stat(self, s):
+        s = dict(s)
+        for k in ("czxid", "mzxid", "pzxid"):
+            s[k] = self.token("z", s[k])
+        s["ctime"] = s["mtime"] = "T"
+        s["ephemeralOwner"] = self.token("s", s["ephemeralOwner"])
+        return tuple(sorted(s.items()))
+
+
+def decode(op, err, body, norm):
+    """A reply's body as comparable values: stats normalised, unordered lists sorted."""
+    if (err != 0 and op != MULTI_READ) or not body:
+        return (err, body.hex() if body else "")
+    r = Reader(body)
+    if op == CREATE:
+        return (err, r.str())
+    if op in (CREATE2, CREATE_CONTAINER, CREATE_TTL):
+        return (err, r.str(), norm.stat(r.stat()))
+    if op in (SET_DATA, EXISTS, SET_ACL):
+        return (err, norm.stat(r.stat()))
+    if op == GET_DATA:
+        return (err, r.buf(), norm.stat(r.stat()))
+    if op == GET_ACL:
+        return (err, r.vec(lambda: (r.int(), r.str(), r.str())), norm.stat(r.stat()))
+    if op == GET_CHILDREN:
+        return (err, sorted(r.vec(r.str)))  # the order of children is unspecified
+    if op == GET_CHILDREN2:
+        return (err, sorted(r.vec(r.str)), norm.stat(r.stat()))
+    if op == SYNC:
+        return (err, r.str())
+    if op == MULTI:
+        results = []
+        while True:
+            t, done, e = r.int(), r.bool(), r.int()
+            if done:
+                break
+            if t == CREATE:
+                results.append((t, e, r.str()))
+            elif t in (CREATE2, CREATE_CONTAINER, CREATE_TTL):
+                results.append((t, e, r.str(), norm.stat(r.stat())))
+            elif t == SET_DATA:
+                results.append((t, e, norm.stat(r.stat())))
+            elif t == -1:
+                results.append((t, e, r.int()))
+            else:
+                results.append((t, e))
+        return (err, results)
+    if op == GET_EPHEMERALS:
+        return (err, sorted(r.vec(r.str)))  # ZooKeeper keeps them in a hash set
+    if op == GET_ALL_CHILDREN_NUMBER:
+        return (err, r.int())
+    if op == WHO_AM_I:
+        return (err, sorted(r.vec(lambda: (r.str(), r.str()))))  # ZooKeeper keeps them in a hash set
+    if op == MULTI_READ:
+        results = []
+        while True:
+            t, done, e = r.int(), r.bool(), r.int()
+            if done:
+                break
+            if t == GET_DATA:
+                results.append((t, e, r.buf(), norm.stat(r.stat())))
+            elif t == GET_CHILDREN:
+                results.append((t, e, sorted(r.vec(r.str))))
+            else:
+                results.append((t, e, r.int()))
+        return (err, results)
+    return (err, body.hex())
 
 
 class Session:

@@ -269,3 +269,53 @@ TEST_CASE("quotas: the tree keeps the stats, hard limits refuse with enforceQuot
   copy.server.finish_snapshot_load(walk.at());
   CHECK(*copy.server.tree().find("/zookeeper/quota/q/zookeeper_stats")->data == "count=5,bytes=7");
 }
+
+TEST_CASE("a watch event reaches only connections that may read the node; the watch is spent anyway") {
+  Harness h;
+  Client owner(h), other(h);
+  owner.connect();
+  other.connect();
+  owner.create("/open", "x");
+  CHECK(other.exists("/open", true));
+  // The owner locks the node: the other connection's watch fires but it hears nothing.
+  owner.call_raw(OpCode::auth, wire::encode(wire::AuthPacket{0, "digest", std::string("o:pw")}), wire::xid::auth);
+  owner.call(OpCode::setACL, wire::SetACLRequest{"/open", {wire::Acl{wire::perms::all, wire::Id{"auth", ""}}}, -1});
+  owner.call(OpCode::setData, wire::SetDataRequest{"/open", std::string("y"), -1});
+  CHECK(take_events(other).empty());
+  CHECK(h.server.watch_count() == 0);
+  // Child-list events are checked against the parent's ACL, deletes against the deleted node's.
+  owner.create("/p");
+  other.children("/p", true);
+  other.exists("/p/locked", true);
+  owner.create("/p/locked", "", 0, OpCode::create, {wire::Acl{wire::perms::all, wire::Id{"auth", ""}}});
+  using V = std::vector<std::pair<EventType, std::string>>;
+  CHECK(take_events(other) == V{{EventType::nodeChildrenChanged, "/p"}});  // /p is open; /p/locked is not
+  REQUIRE(add_watch(other, "/p", 1) == Err::ok);
+  owner.call(OpCode::remove, wire::DeleteRequest{"/p/locked", -1});
+  CHECK(take_events(other).empty());
+}
+
+TEST_CASE("inside a multi, flags make the kind of a create, as ZooKeeper rebuilds each op") {
+  Harness h;
+  Client a(h);
+  a.connect();
+  auto acl = Client::open_acl();
+  std::vector<wire::MultiOp> ops{{OpCode::create, wire::CreateRequest{"/c1", "", acl, 4}},            // a container
+                                 {OpCode::createContainer, wire::CreateRequest{"/c2", "", acl, 0}},   // a plain node
+                                 {OpCode::create2, wire::CreateRequest{"/c3", "", acl, 0}},           // a create
+                                 {OpCode::create, wire::CreateRequest{"/c4", "", acl, 99}}};          // persistent
+  auto r = a.call_raw(OpCode::multi, wire::encode_multi_request(ops));
+  auto results = wire::decode_multi_response(r.body);
+  REQUIRE(results);
+  REQUIRE(results->size() == 4);
+  CHECK((*results)[0].type == static_cast<int32_t>(OpCode::create2));  // with a stat
+  CHECK((*results)[1].type == static_cast<int32_t>(OpCode::create));
+  CHECK((*results)[2].type == static_cast<int32_t>(OpCode::create));
+  CHECK((*results)[3].type == static_cast<int32_t>(OpCode::create));
+  CHECK(a.exists("/c1")->ephemeralOwner == 0);  // containers show no owner
+  CHECK(h.server.tree().find("/c1")->ephemeralOwner != 0);
+  CHECK(h.server.tree().find("/c2")->ephemeralOwner == 0);
+  // Standalone, the opcode decides, as before.
+  CHECK(a.create("/c5", "", 4).err() == Err::ok);
+  CHECK(h.server.tree().find("/c5")->ephemeralOwner == 0);
+}
