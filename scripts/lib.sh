@@ -14,6 +14,9 @@ BUILD_PACKAGES=(cmake ninja-build g++ ccache libboost-dev libspdlog-dev libfmt-d
 CLIENT_PACKAGES=(zookeeper zookeeper-bin libzookeeper-mt-dev python3-kazoo libcurator-recipes-java
                  default-jdk-headless zktop)
 
+# libFuzzer: clang and its runtime.
+FUZZ_PACKAGES=(clang libclang-rt-14-dev)
+
 install_packages() {
   local missing=()
   for p in "$@"; do
@@ -30,5 +33,5 @@ install_packages() {
 # Configures and builds $BUILD_DIR; extra arguments go to cmake.
 build() {
   cmake -S "$WARDEN_ROOT" -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-RelWithDebInfo}" "$@" >/dev/null
-  ninja -C "$BUILD_DIR"
+  ninja -C "$BUILD_DIR" ${BUILD_TARGET:-}
 }
