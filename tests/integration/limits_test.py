@@ -87,14 +87,16 @@ def main():
         request = frame(jint(7) + jint(GET_DATA) + jstr("/big") + jbool(False))
         greedy.sock.settimeout(30)
         try:
-            for _ in range(400):  # 360 MB of replies asked for
+            for _ in range(1000):  # 900 MB of replies asked for
                 greedy.sock.sendall(request)
         except OSError:
             pass  # the server closed it: what we want
         closed = wait_for(lambda: "wait unread" in w.log(), 20)
         c.check(closed, "the connection is closed once too much waits unread")
         grown = rss_mib(w.proc.pid) - before
-        c.check(grown < 200, f"the server's memory stayed bounded (grew {grown:.0f} MiB for 360 MB asked)")
+        # Unbounded, the server would hold the 900 MB; bounded, 64 MiB plus what the allocator
+        # keeps (AddressSanitizer's quarantine alone keeps up to 256 MiB of freed buffers).
+        c.check(grown < 500, f"the server's memory stayed bounded (grew {grown:.0f} MiB for 900 MB asked)")
         c.equal(len(zk.get("/big")[0]), 900_000, "other clients are served")
         c.check(w.alive(), "the server runs on")
         zk.stop()
