@@ -106,12 +106,12 @@ std::string ZkServer::four_letter(std::string_view word, ConnId self, const Four
     return out + "\n";
   }
   if (word == "conf") {
-    for (const auto& [k, v] : env.conf) out += k + "=" + v + "\n";
+    for (const auto& [k, v] : env.conf) out += fmt::format("{}={}\n", k, v);
     return out;
   }
   if (word == "envi") {
     out = "Environment:\n";
-    for (const auto& [k, v] : env.environment) out += k + "=" + v + "\n";
+    for (const auto& [k, v] : env.environment) out += fmt::format("{}={}\n", k, v);
     return out;
   }
   if (word == "dirs")
@@ -140,15 +140,15 @@ std::string ZkServer::four_letter(std::string_view word, ConnId self, const Four
     for (const auto& [p, ids] : watches)
       for (ConnId id : ids) by_session[session_of(id)].push_back(p);
     for (const auto& [s, paths] : by_session) {
-      out += hex(s) + "\n";
-      for (const auto& p : paths) out += "\t" + p + "\n";
+      out += fmt::format("{}\n", hex(s));
+      for (const auto& p : paths) out += fmt::format("\t{}\n", p);
     }
     return out + "\n";
   }
   if (word == "wchp") {
     for (const auto& [p, ids] : watches) {
       out += p + "\n";
-      for (ConnId id : ids) out += "\t" + hex(session_of(id)) + "\n";
+      for (ConnId id : ids) out += fmt::format("\t{}\n", hex(session_of(id)));
     }
     return out + "\n";
   }
@@ -159,13 +159,13 @@ std::string ZkServer::four_letter(std::string_view word, ConnId self, const Four
       out += fmt::format("{} expire at {}:\n", ids.size(), java_date(deadline));
       std::vector<SessionId> sorted(ids.begin(), ids.end());
       std::sort(sorted.begin(), sorted.end());
-      for (SessionId s : sorted) out += "\t" + hex(s) + "\n";
+      for (SessionId s : sorted) out += fmt::format("\t{}\n", hex(s));
     }
     const auto& eph = tree_.ephemerals();
     out += fmt::format("ephemeral nodes dump:\nSessions with Ephemerals ({}):\n", eph.size());
     for (const auto& [s, paths] : eph) {
-      out += hex(s) + ":\n";
-      for (const auto& p : paths) out += "\t" + p + "\n";
+      out += fmt::format("{}:\n", hex(s));
+      for (const auto& p : paths) out += fmt::format("\t{}\n", p);
     }
     // ZooKeeper groups connections by when it would drop them idle; Warden has no such
     // expiry, so all are listed as one set, as of now.
@@ -198,7 +198,7 @@ std::string ZkServer::four_letter(std::string_view word, ConnId self, const Four
         {"zk_approximate_data_size", std::to_string(tree_.approximate_data_size())},
         {"zk_uptime", std::to_string(env.uptime_ms)},
     };
-    for (const auto& [k, v] : m) out += k + "\t" + v + "\n";
+    for (const auto& [k, v] : m) out += fmt::format("{}\t{}\n", k, v);
     return out;
   }
   return out;
