@@ -223,6 +223,7 @@ struct ServerRuntime::Impl {
   // next, and the walk in progress.
   int64_t txns_since_snapshot = 0;
   int64_t snapshot_after = 0;
+  int64_t snapshots_skipped = 0;
   std::unique_ptr<SnapshotWalk> walk;
   std::unique_ptr<storage::SnapshotWriter> snapshot_writer;
   asio::steady_timer snapshot_wait{io};  // when the writer is behind
@@ -381,9 +382,17 @@ struct ServerRuntime::Impl {
   }
 
   void count_for_snapshot() {
-    if (++txns_since_snapshot < snapshot_after || walk) return;
+    if (++txns_since_snapshot < snapshot_after) return;
     txns_since_snapshot = 0;
     plan_next_snapshot();
+    if (walk) {
+      // As ZooKeeper's SyncRequestProcessor ("Too busy to snap, skipping"): the count starts
+      // again, so snapshots never run back to back however fast the writes come.
+      ++snapshots_skipped;
+      if (snapshots_skipped == 1 || snapshots_skipped % 100 == 0)
+        spdlog::info("too busy to snapshot: one is still being written ({} skipped so far)", snapshots_skipped);
+      return;
+    }
     walk = std::make_unique<SnapshotWalk>(server->tree());
     spdlog::info("snapshot at 0x{:x} started: {} nodes", walk->at(), server->tree().size());
     asio::post(io, [this] { snapshot_step(); });

@@ -10,36 +10,69 @@ namespace warden::server {
 std::pair<std::string, std::string> SnapshotWalk::next_chunk(size_t max_nodes) {
   std::string key, bytes;
   wire::Writer(key).put_long(static_cast<int64_t>(chunks_++));
+  bytes.reserve(max_nodes * 192);  // a node with 100 bytes of data takes about 200
   wire::Writer w(bytes);
   size_t taken = 0;
-  auto take = [&](std::string path, const Node& n) {
-    w.put_string(path);
+  // Writes the node at parent + "/" + name without building its path, unless the walk must
+  // come back to it (it has children).
+  auto take = [&](std::string_view parent, std::string_view name, const Node& n) {
+    size_t len = parent == "/" ? 1 + name.size() : parent.size() + 1 + name.size();
+    w.put_int(static_cast<int32_t>(name.empty() ? 1 : len));
+    if (name.empty()) {
+      bytes += '/';
+    } else {
+      if (parent != "/") bytes.append(parent);
+      bytes += '/';
+      bytes.append(name);
+    }
     DataTree::append_snapshot_node(bytes, n);
     ++taken;
     // Children added after this point were created after `at`: the log replays them.
-    if (!n.children.empty()) stack_.push_back(Frame{std::move(path), {}, &n});
+    if (!n.children.empty())
+      stack_.push_back(Frame{{}, {}, &n, {}, false});  // its path is set by the caller
   };
   if (!started_) {
     started_ = true;
-    if (const Node* root = tree_.find("/")) take("/", *root);
+    if (const Node* root = tree_.find("/")) {
+      take("/", "", *root);
+      if (!stack_.empty()) stack_.back().path.assign(1, '/');
+    }
   }
-  // The tree does not change during one call: each frame's node is looked up once per call.
+  // The tree does not change during one call: each frame's node is looked up once per call,
+  // and its position among the children once (a name lookup), then followed by iterator.
   // A node gone since the cursor entered it took its subtree with it (a parent cannot go
   // before its children): whatever stands there now was created after `at`.
-  for (auto& f : stack_) f.node = tree_.find(f.path);
+  for (auto& f : stack_) {
+    f.node = tree_.find(f.path);
+    f.positioned = false;
+  }
   while (taken < max_nodes && !stack_.empty()) {
     Frame& top = stack_.back();
     const Node* n = top.node;
-    auto next = n ? (top.last_child.empty() ? n->children.begin() : n->children.upper_bound(top.last_child))
-                  : decltype(n->children)::const_iterator{};
-    if (!n || next == n->children.end()) {
+    if (n && !top.positioned) {
+      top.next = top.last_child.empty() ? n->children.begin() : n->children.upper_bound(top.last_child);
+      top.positioned = true;
+    }
+    if (!n || top.next == n->children.end()) {
       stack_.pop_back();
       continue;
     }
-    const auto& [name, kid] = *next;
-    top.last_child = name;
-    take(top.path == "/" ? "/" + name : top.path + "/" + name, *kid);
+    const auto& [name, kid] = *top.next;
+    ++top.next;
+    size_t depth = stack_.size();
+    take(top.path, name, *kid);
+    if (stack_.size() > depth) {  // the child has children: remember its path, and ours
+      Frame& parent = stack_[depth - 1];
+      parent.last_child = name;
+      std::string& path = stack_.back().path;
+      path.reserve(parent.path.size() + 1 + name.size());
+      if (parent.path != "/") path.append(parent.path);
+      path.append("/").append(name);
+    }
   }
+  // Where each level stands, for the next call (iterators do not survive changes between calls).
+  for (auto& f : stack_)
+    if (f.positioned && f.node && f.next != f.node->children.begin()) f.last_child = std::prev(f.next)->first;
   written_ += taken;
   return {std::move(key), std::move(bytes)};
 }

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -38,7 +39,10 @@ class SnapshotWalk {
   struct Frame {
     std::string path;        // a node whose children are being walked
     std::string last_child;  // the last child's name taken from it; empty before the first
-    const Node* node;        // valid during one next_chunk call only
+    // Valid during one next_chunk call only: the node, and the next child to take.
+    const Node* node;
+    std::map<std::string, Node*, std::less<>>::const_iterator next;
+    bool positioned;
   };
   const DataTree& tree_;
   Zxid at_;

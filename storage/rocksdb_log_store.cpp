@@ -16,10 +16,12 @@ namespace warden::storage {
 
 namespace {
 constexpr char log_prefix = 'L';
-// Written once when the log is created: a directory without it is not a Warden log.
-constexpr const char* format_key = "warden.format";
-// warden-log-2: snapshot node records hold chunks of nodes, numbered in walk order.
-constexpr const char* format_value = "warden-log-2";
+// Written once when the log is created: a directory without it is not a Warden log. Its key
+// sorts before every log record ("L"), so no table file holding it and log records spans the
+// snapshots' key range ("S"), which would stop RocksDB from ingesting snapshots at the bottom.
+constexpr const char* format_key = "!warden.format";
+constexpr const char* legacy_format_key = "warden.format";
+constexpr const char* format_value = "warden-log-3";
 
 std::string key_of(Zxid z) {
   std::string k(9, '\0');
@@ -105,6 +107,13 @@ void RocksDbLogStore::check_format_and_find_last(bool may_initialise) {
   const std::string& dir = dir_;
   std::string format;
   auto st = db_->Get(rocksdb::ReadOptions(), format_key, &format);
+  if (st.IsNotFound()) {  // logs before warden-log-3 kept it under a key that sorts after "S"
+    std::string legacy;
+    if (db_->Get(rocksdb::ReadOptions(), legacy_format_key, &legacy).ok()) {
+      format = legacy;
+      st = rocksdb::Status::OK();
+    }
+  }
   std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions()));
   it->SeekToFirst();
   bool empty = !it->Valid();
@@ -187,12 +196,22 @@ void RocksDbLogStore::for_each_after(Zxid after, const std::function<void(const 
 }
 
 namespace {
-std::string snapshot_key(char part, Zxid at, std::string_view suffix) {
+std::string marker_key(Zxid at) {
   std::string k = key_of(at);
-  k[0] = part;
+  k[0] = 'M';
+  return k;
+}
+
+// "S" + zxid + part + suffix: one snapshot is one contiguous key range, apart from every other
+// snapshot's, so RocksDB ingests its file at the bottom of the tree and never compacts it.
+std::string snapshot_key(Zxid at, char part, std::string_view suffix) {
+  std::string k = key_of(at);
+  k[0] = 'S';
+  k.push_back(part);
   k.append(suffix);
   return k;
 }
+std::string snapshot_range_start(Zxid at) { return snapshot_key(at, '\0', "").substr(0, 9); }
 }  // namespace
 
 void RocksDbLogStore::abandon_building() {
@@ -223,7 +242,7 @@ void RocksDbLogStore::put_snapshot_records(Zxid at, SnapshotPart part,
   }
   if (part == SnapshotPart::session) std::sort(recs.begin(), recs.end());
   for (const auto& [k, v] : recs) {
-    auto st = building_->Put(snapshot_key(static_cast<char>(part), at, k), v);
+    auto st = building_->Put(snapshot_key(at, static_cast<char>(part), k), v);
     if (!st.ok()) {
       abandon_building();
       throw StorageError("cannot write a snapshot in " + dir_ + ": " + st.ToString());
@@ -252,13 +271,13 @@ void RocksDbLogStore::finish_snapshot(Zxid at, const std::string& summary) {
   building_at_ = -1;
   rocksdb::WriteOptions w;
   w.sync = true;
-  st = db_->Put(w, snapshot_key('M', at, ""), summary);
+  st = db_->Put(w, marker_key(at), summary);
   if (!st.ok()) throw StorageError("cannot finish a snapshot in " + dir_ + ": " + st.ToString());
 }
 
 std::string RocksDbLogStore::snapshot_summary(Zxid at) const {
   std::string out;
-  auto st = db_->Get(rocksdb::ReadOptions(), snapshot_key('M', at, ""), &out);
+  auto st = db_->Get(rocksdb::ReadOptions(), marker_key(at), &out);
   if (!st.ok() && !st.IsNotFound()) throw StorageError("cannot read the log in " + dir_ + ": " + st.ToString());
   return out;
 }
@@ -273,13 +292,13 @@ std::vector<Zxid> RocksDbLogStore::complete_snapshots() const {
 
 void RocksDbLogStore::for_each_snapshot_record(
     Zxid at, SnapshotPart part, const std::function<void(std::string_view, std::string_view)>& fn) const {
-  std::string prefix = snapshot_key(static_cast<char>(part), at, "");
+  std::string prefix = snapshot_key(at, static_cast<char>(part), "");
   rocksdb::ReadOptions ro;
   ro.verify_checksums = true;
   std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro));
   for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
     auto k = it->key();
-    fn(std::string_view(k.data() + 9, k.size() - 9), std::string_view(it->value().data(), it->value().size()));
+    fn(std::string_view(k.data() + prefix.size(), k.size() - prefix.size()), std::string_view(it->value().data(), it->value().size()));
   }
   if (!it->status().ok())
     throw StorageError("the snapshot at " + hex_zxid(at) + " in " + dir_ + " is damaged: " + it->status().ToString());
@@ -291,7 +310,8 @@ size_t RocksDbLogStore::purge(size_t retain) {
   Zxid oldest_kept = complete[complete.size() - retain];
   rocksdb::WriteBatch batch;
   // Every snapshot, finished or not, started below the oldest kept one goes.
-  for (char part : {'S', 'T', 'M'}) batch.DeleteRange(snapshot_key(part, 0, ""), snapshot_key(part, oldest_kept, ""));
+  batch.DeleteRange(snapshot_range_start(0), snapshot_range_start(oldest_kept));
+  batch.DeleteRange(marker_key(0), marker_key(oldest_kept));
   // The log from the oldest kept snapshot on stays; so does the record at it, and the last one.
   Zxid cut = std::min(oldest_kept, last_);
   batch.DeleteRange(key_of(0), key_of(cut));
@@ -301,12 +321,10 @@ size_t RocksDbLogStore::purge(size_t retain) {
   if (!st.ok()) throw StorageError("cannot purge the log in " + dir_ + ": " + st.ToString());
   // Ingested snapshots sit in files of their own: give their space back now rather than at
   // some later compaction. Each range holds one part's purged keys only.
-  for (char part : {'S', 'T'}) {
-    std::string from = snapshot_key(part, 0, ""), to = snapshot_key(part, oldest_kept, "");
-    rocksdb::Slice b(from), e(to);
-    st = rocksdb::DeleteFilesInRange(db_.get(), db_->DefaultColumnFamily(), &b, &e);
-    if (!st.ok()) throw StorageError("cannot purge the log in " + dir_ + ": " + st.ToString());
-  }
+  std::string from = snapshot_range_start(0), to = snapshot_range_start(oldest_kept);
+  rocksdb::Slice b(from), e(to);
+  st = rocksdb::DeleteFilesInRange(db_.get(), db_->DefaultColumnFamily(), &b, &e);
+  if (!st.ok()) throw StorageError("cannot purge the log in " + dir_ + ": " + st.ToString());
   return complete.size() - retain;
 }
 

@@ -55,8 +55,8 @@ class RocksDbLogStore final : public LogStore {
   Zxid last_zxid() const override { return last_; }
   std::vector<LogEntry> read_after(Zxid after) const override;
   // ---- snapshots, kept in the same database ----
-  // A snapshot taken from zxid `at` on: node records ("S" + zxid + key), session records
-  // ("T" + zxid + key) and, once all are in, a marker ("M" + zxid). Only a snapshot with its
+  // A snapshot taken from zxid `at` on: node records ("S" + zxid + 'n' + key), session records
+  // ("S" + zxid + 's' + key) and, once all are in, a marker ("M" + zxid). Only a snapshot with its
   // marker is used; recovery replays the log after `at` over it.
   //
   // The records do not go through RocksDB's write path (memtables, flushes, compactions: a
@@ -66,7 +66,7 @@ class RocksDbLogStore final : public LogStore {
   // at the bottom of the tree without a rewrite, and then writes the marker, synced. A file
   // left by a crash is removed at the next open. One snapshot is built at a time: records for
   // another zxid abandon the one being built.
-  enum class SnapshotPart : char { node = 'S', session = 'T' };
+  enum class SnapshotPart : char { node = 'n', session = 's' };
   void put_snapshot_records(Zxid at, SnapshotPart part, std::vector<std::pair<std::string, std::string>> recs);
   void finish_snapshot(Zxid at, const std::string& summary);  // synced: the snapshot is complete
   std::vector<Zxid> complete_snapshots() const;                 // ascending
