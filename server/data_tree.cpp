@@ -37,6 +37,21 @@ wire::Stat client_stat(const Node& n) {
   return s;
 }
 
+namespace {
+// Calls `fn` for `root` and every node below it, without recursion (a deep tree must not
+// exhaust the stack).
+template <class Fn>
+void visit_subtree(const Node& root, Fn&& fn) {
+  std::vector<const Node*> stack{&root};
+  while (!stack.empty()) {
+    const Node* at = stack.back();
+    stack.pop_back();
+    fn(*at);
+    for (const auto& [name, kid] : at->children) stack.push_back(kid);
+  }
+}
+}  // namespace
+
 DataTree::DataTree() {
   // The nodes every ZooKeeper server starts with, with the stats ZooKeeper 3.8 shows for them.
   Node& root = nodes_["/"];
@@ -129,14 +144,10 @@ void DataTree::recompute_quota(const std::string& target) {
   if (!stats) return;
   int64_t count = 0, bytes = 0;
   if (const Node* root = find(target)) {
-    std::vector<const Node*> todo{root};
-    while (!todo.empty()) {
-      const Node* n = todo.back();
-      todo.pop_back();
+    visit_subtree(*root, [&](const Node& n) {
       ++count;
-      bytes += n->data ? static_cast<int64_t>(n->data->size()) : 0;
-      for (const auto& [name, kid] : n->children) todo.push_back(kid);
-    }
+      bytes += n.data ? static_cast<int64_t>(n.data->size()) : 0;
+    });
   }
   StatsTrack t;
   t.set("count", count);
@@ -148,14 +159,14 @@ void DataTree::rebuild_quotas() {
   quota_targets_.clear();
   const Node* root = find(std::string(quota_root));
   if (!root) return;
-  std::vector<std::pair<std::string, const Node*>> todo{{std::string(quota_root), root}};
-  while (!todo.empty()) {
-    auto [path, n] = todo.back();
-    todo.pop_back();
+  std::vector<std::pair<std::string, const Node*>> stack{{std::string(quota_root), root}};
+  while (!stack.empty()) {
+    auto [path, n] = stack.back();
+    stack.pop_back();
     for (const auto& [name, kid] : n->children) {
       std::string p = path + "/" + name;
       if (auto t = quota_target(p, quota_limits_node); !t.empty()) quota_targets_.insert(t);
-      todo.emplace_back(std::move(p), kid);
+      stack.emplace_back(std::move(p), kid);
     }
   }
   for (const auto& t : quota_targets_) recompute_quota(t);
@@ -167,16 +178,11 @@ int64_t DataTree::approximate_data_size() const {
   return bytes;
 }
 
+
 size_t DataTree::count_descendants(const Node& n) {
   size_t count = 0;
-  std::vector<const Node*> todo{&n};  // no recursion: a deep tree must not exhaust the stack
-  while (!todo.empty()) {
-    const Node* at = todo.back();
-    todo.pop_back();
-    count += at->children.size();
-    for (const auto& [name, kid] : at->children) todo.push_back(kid);
-  }
-  return count;
+  visit_subtree(n, [&](const Node&) { ++count; });
+  return count - 1;
 }
 
 std::shared_ptr<const wire::AclList> DataTree::intern(const wire::AclList& acl) {
