@@ -3,6 +3,7 @@
 #include <cassert>
 
 #include <algorithm>
+#include <cstring>
 
 #include "server/path.hpp"
 #include "server/quota.hpp"
@@ -12,13 +13,7 @@ namespace warden::server {
 using wire::Err;
 using wire::EventType;
 
-namespace {
-std::shared_ptr<const wire::AclList> open_acl() {
-  static const auto acl = std::make_shared<const wire::AclList>(
-      wire::AclList{wire::Acl{wire::perms::all, wire::Id{"world", "anyone"}}});
-  return acl;
-}
-}  // namespace
+static_assert(sizeof(void*) != 8 || sizeof(Node) == 104, "a znode's fixed part is meant to stay small");
 
 wire::Stat client_stat(const Node& n) {
   wire::Stat s;
@@ -27,11 +22,11 @@ wire::Stat client_stat(const Node& n) {
   s.ctime = n.ctime;
   s.mtime = n.mtime;
   s.version = n.version;
-  auto kids = static_cast<int32_t>(n.children.size());
+  auto kids = static_cast<int32_t>(n.child_count());
   s.cversion = n.creates * 2 - kids;
   s.aversion = n.aversion;
   s.ephemeralOwner = ephemeral::is_session(n.ephemeralOwner) ? n.ephemeralOwner : 0;
-  s.dataLength = n.data ? static_cast<int32_t>(n.data->size()) : 0;
+  s.dataLength = n.data_size();
   s.numChildren = kids;
   s.pzxid = n.pzxid;
   return s;
@@ -47,45 +42,173 @@ void visit_subtree(const Node& root, Fn&& fn) {
     const Node* at = stack.back();
     stack.pop_back();
     fn(*at);
-    for (const auto& [name, kid] : at->children) stack.push_back(kid);
+    for (const Node& kid : at->children()) stack.push_back(&kid);
+  }
+}
+
+// Calls `fn(path, node)` for every node of the tree below `root`, parents first.
+template <class Fn>
+void visit_with_paths(const Node* root, Fn&& fn) {
+  if (!root) return;
+  std::vector<std::pair<std::string, const Node*>> stack{{"/", root}};
+  while (!stack.empty()) {
+    auto [path, n] = std::move(stack.back());
+    stack.pop_back();
+    fn(std::string_view(path), *n);
+    for (const Node& kid : n->children()) {
+      std::string p = path == "/" ? std::string() : path;
+      p += '/';
+      p.append(kid.name());
+      stack.emplace_back(std::move(p), &kid);
+    }
   }
 }
 }  // namespace
 
 DataTree::DataTree() {
   // The nodes every ZooKeeper server starts with, with the stats ZooKeeper 3.8 shows for them.
-  Node& root = nodes_["/"];
-  root.acl = open_acl();
-  Node& zk = nodes_["/zookeeper"];
-  zk.acl = open_acl();
-  root.children.emplace("zookeeper", &zk);
-  Node& quota = nodes_["/zookeeper/quota"];
-  quota.acl = open_acl();
-  quota.data = std::string();
-  zk.children.emplace("quota", &quota);
-  Node config;
-  config.acl = std::make_shared<const wire::AclList>(
-      wire::AclList{wire::Acl{wire::perms::read, wire::Id{"world", "anyone"}}});
-  config.data = std::string();
-  config.aversion = -1;
-  zk.children.emplace("config", &nodes_.emplace("/zookeeper/config", std::move(config)).first->second);
+  wire::AclList open{wire::Acl{wire::perms::all, wire::Id{"world", "anyone"}}};
+  root_ = make_node("", std::nullopt);
+  root_->acl_ = acquire_acl(open);
+  Node* zk = make_node("zookeeper", std::nullopt);
+  zk->acl_ = acquire_acl(open);
+  link_child(*root_, *zk);
+  Node* quota = make_node("quota", std::string());
+  quota->acl_ = acquire_acl(open);
+  link_child(*zk, *quota);
+  Node* config = make_node("config", std::string());
+  config->acl_ = acquire_acl(wire::AclList{wire::Acl{wire::perms::read, wire::Id{"world", "anyone"}}});
+  config->aversion = -1;
+  link_child(*zk, *config);
+  size_ = 4;
+  approx_bytes_ = static_cast<int64_t>(std::string_view("/").size() + std::string_view("/zookeeper").size() +
+                                       std::string_view("/zookeeper/quota").size() +
+                                       std::string_view("/zookeeper/config").size());
+}
+
+DataTree::~DataTree() { free_all(); }
+
+Node* DataTree::make_node(std::string_view name, const wire::Bytes& data) {
+  size_t data_len = data ? data->size() : 0;
+  void* mem = ::operator new(sizeof(Node) + name.size() + data_len);
+  Node* n = new (mem) Node();
+  n->name_len_ = static_cast<uint32_t>(name.size());
+  n->data_len_ = data ? static_cast<int32_t>(data_len) : -1;
+  if (!name.empty()) std::memcpy(n->bytes(), name.data(), name.size());
+  if (data_len) std::memcpy(n->bytes() + name.size(), data->data(), data_len);
+  return n;
+}
+
+void DataTree::free_node(Node* n) {
+  assert(!n->kids_ && !n->is_linked());
+  n->~Node();
+  ::operator delete(n);
+}
+
+void DataTree::free_all() {
+  // Every node goes; its children's set is dropped before they are, without unlinking each.
+  std::vector<Node*> stack;
+  if (root_) stack.push_back(root_);
+  while (!stack.empty()) {
+    Node* n = stack.back();
+    stack.pop_back();
+    if (n->kids_) {
+      for (Node& kid : n->kids_->set) stack.push_back(&kid);
+      n->kids_->set.clear();
+      delete n->kids_;
+      n->kids_ = nullptr;
+    }
+    free_node(n);
+  }
+  root_ = nullptr;
+  size_ = 0;
+  approx_bytes_ = 0;
+  acls_.clear();
+  free_acl_slots_.clear();
+  acl_index_.clear();
+}
+
+void DataTree::link_child(Node& parent, Node& kid) {
+  if (!parent.kids_) parent.kids_ = new Children();
+  // Creates and loads mostly come in name order (sequential nodes, snapshot walks): the end is
+  // the usual place, and the hint makes it a constant-time insert.
+  parent.kids_->set.insert_unique(parent.kids_->set.end(), kid);
+}
+
+Node* DataTree::set_data(Place at, const wire::Bytes& data) {
+  Node* n = at.node;
+  size_t len = data ? data->size() : 0;
+  approx_bytes_ += static_cast<int64_t>(len) - n->data_size();
+  if (data.has_value() == n->has_data() && len == static_cast<size_t>(n->data_size())) {
+    if (len) std::memcpy(n->bytes() + n->name_len_, data->data(), len);
+    return n;
+  }
+  Node* fresh = make_node(n->name(), data);
+  fresh->czxid = n->czxid;
+  fresh->mzxid = n->mzxid;
+  fresh->pzxid = n->pzxid;
+  fresh->ctime = n->ctime;
+  fresh->mtime = n->mtime;
+  fresh->ephemeralOwner = n->ephemeralOwner;
+  fresh->version = n->version;
+  fresh->creates = n->creates;
+  fresh->aversion = n->aversion;
+  fresh->acl_ = n->acl_;
+  fresh->kids_ = n->kids_;
+  n->kids_ = nullptr;
+  if (at.set) {
+    at.set->replace_node(at.set->iterator_to(*n), *fresh);
+    n->NodeHook::operator=(NodeHook());  // unlinked by the replace: mark it so
+  } else {
+    root_ = fresh;
+  }
+  n->~Node();
+  ::operator delete(n);
+  return fresh;
+}
+
+uint32_t DataTree::acquire_acl(const wire::AclList& acl) {
+  auto it = acl_index_.find(acl);
+  if (it == acl_index_.end()) {
+    uint32_t slot;
+    if (!free_acl_slots_.empty()) {
+      slot = free_acl_slots_.back();
+      free_acl_slots_.pop_back();
+    } else {
+      slot = static_cast<uint32_t>(acls_.size());
+      acls_.emplace_back();
+    }
+    acls_[slot].list = std::make_shared<const wire::AclList>(acl);
+    it = acl_index_.emplace(acl, slot).first;
+  }
+  ++acls_[it->second].refs;
+  return it->second;
+}
+
+void DataTree::release_acl(uint32_t slot) {
+  AclSlot& s = acls_[slot];
+  assert(s.refs > 0);
+  if (--s.refs > 0) return;
+  acl_index_.erase(*s.list);
+  s.list.reset();  // watch events may still hold the list itself
+  free_acl_slots_.push_back(slot);
 }
 
 uint64_t DataTree::digest() const {
-  // FNV-1a per node, combined by addition so that hash-map order does not matter.
+  // FNV-1a per node, combined by addition so that the order of the walk does not matter.
   uint64_t total = 0;
-  for (const auto& [path, n] : nodes_) {
+  visit_with_paths(root_, [&](std::string_view path, const Node& n) {
     uint64_t h = 1469598103934665603ULL;
     auto mix = [&](std::string_view bytes) {
       for (unsigned char ch : bytes) h = (h ^ ch) * 1099511628211ULL;
       h = (h ^ 0xff) * 1099511628211ULL;  // a separator, so "ab"+"c" differs from "a"+"bc"
     };
     mix(path);
-    mix(n.data ? *n.data : std::string_view("\0null", 5));
+    mix(n.has_data() ? n.data() : std::string_view("\0null", 5));
     mix(wire::encode(wire::StatResponse{client_stat(n)}));
-    for (const auto& a : *n.acl) mix(wire::encode(a));
+    for (const auto& a : *acl_of(n)) mix(wire::encode(a));
     total += h;
-  }
+  });
   return total;
 }
 
@@ -94,15 +217,25 @@ bool DataTree::is_special(std::string_view path) {
          path == "/zookeeper/config";
 }
 
-const Node* DataTree::find(std::string_view path) const {
-  auto it = nodes_.find(std::string(path));
-  return it == nodes_.end() ? nullptr : &it->second;
+DataTree::Place DataTree::locate(std::string_view path) const {
+  if (path.empty() || path[0] != '/' || !root_) return {};
+  Place at{nullptr, root_};
+  size_t from = 1;
+  if (path.size() == 1) return at;
+  while (true) {
+    size_t slash = path.find('/', from);
+    std::string_view name = path.substr(from, slash == std::string_view::npos ? std::string_view::npos : slash - from);
+    if (!at.node->kids_) return {};
+    ChildSet& set = at.node->kids_->set;
+    auto it = set.find(name);
+    if (it == set.end()) return {};
+    at = Place{&set, &*it};
+    if (slash == std::string_view::npos) return at;
+    from = slash + 1;
+  }
 }
 
-Node* DataTree::find_mut(std::string_view path) {
-  auto it = nodes_.find(std::string(path));
-  return it == nodes_.end() ? nullptr : &it->second;
-}
+const Node* DataTree::find(std::string_view path) const { return locate(path).node; }
 
 std::vector<std::string> DataTree::ephemerals_of(SessionId s) const {
   auto it = ephemerals_.find(s);
@@ -131,53 +264,42 @@ void DataTree::quota_node_removed(std::string_view path) {
 void DataTree::quota_change(std::string_view path, int64_t count_diff, int64_t bytes_diff) {
   auto target = quota_target_of(path);
   if (target.empty()) return;
-  Node* stats = find_mut(quota_stats_path(target));
-  if (!stats) return;  // a limits node without its stats node: nothing to keep up
-  auto t = StatsTrack::parse(stats->data.value_or(""));
+  Place stats = locate(quota_stats_path(target));
+  if (!stats.node) return;  // a limits node without its stats node: nothing to keep up
+  auto t = StatsTrack::parse(stats.node->data());
   t.set("count", t.get("count") + count_diff);
   t.set("bytes", t.get("bytes") + bytes_diff);
-  stats->data = t.text();  // not a change of the stats node's own Stat, as in ZooKeeper
+  set_data(stats, t.text());  // not a change of the stats node's own Stat, as in ZooKeeper
 }
 
 void DataTree::recompute_quota(const std::string& target) {
-  Node* stats = find_mut(quota_stats_path(target));
-  if (!stats) return;
+  Place stats = locate(quota_stats_path(target));
+  if (!stats.node) return;
   int64_t count = 0, bytes = 0;
   if (const Node* root = find(target)) {
     visit_subtree(*root, [&](const Node& n) {
       ++count;
-      bytes += n.data ? static_cast<int64_t>(n.data->size()) : 0;
+      bytes += n.data_size();
     });
   }
   StatsTrack t;
   t.set("count", count);
   t.set("bytes", bytes);
-  stats->data = t.text();
+  set_data(stats, t.text());
 }
 
 void DataTree::rebuild_quotas() {
   quota_targets_.clear();
   const Node* root = find(std::string(quota_root));
   if (!root) return;
-  std::vector<std::pair<std::string, const Node*>> stack{{std::string(quota_root), root}};
-  while (!stack.empty()) {
-    auto [path, n] = stack.back();
-    stack.pop_back();
-    for (const auto& [name, kid] : n->children) {
-      std::string p = path + "/" + name;
-      if (auto t = quota_target(p, quota_limits_node); !t.empty()) quota_targets_.insert(t);
-      stack.emplace_back(std::move(p), kid);
-    }
-  }
+  visit_with_paths(root, [&](std::string_view rel, const Node&) {
+    // `rel` is the path below the quota root ("/" for the root itself)
+    if (rel == "/") return;
+    std::string p = std::string(quota_root) + std::string(rel);
+    if (auto t = quota_target(p, quota_limits_node); !t.empty()) quota_targets_.insert(t);
+  });
   for (const auto& t : quota_targets_) recompute_quota(t);
 }
-
-int64_t DataTree::approximate_data_size() const {
-  int64_t bytes = 0;
-  for (const auto& [path, n] : nodes_) bytes += static_cast<int64_t>(path.size() + (n.data ? n.data->size() : 0));
-  return bytes;
-}
-
 
 size_t DataTree::count_descendants(const Node& n) {
   size_t count = 0;
@@ -185,88 +307,95 @@ size_t DataTree::count_descendants(const Node& n) {
   return count - 1;
 }
 
-std::shared_ptr<const wire::AclList> DataTree::intern(const wire::AclList& acl) {
-  auto it = acls_.find(acl);
-  if (it != acls_.end()) {
-    if (auto shared = it->second.lock()) return shared;
-  }
-  auto shared = std::make_shared<const wire::AclList>(acl);
-  acls_[acl] = shared;
-  // Forget lists no node uses any more, now and then, so the cache stays as small as the tree's.
-  if (acls_.size() > 64 && acls_.size() % 64 == 0)
-    std::erase_if(acls_, [](const auto& e) { return e.second.expired(); });
-  return shared;
-}
-
-namespace {
-// A node as a snapshot stores it: everything but its path (the key) and its children (rebuilt
-// from the paths).
-struct SnapshotNode {
-  wire::Bytes data;
-  wire::AclList acl;
-  int64_t czxid = 0, mzxid = 0, pzxid = 0, ctime = 0, mtime = 0, ephemeralOwner = 0;
-  int32_t version = 0, creates = 0, aversion = 0;
-  WIRE_FIELDS(data, acl, czxid, mzxid, pzxid, ctime, mtime, ephemeralOwner, version, creates, aversion)
-};
-}  // namespace
-
 std::vector<std::string> DataTree::sorted_paths() const {
   std::vector<std::string> out;
-  out.reserve(nodes_.size());
-  for (const auto& [p, n] : nodes_) out.push_back(p);
+  out.reserve(size_);
+  visit_with_paths(root_, [&](std::string_view p, const Node&) { out.emplace_back(p); });
   std::sort(out.begin(), out.end());
   return out;
 }
 
-void DataTree::append_snapshot_node(std::string& out, const Node& n) {
+void DataTree::append_snapshot_node(std::string& out, const Node& n) const {
   // SnapshotNode's fields, written straight from the node: no copy of its data or ACL.
   size_t at = out.size();
   wire::Writer w(out);
   w.put_int(0);  // the length, set below
-  w(n.data, *n.acl, n.czxid, n.mzxid, n.pzxid, n.ctime, n.mtime, n.ephemeralOwner, n.version, n.creates, n.aversion);
+  if (n.has_data())
+    w.put_string(n.data());
+  else
+    w.put_int(-1);
+  w(*acl_of(n), n.czxid, n.mzxid, n.pzxid, n.ctime, n.mtime, n.ephemeralOwner, n.version, n.creates, n.aversion);
   auto len = static_cast<uint32_t>(out.size() - at - 4);
   for (int i = 0; i < 4; ++i) out[at + static_cast<size_t>(i)] = static_cast<char>(len >> (24 - 8 * i));
 }
 
-void DataTree::start_load(size_t expected_nodes) {
-  last_loaded_acl_.reset();
-  nodes_.clear();
+void DataTree::start_load(size_t) {
+  free_all();
   ephemerals_.clear();
   expirable_.clear();
   quota_targets_.clear();
+  load_parent_ = load_last_ = nullptr;
   last_applied_ = 0;
-  nodes_.reserve(expected_nodes);  // no rehash of a large tree while it loads
 }
 
 bool DataTree::load_node(std::string_view path, std::string_view record) {
   auto r = wire::decode<SnapshotNode>(record);
   if (!r || !valid_path(path)) return false;
-  Node n;
-  n.data = std::move(r->data);
-  // Nodes come in walk order, and neighbours mostly share their ACL: skip the cache's lookup.
-  n.acl = last_loaded_acl_ && *last_loaded_acl_ == r->acl ? last_loaded_acl_ : intern(r->acl);
-  last_loaded_acl_ = n.acl;
-  n.czxid = r->czxid;
-  n.mzxid = r->mzxid;
-  n.pzxid = r->pzxid;
-  n.ctime = r->ctime;
-  n.mtime = r->mtime;
-  n.ephemeralOwner = r->ephemeralOwner;
-  n.version = r->version;
-  n.creates = r->creates;
-  n.aversion = r->aversion;
+  // Nodes come in walk order: a node's parent is mostly the last parent or the last node.
   Node* parent = nullptr;
   if (path != "/") {
-    parent = find_mut(parent_path(path));
-    if (!parent) return true;  // gone from the snapshot's view: see the header
+    std::string_view parent_name = parent_path(path);
+    if (load_parent_ && parent_name == load_parent_path_) {
+      parent = load_parent_;
+    } else if (load_last_ && parent_name == load_last_path_) {
+      parent = load_last_;
+    } else {
+      parent = find_mut(parent_name);
+      if (!parent) return true;  // gone from the snapshot's view: see the header
+    }
+    if (parent != load_parent_) {
+      load_parent_ = parent;
+      load_parent_path_.assign(parent_name);
+    }
   }
-  if (ephemeral::is_session(n.ephemeralOwner)) ephemerals_[n.ephemeralOwner].emplace(path);
-  if (n.ephemeralOwner != 0 && !ephemeral::is_session(n.ephemeralOwner)) expirable_.emplace(path);
-  // The node keeps its children when it was there already (the root, made by the constructor).
-  Node& slot = nodes_[std::string(path)];
-  n.children = std::move(slot.children);
-  slot = std::move(n);
-  if (parent) parent->children.insert_or_assign(std::string(node_name(path)), &slot);
+  Node* n = nullptr;
+  if (const Node* had = path == "/" ? root_ : parent->child(node_name(path))) {
+    // There already (a damaged walk's repeat): the newer record wins, the children stay.
+    Place at = path == "/" ? Place{nullptr, root_} : Place{&parent->kids_->set, const_cast<Node*>(had)};
+    n = set_data(at, r->data);
+    release_acl(n->acl_);
+    load_parent_ = load_last_ = nullptr;  // either may have been the node, which moved
+  } else {
+    n = make_node(path == "/" ? std::string_view() : node_name(path), r->data);
+    if (parent)
+      link_child(*parent, *n);
+    else
+      root_ = n;
+    ++size_;
+    approx_bytes_ += static_cast<int64_t>(path.size()) + n->data_size();
+  }
+  // Neighbours mostly share their ACL: skip the table's lookup then.
+  if (load_last_ && load_last_acl_ < acls_.size() && acls_[load_last_acl_].list &&
+      *acls_[load_last_acl_].list == r->acl) {
+    n->acl_ = load_last_acl_;
+    ++acls_[n->acl_].refs;
+  } else {
+    n->acl_ = acquire_acl(r->acl);
+  }
+  n->czxid = r->czxid;
+  n->mzxid = r->mzxid;
+  n->pzxid = r->pzxid;
+  n->ctime = r->ctime;
+  n->mtime = r->mtime;
+  n->ephemeralOwner = r->ephemeralOwner;
+  n->version = r->version;
+  n->creates = r->creates;
+  n->aversion = r->aversion;
+  if (ephemeral::is_session(n->ephemeralOwner)) ephemerals_[n->ephemeralOwner].emplace(path);
+  if (n->ephemeralOwner != 0 && !ephemeral::is_session(n->ephemeralOwner)) expirable_.emplace(path);
+  load_last_ = n;
+  load_last_path_.assign(path);
+  load_last_acl_ = n->acl_;
   return true;
 }
 
@@ -275,43 +404,54 @@ Err DataTree::create(const CreateTxn& c, const Txn& t, Zxid zxid, std::vector<Wa
   auto parent_name = parent_path(c.path);
   Node* parent = find_mut(parent_name);
   if (!parent) return Err::noNode;
-  auto [slot, added] = nodes_.try_emplace(c.path);  // one lookup both checks and inserts
-  if (!added) return Err::nodeExists;
-  Node& n = slot->second;
-  n.data = c.data;
-  n.acl = intern(c.acl);
-  n.czxid = n.mzxid = n.pzxid = zxid;
-  n.ctime = n.mtime = t.time;
-  n.ephemeralOwner = c.ephemeralOwner;
+  auto name = node_name(c.path);
+  if (!parent->kids_) parent->kids_ = new Children();
+  ChildSet::insert_commit_data where;
+  if (!parent->kids_->set.insert_unique_check(name, where).second) {  // one lookup both checks and places
+    if (parent->kids_->set.empty()) {
+      delete parent->kids_;
+      parent->kids_ = nullptr;
+    }
+    return Err::nodeExists;
+  }
+  Node* n = make_node(name, c.data);
+  n->acl_ = acquire_acl(c.acl);
+  n->czxid = n->mzxid = n->pzxid = zxid;
+  n->ctime = n->mtime = t.time;
+  n->ephemeralOwner = c.ephemeralOwner;
+  parent->kids_->set.insert_unique_commit(*n, where);
   parent->creates = c.parentCreates;
   parent->pzxid = zxid;
+  ++size_;
+  approx_bytes_ += static_cast<int64_t>(c.path.size()) + n->data_size();
   if (ephemeral::is_session(c.ephemeralOwner)) ephemerals_[c.ephemeralOwner].insert(c.path);
   if (c.ephemeralOwner != 0 && !ephemeral::is_session(c.ephemeralOwner)) expirable_.insert(c.path);
-  parent->children.emplace(node_name(c.path), &n);
+  auto acl = acl_of(*n);
+  auto parent_acl = acl_of(*parent);
   quota_node_added(c.path);
-  quota_change(c.path, 1, n.data ? static_cast<int64_t>(n.data->size()) : 0);
-  tr.push_back({EventType::nodeCreated, c.path, n.acl});
-  tr.push_back({EventType::nodeChildrenChanged, std::string(parent_name), parent->acl});
+  quota_change(c.path, 1, c.data ? static_cast<int64_t>(c.data->size()) : 0);
+  tr.push_back({EventType::nodeCreated, c.path, std::move(acl)});
+  tr.push_back({EventType::nodeChildrenChanged, std::string(parent_name), std::move(parent_acl)});
   return Err::ok;
 }
 
 Err DataTree::remove(std::string_view path, Zxid zxid, std::vector<WatchTrigger>& tr) {
-  auto it = nodes_.find(std::string(path));
-  if (it == nodes_.end() || is_special(path)) {
+  Place at = locate(path);
+  if (!at.node || is_special(path)) {
     // Only a replay over a fuzzy snapshot meets a node already gone; its parent may have been
     // written before the delete, so it must still learn of it (ZooKeeper does the same).
     if (!is_special(path))
       if (Node* parent = find_mut(parent_path(path)); parent && zxid > parent->pzxid) parent->pzxid = zxid;
     return Err::noNode;
   }
-  if (!it->second.children.empty()) return Err::notEmpty;
+  Node* n = at.node;
+  if (n->kids_) return Err::notEmpty;
   auto parent_name = parent_path(path);
   Node* parent = find_mut(parent_name);
   if (!parent) return Err::noNode;  // cannot happen in a consistent tree
-  if (auto kid = parent->children.find(node_name(path)); kid != parent->children.end()) parent->children.erase(kid);
   // A later create may already have moved pzxid on (replay after a fuzzy snapshot): never back.
   if (zxid > parent->pzxid) parent->pzxid = zxid;
-  int64_t owner = it->second.ephemeralOwner;
+  int64_t owner = n->ephemeralOwner;
   if (ephemeral::is_session(owner)) {
     auto e = ephemerals_.find(owner);
     if (e != ephemerals_.end()) {
@@ -321,13 +461,22 @@ Err DataTree::remove(std::string_view path, Zxid zxid, std::vector<WatchTrigger>
   } else if (owner != 0) {
     expirable_.erase(std::string(path));
   }
+  int64_t bytes = n->data_size();
+  auto removed_acl = acl_of(*n);
+  auto parent_acl = acl_of(*parent);
+  at.set->erase(at.set->iterator_to(*n));
+  if (at.set->empty()) {
+    delete parent->kids_;
+    parent->kids_ = nullptr;
+  }
+  release_acl(n->acl_);
+  free_node(n);
+  --size_;
+  approx_bytes_ -= static_cast<int64_t>(path.size()) + bytes;
   quota_node_removed(path);
-  quota_change(path, -1, it->second.data ? -static_cast<int64_t>(it->second.data->size()) : 0);
-  std::string removed(path);
-  auto removed_acl = it->second.acl;
-  nodes_.erase(it);
-  tr.push_back({EventType::nodeDeleted, removed, std::move(removed_acl)});
-  tr.push_back({EventType::nodeChildrenChanged, std::string(parent_name), parent->acl});
+  quota_change(path, -1, -bytes);
+  tr.push_back({EventType::nodeDeleted, std::string(path), std::move(removed_acl)});
+  tr.push_back({EventType::nodeChildrenChanged, std::string(parent_name), std::move(parent_acl)});
   return Err::ok;
 }
 
@@ -344,26 +493,28 @@ ApplyResult DataTree::apply_one(int32_t type, const TxnBody& body, const Txn& t,
         } else if constexpr (std::is_same_v<B, DeleteTxn>) {
           r.err = remove(b.path, zxid, tr);
         } else if constexpr (std::is_same_v<B, SetDataTxn>) {
-          Node* n = find_mut(b.path);
-          if (!n) {
+          Place at = locate(b.path);
+          if (!at.node) {
             r.err = Err::noNode;
             return;
           }
-          auto size = [](const wire::Bytes& d) { return d ? static_cast<int64_t>(d->size()) : 0; };
-          quota_change(b.path, 0, size(b.data) - size(n->data));
-          n->data = b.data;
+          int64_t diff = (b.data ? static_cast<int64_t>(b.data->size()) : 0) - at.node->data_size();
+          Node* n = set_data(at, b.data);
           n->version = b.version;
           n->mzxid = zxid;
           n->mtime = t.time;
           r.stat = client_stat(*n);
-          tr.push_back({EventType::nodeDataChanged, b.path, n->acl});
+          tr.push_back({EventType::nodeDataChanged, b.path, acl_of(*n)});
+          quota_change(b.path, 0, diff);  // after: it may move nodes, this one among them
         } else if constexpr (std::is_same_v<B, SetAclTxn>) {
           Node* n = find_mut(b.path);
           if (!n) {
             r.err = Err::noNode;
             return;
           }
-          n->acl = intern(b.acl);
+          uint32_t old = n->acl_;
+          n->acl_ = acquire_acl(b.acl);  // before the release: the same list keeps its slot
+          release_acl(old);
           n->aversion = b.version;
           r.stat = client_stat(*n);
         } else if constexpr (std::is_same_v<B, CheckTxn>) {

@@ -2,9 +2,11 @@
 // nothing of connections, sessions' liveness, replication or watches; applying a txn returns
 // the result and the watch triggers it caused, for the caller to deliver.
 //
-// Invariants: every node but the root has its parent in the tree and its name in the parent's
-// children, which point at it; `creates` counts the creates ever done under a node (ZooKeeper's stored cversion,
-// which names sequential nodes); an ephemeral's owner session lists it in `ephemerals_`.
+// Invariants: every node but the root is linked into its parent's child set, and nowhere else
+// (see znode.hpp); `creates` counts the creates ever done under a node (ZooKeeper's stored
+// cversion, which names sequential nodes); an ephemeral's owner session lists it in
+// `ephemerals_`; an ACL table slot's `refs` counts the nodes that use it; `size_` and
+// `approx_bytes_` are the node count and the sum of path and data lengths.
 #pragma once
 
 #include <cstdint>
@@ -14,25 +16,14 @@
 #include <set>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 #include "server/txn.hpp"
+#include "server/znode.hpp"
 #include "wire/codes.hpp"
 #include "wire/records.hpp"
 
 namespace warden::server {
-
-struct Node {
-  wire::Bytes data;
-  std::shared_ptr<const wire::AclList> acl;
-  Zxid czxid = 0, mzxid = 0, pzxid = 0;
-  int64_t ctime = 0, mtime = 0;
-  int32_t version = 0, creates = 0, aversion = 0;
-  int64_t ephemeralOwner = 0;
-  // Name to node: a node's address is stable while it lives (the tree's hash map keeps it).
-  std::map<std::string, Node*, std::less<>> children;
-};
 
 // What a client is told of a node (ZooKeeper's DataNode.copyStat): cversion counts creates and
 // deletes, derived from the create counter and the live children; containers and TTL nodes
@@ -55,16 +46,28 @@ struct ApplyResult {
   std::vector<wire::MultiResult> multi;
 };
 
+// A node as a snapshot stores it: everything but its path (the key) and its children (rebuilt
+// from the paths).
+struct SnapshotNode {
+  wire::Bytes data;
+  wire::AclList acl;
+  int64_t czxid = 0, mzxid = 0, pzxid = 0, ctime = 0, mtime = 0, ephemeralOwner = 0;
+  int32_t version = 0, creates = 0, aversion = 0;
+  WIRE_FIELDS(data, acl, czxid, mzxid, pzxid, ctime, mtime, ephemeralOwner, version, creates, aversion)
+};
+
 class DataTree {
  public:
   DataTree();
-  // Children point at nodes of this tree: a copy would point into the original.
+  ~DataTree();
   DataTree(const DataTree&) = delete;
   DataTree& operator=(const DataTree&) = delete;
 
   const Node* find(std::string_view path) const;
-  size_t size() const { return nodes_.size(); }
+  size_t size() const { return size_; }
   Zxid last_applied() const { return last_applied_; }
+  // The node's ACL list (shared: a watch event keeps it after the node is gone).
+  const std::shared_ptr<const wire::AclList>& acl_of(const Node& n) const { return acls_[n.acl_].list; }
 
   // Applies a committed txn at `zxid`, appending the watch triggers it causes.
   ApplyResult apply(const Txn& txn, Zxid zxid, std::vector<WatchTrigger>& triggers);
@@ -73,7 +76,7 @@ class DataTree {
   // Ephemeral nodes of sessions, and path plus data bytes of every node (ZooKeeper's
   // approximate data size), for the four-letter words.
   const std::map<SessionId, std::set<std::string>>& ephemerals() const { return ephemerals_; }
-  int64_t approximate_data_size() const;
+  int64_t approximate_data_size() const { return approx_bytes_; }
   // The path with a quota that covers `path` (itself or its nearest ancestor with one; never
   // "/", as in ZooKeeper), or empty. See quota.hpp.
   std::string quota_target_of(std::string_view path) const;
@@ -87,19 +90,18 @@ class DataTree {
   // ---- snapshots ----
   // Every path in the tree, sorted: a parent before its descendants (for tools).
   std::vector<std::string> sorted_paths() const;
-  // Appends a node in snapshot form, as a length-prefixed record: everything but its path
-  // and its children.
-  static void append_snapshot_node(std::string& out, const Node& n);
-  // Rebuilding from a snapshot: start_load() empties the tree (and makes room for the nodes
-  // expected), load_node() adds nodes in path
-  // order (so a parent before its descendants), finish_load() sets the zxid the log replays from.
-  // A node whose parent is not in the snapshot (gone when the walk reached it: the log replays
-  // its fate) is left out; load_node() is false only for a damaged record.
+  // Appends a node in snapshot form (a SnapshotNode), as a length-prefixed record.
+  void append_snapshot_node(std::string& out, const Node& n) const;
+  // Rebuilding from a snapshot: start_load() empties the tree, load_node() adds nodes in walk
+  // order (a parent before its descendants, siblings in name order), finish_load() sets the
+  // zxid the log replays from. A node whose parent is not in the snapshot (gone when the walk
+  // reached it: the log replays its fate) is left out; load_node() is false only for a
+  // damaged record. `expected_nodes` is a hint, unused by this layout.
   void start_load(size_t expected_nodes = 0);
   bool load_node(std::string_view path, std::string_view record);
   void finish_load(Zxid zxid) {
     last_applied_ = zxid;
-    last_loaded_acl_.reset();
+    load_parent_ = load_last_ = nullptr;
     rebuild_quotas();  // the stats of a fuzzy snapshot may be stale: counted again, as ZooKeeper does
   }
   // A digest of every node's path, data, ACL and Stat, independent of insertion order: two
@@ -107,17 +109,42 @@ class DataTree {
   uint64_t digest() const;
 
  private:
+  // Where a node hangs: the set that holds it (null for the root) and the node.
+  struct Place {
+    ChildSet* set = nullptr;
+    Node* node = nullptr;
+  };
+  Place locate(std::string_view path) const;
+  Node* find_mut(std::string_view path) const { return locate(path).node; }
+
+  Node* make_node(std::string_view name, const wire::Bytes& data);
+  void free_node(Node* n);
+  void free_all();
+  // Gives the node at `at` new data; returns the node, which moves when the length changes.
+  Node* set_data(Place at, const wire::Bytes& data);
+  void link_child(Node& parent, Node& kid);
+
   ApplyResult apply_one(int32_t type, const TxnBody& body, const Txn& t, Zxid zxid,
                         std::vector<WatchTrigger>& triggers);
   wire::Err create(const CreateTxn& c, const Txn& t, Zxid zxid, std::vector<WatchTrigger>& tr);
   wire::Err remove(std::string_view path, Zxid zxid, std::vector<WatchTrigger>& tr);
   ApplyResult apply_multi(const MultiTxn& m, const Txn& t, Zxid zxid, std::vector<WatchTrigger>& tr);
-  Node* find_mut(std::string_view path);
-  // One shared copy of each distinct ACL list (ZooKeeper's ReferenceCountedACLCache): most
-  // trees use a handful of lists for millions of nodes.
-  std::shared_ptr<const wire::AclList> intern(const wire::AclList& acl);
 
-  std::unordered_map<std::string, Node> nodes_;
+  // One shared copy of each distinct ACL list (ZooKeeper's ReferenceCountedACLCache): most
+  // trees use a handful of lists for millions of nodes, and a node holds a 4-byte index.
+  struct AclSlot {
+    std::shared_ptr<const wire::AclList> list;
+    uint64_t refs = 0;
+  };
+  uint32_t acquire_acl(const wire::AclList& acl);
+  void release_acl(uint32_t slot);
+  std::vector<AclSlot> acls_;
+  std::vector<uint32_t> free_acl_slots_;
+  std::map<wire::AclList, uint32_t> acl_index_;
+
+  Node* root_ = nullptr;
+  size_t size_ = 0;
+  int64_t approx_bytes_ = 0;
   std::map<SessionId, std::set<std::string>> ephemerals_;
   std::set<std::string> expirable_;
   // Paths with a zookeeper_limits node (ZooKeeper's pTrie), and the upkeep of their stats.
@@ -127,8 +154,12 @@ class DataTree {
   void quota_change(std::string_view path, int64_t count_diff, int64_t bytes_diff);
   void recompute_quota(const std::string& target);
   void rebuild_quotas();
-  std::map<wire::AclList, std::weak_ptr<const wire::AclList>> acls_;
-  std::shared_ptr<const wire::AclList> last_loaded_acl_;  // during a load only
+  // During a load only: the last node added and the last parent used (siblings come together).
+  Node* load_parent_ = nullptr;
+  std::string load_parent_path_;
+  Node* load_last_ = nullptr;
+  std::string load_last_path_;
+  uint32_t load_last_acl_ = 0;
   Zxid last_applied_ = 0;
 };
 

@@ -27,8 +27,8 @@ Err Prep::check_quota(const std::string& path, int64_t count_diff, int64_t bytes
   const Node* limits_node = tree_.find(quota_limits_path(target));
   const Node* stats_node = tree_.find(quota_stats_path(target));
   if (!limits_node || !stats_node) return Err::ok;
-  auto limits = StatsTrack::parse(limits_node->data.value_or(""));
-  auto stats = StatsTrack::parse(stats_node->data.value_or(""));
+  auto limits = StatsTrack::parse(limits_node->data());
+  auto stats = StatsTrack::parse(stats_node->data());
   Err out = Err::ok;
   auto check = [&](const char* what, const char* soft_key, const char* hard_key, int64_t diff) {
     int64_t soft = limits.get(soft_key), hard = limits.get(hard_key);
@@ -60,9 +60,9 @@ std::optional<Prep::View> Prep::view(const std::string& path) const {
   v.version = n->version;
   v.creates = n->creates;
   v.aversion = n->aversion;
-  v.children = static_cast<int32_t>(n->children.size());
+  v.children = static_cast<int32_t>(n->child_count());
   v.ephemeralOwner = n->ephemeralOwner;
-  v.acl = n->acl;
+  v.acl = tree_.acl_of(*n);
   return v;
 }
 
@@ -154,7 +154,7 @@ Prep::Outcome Prep::prep_set_data(const wire::SetDataRequest& req, const AuthIds
   if (!acl_allows(*node->acl, wire::perms::write, auth)) return Err::noAuth;
   if (const Node* now = tree_.find(req.path)) {
     auto size = [](const wire::Bytes& d) { return d ? static_cast<int64_t>(d->size()) : 0; };
-    if (Err q = check_quota(req.path, 0, size(req.data) - size(now->data)); q != Err::ok) return q;
+    if (Err q = check_quota(req.path, 0, size(req.data) - now->data_size()); q != Err::ok) return q;
   }
   auto v = next_version(node->version, req.version);
   if (!v) return Err::badVersion;
@@ -359,7 +359,7 @@ Txn Prep::close_session(SessionId s, int32_t cxid, int64_t now_ms) {
 
 std::optional<Txn> Prep::expire_node(const std::string& path, int64_t now_ms) {
   const Node* n = tree_.find(path);
-  if (!n || !n->children.empty() || pending_.count(path)) return std::nullopt;
+  if (!n || n->child_count() > 0 || pending_.count(path)) return std::nullopt;
   bool due = false;
   if (ephemeral::is_container(n->ephemeralOwner)) {
     due = n->creates > 0;  // a container that never had a child is left alone

@@ -25,10 +25,10 @@ std::pair<std::string, std::string> SnapshotWalk::next_chunk(size_t max_nodes) {
       bytes += '/';
       bytes.append(name);
     }
-    DataTree::append_snapshot_node(bytes, n);
+    tree_.append_snapshot_node(bytes, n);
     ++taken;
     // Children added after this point were created after `at`: the log replays them.
-    if (!n.children.empty())
+    if (n.child_count() > 0)
       stack_.push_back(Frame{{}, {}, &n, {}, false});  // its path is set by the caller
   };
   if (!started_) {
@@ -50,17 +50,18 @@ std::pair<std::string, std::string> SnapshotWalk::next_chunk(size_t max_nodes) {
     Frame& top = stack_.back();
     const Node* n = top.node;
     if (n && !top.positioned) {
-      top.next = top.last_child.empty() ? n->children.begin() : n->children.upper_bound(top.last_child);
+      top.next = top.last_child.empty() ? n->children().begin() : n->children().after(top.last_child);
       top.positioned = true;
     }
-    if (!n || top.next == n->children.end()) {
+    if (!n || top.next == n->children().end()) {
       stack_.pop_back();
       continue;
     }
-    const auto& [name, kid] = *top.next;
+    const Node& kid = *top.next;
+    std::string_view name = kid.name();
     ++top.next;
     size_t depth = stack_.size();
-    take(top.path, name, *kid);
+    take(top.path, name, kid);
     if (stack_.size() > depth) {  // the child has children: remember its path, and ours
       Frame& parent = stack_[depth - 1];
       parent.last_child = name;
@@ -72,7 +73,7 @@ std::pair<std::string, std::string> SnapshotWalk::next_chunk(size_t max_nodes) {
   }
   // Where each level stands, for the next call (iterators do not survive changes between calls).
   for (auto& f : stack_)
-    if (f.positioned && f.node && f.next != f.node->children.begin()) f.last_child = std::prev(f.next)->first;
+    if (f.positioned && f.node && f.next != f.node->children().begin()) f.last_child = std::prev(f.next)->name();
   written_ += taken;
   return {std::move(key), std::move(bytes)};
 }

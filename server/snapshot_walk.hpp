@@ -41,7 +41,7 @@ class SnapshotWalk {
     std::string last_child;  // the last child's name taken from it; empty before the first
     // Valid during one next_chunk call only: the node, and the next child to take.
     const Node* node;
-    std::map<std::string, Node*, std::less<>>::const_iterator next;
+    ChildSet::const_iterator next;
     bool positioned;
   };
   const DataTree& tree_;

@@ -109,8 +109,8 @@ int dump_snapshot(const std::string& data_dir, std::ostream& out, std::ostream& 
       out << fmt::format("{} czxid=0x{:x} mzxid=0x{:x} pzxid=0x{:x} version={} cversion={} aversion={} owner=0x{:x} "
                          "children={} acl={} data={}\n",
                          path, st.czxid, st.mzxid, st.pzxid, st.version, st.cversion, st.aversion,
-                         static_cast<uint64_t>(n->ephemeralOwner), st.numChildren, acl_text(*n->acl),
-                         bytes_text(n->data));
+                         static_cast<uint64_t>(n->ephemeralOwner), st.numChildren, acl_text(*tree.acl_of(*n)),
+                         bytes_text(n->data_bytes()));
     }
     for (SessionId s : sessions) out << fmt::format("session 0x{:x}\n", static_cast<uint64_t>(s));
     return 0;

@@ -362,11 +362,12 @@ void ZkServer::handle_read(ConnId id, Conn& c, OpCode op, int32_t xid, std::stri
     if (!req) return send_reply(id, xid, last, Err::marshallingError);
     const Node* n = tree_.find(req->path);
     if (!n) return send_reply(id, xid, last, Err::noNode);
-    if (!acl_allows(*n->acl, wire::perms::read | wire::perms::admin, c.auth))
+    const auto& acl = *tree_.acl_of(*n);
+    if (!acl_allows(acl, wire::perms::read | wire::perms::admin, c.auth))
       return send_reply(id, xid, last, Err::noAuth);
-    wire::GetACLResponse resp{*n->acl, client_stat(*n)};
+    wire::GetACLResponse resp{acl, client_stat(*n)};
     // Without ADMIN, digest ids are shown without their hashes, as ZooKeeper does.
-    if (!acl_allows(*n->acl, wire::perms::admin, c.auth))
+    if (!acl_allows(acl, wire::perms::admin, c.auth))
       for (auto& a : resp.acl)
         if (a.id.scheme == "digest") a.id.id = a.id.id.substr(0, a.id.id.find(':')) + ":x";
     return send_reply(id, xid, last, resp);
@@ -383,7 +384,7 @@ void ZkServer::handle_read(ConnId id, Conn& c, OpCode op, int32_t xid, std::stri
   if (Err e = readable(n, c); e != Err::ok) return send_reply(id, xid, last, e);
   if (op == OpCode::getData) {
     if (req->watch) watches_.add_data_watch(req->path, id);
-    return send_reply(id, xid, last, wire::GetDataResponse{n->data, client_stat(*n)});
+    return send_reply(id, xid, last, wire::GetDataResponse{n->data_bytes(), client_stat(*n)});
   }
   if (req->watch) watches_.add_child_watch(req->path, id);
   if (op == OpCode::getChildren) return send_reply(id, xid, last, wire::GetChildrenResponse{children_of(*n)});
@@ -392,13 +393,13 @@ void ZkServer::handle_read(ConnId id, Conn& c, OpCode op, int32_t xid, std::stri
 
 Err ZkServer::readable(const Node* n, const Conn& c) const {
   if (!n) return Err::noNode;
-  return acl_allows(*n->acl, wire::perms::read, c.auth) ? Err::ok : Err::noAuth;
+  return acl_allows(*tree_.acl_of(*n), wire::perms::read, c.auth) ? Err::ok : Err::noAuth;
 }
 
 std::vector<std::string> ZkServer::children_of(const Node& n) {
   std::vector<std::string> kids;
-  kids.reserve(n.children.size());
-  for (const auto& [name, kid] : n.children) kids.push_back(name);
+  kids.reserve(n.child_count());
+  for (const Node& kid : n.children()) kids.emplace_back(kid.name());
   return kids;
 }
 
@@ -418,7 +419,7 @@ void ZkServer::handle_multi_read(ConnId id, Conn& c, int32_t xid, std::string_vi
     if (Err e = readable(n, c); e != Err::ok) {
       results.push_back({-1, static_cast<int32_t>(e), wire::ErrorResponse{static_cast<int32_t>(e)}});
     } else if (op.type == OpCode::getData) {
-      results.push_back({static_cast<int32_t>(op.type), 0, wire::GetDataResponse{n->data, client_stat(*n)}});
+      results.push_back({static_cast<int32_t>(op.type), 0, wire::GetDataResponse{n->data_bytes(), client_stat(*n)}});
     } else {
       results.push_back({static_cast<int32_t>(op.type), 0, wire::GetChildrenResponse{children_of(*n)}});
     }

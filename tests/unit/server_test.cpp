@@ -488,10 +488,22 @@ TEST_CASE("nodes with equal ACLs share one copy of the list") {
   a.connect();
   a.create("/one");
   a.create("/two");
-  const auto* one = h.server.tree().find("/one");
-  const auto* two = h.server.tree().find("/two");
-  CHECK(one->acl.get() == two->acl.get());
+  const auto& tree = h.server.tree();
+  auto acl = [&](const char* p) { return tree.acl_of(*tree.find(p)).get(); };
+  CHECK(acl("/one") == acl("/two"));
   a.call(OpCode::setACL, wire::SetACLRequest{"/two", {wire::Acl{1, wire::Id{"world", "anyone"}}}, -1});
-  CHECK(h.server.tree().find("/two")->acl.get() != one->acl.get());
-  CHECK(h.server.tree().find("/zookeeper/config")->acl->at(0).perms == 1);
+  CHECK(acl("/two") != acl("/one"));
+  CHECK(acl("/zookeeper/config")->at(0).perms == 1);
+  CHECK(acl("/two")->at(0).perms == 1);
+  wire::AclList read_only{wire::Acl{1, wire::Id{"world", "anyone"}}};
+  a.create("/three", "", 0, OpCode::create, read_only);
+  CHECK(acl("/three") == acl("/two"));
+  // A list no node uses any more is dropped, and made anew when wanted again.
+  a.call(OpCode::setACL, wire::SetACLRequest{"/three", {wire::Acl{31, wire::Id{"world", "anyone"}}}, -1});  // world may not: NoAuth
+  CHECK(acl("/three") == acl("/two"));
+  a.call(OpCode::remove, wire::DeleteRequest{"/two", -1});
+  a.call(OpCode::remove, wire::DeleteRequest{"/three", -1});
+  a.create("/four", "", 0, OpCode::create, read_only);
+  CHECK(acl("/four")->at(0).perms == 1);
+  CHECK(h.server.tree().size() == 6);
 }

@@ -1,0 +1,104 @@
+// One znode as the tree stores it, laid out for a tree of millions: a single allocation holds
+// the Stat fields, the node's name and its data, and the node links itself into its parent's
+// ordered child set (an intrusive red-black tree, so a child costs no allocation of its own).
+// The node has no path: paths are the names on the way down from the root, which is how the
+// tree finds a node. Its ACL is an index into the tree's table of distinct ACL lists.
+//
+// Only DataTree makes, changes and frees nodes; everyone else reads them. A node's address is
+// stable until its data changes length or it is deleted (DataTree then makes a new one in its
+// place), so nothing may keep a Node* across a change of the tree.
+#pragma once
+
+#include <boost/intrusive/set.hpp>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "server/txn.hpp"
+
+namespace warden::server {
+
+namespace bi = boost::intrusive;
+
+// normal_link: the tree unlinks every node before it frees it, so the hook need not check.
+using NodeHook = bi::set_base_hook<bi::optimize_size<true>, bi::link_mode<bi::normal_link>>;
+
+class Node : public NodeHook {
+ public:
+  Zxid czxid = 0, mzxid = 0, pzxid = 0;
+  int64_t ctime = 0, mtime = 0;
+  int64_t ephemeralOwner = 0;
+  int32_t version = 0;
+  int32_t creates = 0;  // creates ever done under this node: ZooKeeper's stored cversion
+  int32_t aversion = 0;
+
+  std::string_view name() const { return {bytes(), name_len_}; }
+  bool has_data() const { return data_len_ >= 0; }
+  // The data; empty for a node created with null data.
+  std::string_view data() const { return {bytes() + name_len_, has_data() ? static_cast<size_t>(data_len_) : 0}; }
+  int32_t data_size() const { return has_data() ? data_len_ : 0; }
+  // A copy, in the form a reply carries (null stays null).
+  wire::Bytes data_bytes() const { return has_data() ? wire::Bytes(std::string(data())) : std::nullopt; }
+
+  size_t child_count() const;
+  const Node* child(std::string_view name) const;
+  // The children in name order (as strings compare), for range-for.
+  class ChildRange;
+  ChildRange children() const;
+
+  Node(const Node&) = delete;
+  Node& operator=(const Node&) = delete;
+
+ private:
+  friend class DataTree;
+  Node() = default;
+  ~Node() = default;
+  const char* bytes() const { return reinterpret_cast<const char*>(this + 1); }
+  char* bytes() { return reinterpret_cast<char*>(this + 1); }
+
+  uint32_t acl_ = 0;             // the tree's ACL table index
+  struct Children* kids_ = nullptr;  // null while the node has no children
+  int32_t data_len_ = -1;        // -1: null data
+  uint32_t name_len_ = 0;
+  // name_len_ bytes of name, then the data, follow the node in the same allocation
+};
+
+struct NodeName {
+  using type = std::string_view;
+  std::string_view operator()(const Node& n) const { return n.name(); }
+};
+using ChildSet = bi::set<Node, bi::base_hook<NodeHook>, bi::key_of_value<NodeName>, bi::constant_time_size<true>>;
+
+// A node's children; allocated with the first child and freed with the last.
+struct Children {
+  ChildSet set;
+};
+
+class Node::ChildRange {
+ public:
+  explicit ChildRange(const ChildSet& s) : set_(&s) {}
+  ChildSet::const_iterator begin() const { return set_->begin(); }
+  ChildSet::const_iterator end() const { return set_->end(); }
+  // The first child whose name sorts after `name`.
+  ChildSet::const_iterator after(std::string_view name) const { return set_->upper_bound(name); }
+  size_t size() const { return set_->size(); }
+
+ private:
+  const ChildSet* set_;
+};
+
+inline size_t Node::child_count() const { return kids_ ? kids_->set.size() : 0; }
+
+inline const Node* Node::child(std::string_view name) const {
+  if (!kids_) return nullptr;
+  auto it = kids_->set.find(name);
+  return it == kids_->set.end() ? nullptr : &*it;
+}
+
+inline Node::ChildRange Node::children() const {
+  static const ChildSet none;
+  return ChildRange(kids_ ? kids_->set : none);
+}
+
+}  // namespace warden::server
