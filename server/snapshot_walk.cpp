@@ -90,7 +90,7 @@ bool for_each_in_chunk(std::string_view chunk,
 }
 
 Zxid load_newest_snapshot(const storage::RocksDbLogStore& log, const SnapshotSink& sink,
-                          const std::function<void(Zxid, size_t)>& progress) {
+                          const std::function<void(Zxid, size_t)>& progress, size_t progress_every) {
   using Part = storage::RocksDbLogStore::SnapshotPart;
   auto snaps = log.complete_snapshots();
   if (snaps.empty()) return 0;
@@ -106,7 +106,7 @@ Zxid load_newest_snapshot(const storage::RocksDbLogStore& log, const SnapshotSin
     bool ok = for_each_in_chunk(v, [&](std::string_view path, std::string_view record) {
       last = path;
       if (!sink.node(path, record)) return false;
-      if (++nodes % 1000000 == 0 && progress) progress(at, nodes);
+      if (++nodes % progress_every == 0 && progress) progress(at, nodes);
       return true;
     });
     if (!ok)

@@ -66,10 +66,11 @@ struct SnapshotSink {
   std::function<bool(std::string_view key, std::string_view record)> session;
 };
 
-// Loads the newest complete snapshot in `log` through `sink`, logging progress every 1M nodes
-// when `progress` is set. Returns its zxid, or 0 when there is none. Throws
+// Loads the newest complete snapshot in `log` through `sink`, calling `progress` (when set)
+// after every `progress_every` nodes. Returns its zxid, or 0 when there is none. Throws
 // storage::StorageError naming the snapshot and the damaged record.
 Zxid load_newest_snapshot(const storage::RocksDbLogStore& log, const SnapshotSink& sink,
-                          const std::function<void(Zxid at, size_t nodes)>& progress = {});
+                          const std::function<void(Zxid at, size_t nodes)>& progress = {},
+                          size_t progress_every = 1000000);
 
 }  // namespace warden::server

@@ -74,7 +74,8 @@ def table(title, ops, results):
 def run_mode(args, ops, sync):
     results = {}
     flag = "" if sync else "forceSync=no\n"
-    with support.start_zookeeper(extended_types=False, extra_cfg="maxClientCnxns=0\n" + flag) as zk:
+    with support.start_zookeeper(extended_types=False, extra_cfg="maxClientCnxns=0\n" + flag,
+                                 heap_mb=args.zk_heap_mb) as zk:
         for op in ops:
             results[("zk", op)] = measure(args.loadgen, zk, op, args)
     with support.start_warden(flag) as w:
@@ -126,7 +127,7 @@ def size_run(args):
             cfg = f"snapCount={snap_count}\n" if snap_count else ""
             if name == "zk":
                 return support.start_zookeeper(extended_types=False, extra_cfg="maxClientCnxns=0\n" + cfg,
-                                               workdir=workdir)
+                                               workdir=workdir, heap_mb=args.zk_heap_mb)
             return support.start_warden(cfg, workdir=workdir)
 
         try:
@@ -186,11 +187,15 @@ def main():
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--max-ops", type=int, default=20_000_000)
     p.add_argument("--znodes", type=int, default=1_000_000, help="for the size run; 0 skips it")
+    # Apache ZooKeeper's zkServer.sh starts the JVM with -Xmx${ZK_SERVER_HEAP}m, 1000 by default
+    # (zkEnv.sh); Debian's launcher passes no -Xmx at all (the JVM then allows a quarter of RAM).
+    p.add_argument("--zk-heap-mb", type=int, default=1000, help="ZooKeeper's JVM heap limit")
     args = p.parse_args()
     ops = [o for o in args.ops.split(",") if o]
     durable_ops = [o for o in args.durable_ops.split(",") if o]
     print(f"load: {args.connections} sessions x {args.depth} in flight, {args.threads} load thread(s), "
-          f"{args.seconds:g} s per cell after {args.warmup:g} s warm-up")
+          f"{args.seconds:g} s per cell after {args.warmup:g} s warm-up; ZooKeeper's JVM: -Xmx{args.zk_heap_mb}m "
+          f"(its zkServer.sh default is 1000)")
     if ops:
         table("fsync off on both (forceSync=no): the log is written, not synced", ops, run_mode(args, ops, False))
     if durable_ops:

@@ -1,12 +1,13 @@
 """Durability seen from outside: a restart gives back the same tree (every node's data and full
 Stat, read with kazoo before the stop and after the start), sessions survive a restart, the
-log-dump and check tools read the data directory, and bad data directories stop the start with
-a clear message."""
+log-dump, check and snapshot-dump tools read the data directory, and bad data directories stop
+the start with a clear message."""
 import os
 import shutil
 import signal
 import subprocess
 import tempfile
+import time
 
 from kazoo.client import KazooClient
 
@@ -156,9 +157,66 @@ def main():
         c.check(message in r.stderr, f"{data_dir}: says {message!r} (got {r.stderr.strip()!r})")
         r = subprocess.run([BIN, "check", data_dir], capture_output=True, text=True, timeout=20)
         c.check(r.returncode == 1 and "warden-server check:" in r.stderr, f"{data_dir}: check reports it")
+        r = subprocess.run([BIN, "snapshot-dump", data_dir], capture_output=True, text=True, timeout=20)
+        c.check(r.returncode == 1 and "warden-server snapshot-dump:" in r.stderr,
+                f"{data_dir}: snapshot-dump reports it ({r.stderr.strip()!r})")
     os.unlink(f.name)
     shutil.rmtree(foreign, ignore_errors=True)
+    snapshot_dump(c)
     c.finish()
+
+
+def snapshot_dump(c):
+    """snapshot-dump prints the newest snapshot one node a line: path, Stat, ACL, data."""
+    workdir = tempfile.mkdtemp(prefix="warden-snapdump-")
+    try:
+        with support.start_warden("snapCount=10\n", workdir=workdir) as w:
+            zk = KazooClient(hosts=w.hosts, timeout=30)
+            zk.start(timeout=10)
+            zk.create("/s", b"top")
+            for i in range(30):
+                zk.create(f"/s/n{i:02}", f"value-{i}".encode())
+            zk.create("/s/bin", b"\x00\xff'q")
+            zk.create("/s/eph", b"", ephemeral=True)
+            zk.set("/s/n07", b"changed")
+            owner = zk.client_id[0]
+            # More writes elsewhere, so that a snapshot starts after every node above exists.
+            deadline = time.time() + 20
+            written = w.log().count(" written: ")
+            while time.time() < deadline and w.log().count(" written: ") < written + 2:
+                zk.set("/s", b"top")
+                time.sleep(0.01)
+            c.check(w.log().count(" written: ") >= written + 2, "snapshots were written")
+        # The server stopped with the session open: the newest snapshot holds it and its ephemeral.
+        zk.stop()
+        zk.close()
+        r = subprocess.run([BIN, "snapshot-dump", os.path.join(workdir, "data")], capture_output=True, text=True,
+                           timeout=60)
+        c.equal(r.returncode, 0, f"snapshot-dump reads the data directory ({r.stderr.strip()!r})")
+        lines = r.stdout.splitlines()
+        c.check(bool(lines) and lines[0].startswith("snapshot at 0x") and " nodes, " in lines[0],
+                f"it starts with the snapshot's zxid and counts: {lines[:1]!r}")
+        by_path = {line.split(" ", 1)[0]: line for line in lines[1:] if line.startswith("/")}
+        for i in range(30):
+            want = "changed" if i == 7 else f"value-{i}"
+            line = by_path.get(f"/s/n{i:02}", "")
+            c.check(line.endswith(f"data='{want}'"), f"/s/n{i:02} is listed with its data: {line!r}")
+        c.check("version=1" in by_path.get("/s/n07", ""), "with its Stat")
+        c.check(by_path.get("/s/bin", "").endswith("data='\\x00\\xff\\x27q'"),
+                f"bytes outside printable text are escaped: {by_path.get('/s/bin')!r}")
+        c.check(f"owner=0x{owner:x}" in by_path.get("/s/eph", ""), "an ephemeral shows its owner session")
+        c.check("acl=world:anyone:31" in by_path.get("/s", ""), "and the ACL")
+        c.check(any(line == f"session 0x{owner:x}" for line in lines), "the sessions are listed")
+        paths = [line.split(" ", 1)[0] for line in lines[1:] if line.startswith("/")]
+        c.equal(paths, sorted(paths), "nodes come sorted by path")
+        empty = tempfile.mkdtemp(prefix="warden-snapdump-empty-")
+        r = subprocess.run([BIN, "snapshot-dump", empty], capture_output=True, text=True, timeout=20)
+        c.check(r.returncode != 0 and "snapshot-dump" in r.stderr, f"a directory without a log: {r.stderr.strip()!r}")
+        shutil.rmtree(empty, ignore_errors=True)
+        r = subprocess.run([BIN, "snapshot-dump"], capture_output=True, text=True, timeout=20)
+        c.check(r.returncode != 0 and "takes one data directory" in r.stderr, f"without a directory: {r.stderr!r}")
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
 
 
 if __name__ == "__main__":

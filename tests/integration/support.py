@@ -118,9 +118,10 @@ def start_warden(extra_cfg="", use_file=True, workdir=None):
     return Server(proc, int(m.group(1)), workdir, log_path, keep)
 
 
-def start_zookeeper(extended_types=True, extra_cfg="", workdir=None):
+def start_zookeeper(extended_types=True, extra_cfg="", workdir=None, heap_mb=512):
     """Starts Apache ZooKeeper 3.8 standalone on a probed free loopback port. With `workdir`,
-    runs on that directory and leaves it in place when stopped."""
+    runs on that directory and leaves it in place when stopped. Tests keep the JVM's heap at
+    512 MiB; the benchmark gives ZooKeeper its own launcher's default (1000 MiB)."""
     keep = workdir is not None
     workdir = workdir or tempfile.mkdtemp(prefix="zk-ref-")
     port = free_port()
@@ -130,7 +131,7 @@ def start_zookeeper(extended_types=True, extra_cfg="", workdir=None):
                 f"admin.enableServer=false\n{extra_cfg}")
     log_path = os.path.join(workdir, "zk.log")
     props = ["-Dzookeeper.extendedTypesEnabled=true"] if extended_types else []
-    proc = subprocess.Popen(["java", "-Xmx512m", *props, "-cp", ZK_CLASSPATH,
+    proc = subprocess.Popen(["java", f"-Xmx{heap_mb}m", *props, "-cp", ZK_CLASSPATH,
                              "org.apache.zookeeper.server.quorum.QuorumPeerMain", cfg],
                             stdout=open(log_path, "a"), stderr=subprocess.STDOUT)
     wait_until_serving(port, proc, "ZooKeeper")

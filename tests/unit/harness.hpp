@@ -2,7 +2,11 @@
 #pragma once
 
 #include <catch2/catch.hpp>
+#include <unistd.h>
+
+#include <atomic>
 #include <deque>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
@@ -15,6 +19,20 @@
 #include "wire/records.hpp"
 
 namespace test {
+
+// A directory of its own for one test, removed with everything in it at the end.
+struct TempDir {
+  std::filesystem::path path;
+  TempDir() {
+    static std::atomic<int> n{0};
+    path = std::filesystem::temp_directory_path() /
+           ("warden-unit-" + std::to_string(getpid()) + "-" + std::to_string(n++));
+    std::filesystem::remove_all(path);
+    std::filesystem::create_directories(path);
+  }
+  ~TempDir() { std::filesystem::remove_all(path); }
+  std::string str() const { return path.string(); }
+};
 
 using namespace warden;
 using wire::Err;

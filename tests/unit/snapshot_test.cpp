@@ -172,3 +172,33 @@ TEST_CASE("the walk meets every node that lives through it, whatever changes aro
   restore(restored, nodes, h.server.session_records(), walk.at(), h.log.read_after(0));
   CHECK(restored.server.tree().digest() == h.server.tree().digest());
 }
+
+TEST_CASE("loading a large snapshot reports its progress, and the tree comes back whole") {
+  Harness h;
+  Client a(h);
+  a.connect();
+  a.create("/big");
+  for (int i = 0; i < 450; ++i) a.create("/big/n-", std::string(100, static_cast<char>('a' + i % 26)), 2);
+  TempDir d;
+  storage::RocksDbLogStore log(d.str(), false);
+  server::SnapshotWalk walk(h.server.tree());
+  while (!walk.done()) {
+    auto chunk = walk.next_chunk(64);
+    log.put_snapshot_records(walk.at(), storage::RocksDbLogStore::SnapshotPart::node, {std::move(chunk)});
+  }
+  log.finish_snapshot(walk.at(), std::to_string(walk.written()) + " nodes");
+  Harness copy;
+  std::vector<size_t> reported;
+  server::SnapshotSink sink{[&](size_t) { copy.server.start_snapshot_load(); },
+                            [&](std::string_view p, std::string_view r) { return copy.server.load_snapshot_node(p, r); },
+                            [&](std::string_view k, std::string_view r) { return copy.server.load_snapshot_session(k, r); }};
+  auto at = server::load_newest_snapshot(log, sink, [&](wire::Zxid z, size_t n) {
+    CHECK(z == walk.at());
+    reported.push_back(n);
+  }, 100);
+  copy.server.finish_snapshot_load(at);
+  CHECK(walk.written() == 455);  // the root, /zookeeper and its two, /big and its 450
+  CHECK(reported == std::vector<size_t>{100, 200, 300, 400});
+  CHECK(copy.server.tree().size() == h.server.tree().size());
+  CHECK(copy.server.tree().digest() == h.server.tree().digest());
+}

@@ -16,18 +16,6 @@ using namespace test;
 namespace fs = std::filesystem;
 
 namespace {
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    static std::atomic<int> n{0};
-    path = fs::temp_directory_path() / ("warden-unit-" + std::to_string(getpid()) + "-" + std::to_string(n++));
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
-  std::string str() const { return path.string(); }
-};
-
 std::vector<storage::LogEntry> entries(wire::Zxid from, wire::Zxid to) {
   std::vector<storage::LogEntry> v;
   for (auto z = from; z <= to; ++z) v.push_back({z, "txn-" + std::to_string(z)});
