@@ -90,7 +90,7 @@ DataTree::~DataTree() { free_all(); }
 
 Node* DataTree::make_node(std::string_view name, const wire::Bytes& data) {
   size_t data_len = data ? data->size() : 0;
-  void* mem = ::operator new(sizeof(Node) + name.size() + data_len);
+  void* mem = pool_.allocate(sizeof(Node) + name.size() + data_len);
   Node* n = new (mem) Node();
   n->name_len_ = static_cast<uint32_t>(name.size());
   n->data_len_ = data ? static_cast<int32_t>(data_len) : -1;
@@ -100,9 +100,10 @@ Node* DataTree::make_node(std::string_view name, const wire::Bytes& data) {
 }
 
 void DataTree::free_node(Node* n) {
-  assert(!n->kids_ && !n->is_linked());
+  assert(!n->kids_);  // and unlinked: normal_link hooks cannot tell
+  size_t bytes = sizeof(Node) + n->name_len_ + static_cast<size_t>(n->data_size());
   n->~Node();
-  ::operator delete(n);
+  pool_.release(n, bytes);
 }
 
 void DataTree::free_all() {
@@ -156,14 +157,11 @@ Node* DataTree::set_data(Place at, const wire::Bytes& data) {
   fresh->acl_ = n->acl_;
   fresh->kids_ = n->kids_;
   n->kids_ = nullptr;
-  if (at.set) {
+  if (at.set)
     at.set->replace_node(at.set->iterator_to(*n), *fresh);
-    n->NodeHook::operator=(NodeHook());  // unlinked by the replace: mark it so
-  } else {
+  else
     root_ = fresh;
-  }
-  n->~Node();
-  ::operator delete(n);
+  free_node(n);
   return fresh;
 }
 

@@ -18,6 +18,7 @@
 #include <string_view>
 #include <vector>
 
+#include "server/node_pool.hpp"
 #include "server/txn.hpp"
 #include "server/znode.hpp"
 #include "wire/codes.hpp"
@@ -142,6 +143,7 @@ class DataTree {
   std::vector<uint32_t> free_acl_slots_;
   std::map<wire::AclList, uint32_t> acl_index_;
 
+  NodePool pool_;  // every node comes from here; ~DataTree frees them all first
   Node* root_ = nullptr;
   size_t size_ = 0;
   int64_t approx_bytes_ = 0;

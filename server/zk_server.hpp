@@ -95,6 +95,7 @@ class ZkServer {
   void abort_in_flight(wire::Err err);
 
   const DataTree& tree() const { return tree_; }
+  int64_t packets_received() const { return packets_received_; }
   size_t session_count() const { return sessions_.size(); }
   size_t connection_count() const { return conns_.size(); }
   size_t watch_count() const { return watches_.watch_count(); }

@@ -8,6 +8,7 @@
 #include <rocksdb/options.h>
 #include <rocksdb/convenience.h>
 #include <rocksdb/sst_file_writer.h>
+#include <rocksdb/table.h>
 #include <rocksdb/write_batch.h>
 
 #include "log_record.pb.h"
@@ -39,6 +40,16 @@ Zxid zxid_of(const rocksdb::Slice& k) {
 
 std::string building_dir(const std::string& dir) { return dir + "/building"; }
 
+// Log and snapshots are read in order, never by random point lookups: large blocks cost
+// nothing there, and RocksDB keeps each open table file's index in memory, one entry per
+// block. With its default 4 KiB blocks, the index of a 1M-znode database took megabytes of
+// the server's memory for no use; 64 KiB blocks make it a sixteenth of that.
+void set_table_options(rocksdb::Options& opts) {
+  rocksdb::BlockBasedTableOptions t;
+  t.block_size = 64 << 10;
+  opts.table_factory.reset(rocksdb::NewBlockBasedTableFactory(t));
+}
+
 std::string hex_zxid(Zxid z) {
   char b[32];
   std::snprintf(b, sizeof b, "0x%llx", static_cast<unsigned long long>(z));
@@ -49,6 +60,7 @@ std::string hex_zxid(Zxid z) {
 RocksDbLogStore::RocksDbLogStore(const std::string& dir, bool sync) : dir_(dir), sync_(sync) {
   rocksdb::Options opts;
   opts.create_if_missing = true;
+  set_table_options(opts);
   opts.write_buffer_size = write_buffer_bytes;
   // A snapshot writes the whole tree into this database: with RocksDB's default of two
   // memtables, its volume makes RocksDB stop every write, the log's included, while flushes
@@ -231,6 +243,7 @@ void RocksDbLogStore::put_snapshot_records(Zxid at, SnapshotPart part,
     rocksdb::Options opts;
     // Written once and read once at a start: compression would cost more than it saves.
     opts.compression = rocksdb::kNoCompression;
+    set_table_options(opts);
     building_ = std::make_unique<rocksdb::SstFileWriter>(rocksdb::EnvOptions(), opts);
     building_path_ = building_dir(dir_) + "/snapshot-" + hex_zxid(at) + ".sst";
     building_at_ = at;

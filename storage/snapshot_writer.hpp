@@ -23,8 +23,9 @@ class SnapshotWriter {
   // Called on the writer's thread once a snapshot is complete, or failed (with the reason).
   using Done = std::function<void(Zxid at, std::string error)>;
 
-  // Chunks queued at most: with chunks of ~2 ms of encoding, a few MiB of records.
-  static constexpr size_t max_queued = 16;
+  // Jobs queued at most: each holds ~2 ms of encoding (about 1 MiB of records at 100-byte
+  // znodes). Four keep the writer busy; more only raised the heap's high-water mark.
+  static constexpr size_t max_queued = 4;
 
   SnapshotWriter(RocksDbLogStore& store, Done done);
   ~SnapshotWriter();  // abandons what is queued: a snapshot without its marker is never used
