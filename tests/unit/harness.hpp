@@ -188,6 +188,11 @@ class Client {
     if (r.err() != Err::ok) return std::nullopt;
     return wire::decode<wire::StatResponse>(r.body)->stat;
   }
+  wire::Bytes get(const std::string& path) {
+    auto r = call(OpCode::getData, wire::PathWatchRequest{path, false});
+    REQUIRE(r.err() == Err::ok);
+    return wire::decode<wire::GetDataResponse>(r.body)->data;
+  }
   std::vector<std::string> children(const std::string& path, bool watch = false) {
     auto r = call(OpCode::getChildren, wire::PathWatchRequest{path, watch});
     REQUIRE(r.err() == Err::ok);

@@ -507,3 +507,42 @@ TEST_CASE("nodes with equal ACLs share one copy of the list") {
   CHECK(acl("/four")->at(0).perms == 1);
   CHECK(h.server.tree().size() == 6);
 }
+
+TEST_CASE("a node keeps its children, Stat and place when its data changes length") {
+  Harness h;
+  Client a(h);
+  a.connect();
+  a.create("/p", "x");
+  for (const char* kid : {"c", "a", "b"}) a.create(std::string("/p/") + kid, "kid");
+  auto before = *a.exists("/p");
+  std::string sizes[] = {"", std::string(5000, 'L'), "y", std::string(300, 'M'), "x"};
+  int version = 0;
+  for (const auto& data : sizes) {
+    auto r = a.call(OpCode::setData, wire::SetDataRequest{"/p", data, -1});
+    REQUIRE(r.err() == Err::ok);
+    auto st = *a.exists("/p");
+    CHECK(st.version == ++version);
+    CHECK(st.dataLength == static_cast<int32_t>(data.size()));
+    CHECK(st.czxid == before.czxid);
+    CHECK(st.pzxid == before.pzxid);
+    CHECK(st.cversion == before.cversion);
+    CHECK(st.numChildren == 3);
+    CHECK(a.children("/p") == std::vector<std::string>{"a", "b", "c"});
+    CHECK(a.get("/p") == data);
+    CHECK(a.get("/p/b") == "kid");
+  }
+  // The root too: it has no parent set to sit in.
+  for (const auto& data : sizes) REQUIRE(a.call(OpCode::setData, wire::SetDataRequest{"/", data, -1}).err() == Err::ok);
+  CHECK(a.get("/") == "x");
+  CHECK(a.children("/") == std::vector<std::string>{"p", "zookeeper"});
+  CHECK(a.get("/p/c") == "kid");
+  // A null value and an empty one are different data of the same length.
+  REQUIRE(a.call(OpCode::setData, wire::SetDataRequest{"/p/a", std::nullopt, -1}).err() == Err::ok);
+  CHECK(h.server.tree().find("/p/a")->data_bytes() == std::nullopt);
+  REQUIRE(a.call(OpCode::setData, wire::SetDataRequest{"/p/a", std::string(), -1}).err() == Err::ok);
+  CHECK(h.server.tree().find("/p/a")->data_bytes() == std::string());
+  CHECK(a.call(OpCode::remove, wire::DeleteRequest{"/p", -1}).err() == Err::notEmpty);
+  for (const char* kid : {"a", "b", "c"}) a.call(OpCode::remove, wire::DeleteRequest{std::string("/p/") + kid, -1});
+  CHECK(a.call(OpCode::remove, wire::DeleteRequest{"/p", -1}).err() == Err::ok);
+  CHECK(h.server.tree().size() == 4);
+}
