@@ -13,7 +13,7 @@ namespace warden::server {
 using wire::Err;
 using wire::EventType;
 
-static_assert(sizeof(void*) != 8 || sizeof(Node) == 104, "a znode's fixed part is meant to stay small");
+static_assert(sizeof(void*) != 8 || sizeof(Node) == 80, "a znode's fixed part is meant to stay small");
 
 wire::Stat client_stat(const Node& n) {
   wire::Stat s;
@@ -114,8 +114,7 @@ void DataTree::free_all() {
     Node* n = stack.back();
     stack.pop_back();
     if (n->kids_) {
-      for (Node& kid : n->kids_->set) stack.push_back(&kid);
-      n->kids_->set.clear();
+      n->kids_->set.drain([&](Node* kid) { stack.push_back(kid); });
       delete n->kids_;
       n->kids_ = nullptr;
     }
@@ -133,7 +132,7 @@ void DataTree::link_child(Node& parent, Node& kid) {
   if (!parent.kids_) parent.kids_ = new Children();
   // Creates and loads mostly come in name order (sequential nodes, snapshot walks): the end is
   // the usual place, and the hint makes it a constant-time insert.
-  parent.kids_->set.insert_unique(parent.kids_->set.end(), kid);
+  parent.kids_->set.insert(&kid);
 }
 
 Node* DataTree::set_data(Place at, const wire::Bytes& data) {
@@ -158,7 +157,7 @@ Node* DataTree::set_data(Place at, const wire::Bytes& data) {
   fresh->kids_ = n->kids_;
   n->kids_ = nullptr;
   if (at.set)
-    at.set->replace_node(at.set->iterator_to(*n), *fresh);
+    at.set->replace(n, fresh);
   else
     root_ = fresh;
   free_node(n);
@@ -225,9 +224,9 @@ DataTree::Place DataTree::locate(std::string_view path) const {
     std::string_view name = path.substr(from, slash == std::string_view::npos ? std::string_view::npos : slash - from);
     if (!at.node->kids_) return {};
     ChildSet& set = at.node->kids_->set;
-    auto it = set.find(name);
-    if (it == set.end()) return {};
-    at = Place{&set, &*it};
+    Node* kid = set.find(name);
+    if (!kid) return {};
+    at = Place{&set, kid};
     if (slash == std::string_view::npos) return at;
     from = slash + 1;
   }
@@ -404,20 +403,15 @@ Err DataTree::create(const CreateTxn& c, const Txn& t, Zxid zxid, std::vector<Wa
   if (!parent) return Err::noNode;
   auto name = node_name(c.path);
   if (!parent->kids_) parent->kids_ = new Children();
-  ChildSet::insert_commit_data where;
-  if (!parent->kids_->set.insert_unique_check(name, where).second) {  // one lookup both checks and places
-    if (parent->kids_->set.empty()) {
-      delete parent->kids_;
-      parent->kids_ = nullptr;
-    }
-    return Err::nodeExists;
-  }
+  bool taken;
+  auto where = parent->kids_->set.search(name, taken);  // one lookup both checks and places
+  if (taken) return Err::nodeExists;
   Node* n = make_node(name, c.data);
   n->acl_ = acquire_acl(c.acl);
   n->czxid = n->mzxid = n->pzxid = zxid;
   n->ctime = n->mtime = t.time;
   n->ephemeralOwner = c.ephemeralOwner;
-  parent->kids_->set.insert_unique_commit(*n, where);
+  parent->kids_->set.insert_at(where, n);
   parent->creates = c.parentCreates;
   parent->pzxid = zxid;
   ++size_;
@@ -462,7 +456,7 @@ Err DataTree::remove(std::string_view path, Zxid zxid, std::vector<WatchTrigger>
   int64_t bytes = n->data_size();
   auto removed_acl = acl_of(*n);
   auto parent_acl = acl_of(*parent);
-  at.set->erase(at.set->iterator_to(*n));
+  at.set->erase(n->name());
   if (at.set->empty()) {
     delete parent->kids_;
     parent->kids_ = nullptr;

@@ -29,7 +29,7 @@ std::pair<std::string, std::string> SnapshotWalk::next_chunk(size_t max_nodes) {
     ++taken;
     // Children added after this point were created after `at`: the log replays them.
     if (n.child_count() > 0)
-      stack_.push_back(Frame{{}, {}, &n, {}, false});  // its path is set by the caller
+      stack_.push_back(Frame{{}, {}, &n, {}, false, nullptr});  // its path is set by the caller
   };
   if (!started_) {
     started_ = true;
@@ -45,6 +45,7 @@ std::pair<std::string, std::string> SnapshotWalk::next_chunk(size_t max_nodes) {
   for (auto& f : stack_) {
     f.node = tree_.find(f.path);
     f.positioned = false;
+    f.taken = nullptr;
   }
   while (taken < max_nodes && !stack_.empty()) {
     Frame& top = stack_.back();
@@ -59,6 +60,7 @@ std::pair<std::string, std::string> SnapshotWalk::next_chunk(size_t max_nodes) {
     }
     const Node& kid = *top.next;
     std::string_view name = kid.name();
+    top.taken = &kid;
     ++top.next;
     size_t depth = stack_.size();
     take(top.path, name, kid);
@@ -73,7 +75,7 @@ std::pair<std::string, std::string> SnapshotWalk::next_chunk(size_t max_nodes) {
   }
   // Where each level stands, for the next call (iterators do not survive changes between calls).
   for (auto& f : stack_)
-    if (f.positioned && f.node && f.next != f.node->children().begin()) f.last_child = std::prev(f.next)->name();
+    if (f.taken) f.last_child = f.taken->name();
   written_ += taken;
   return {std::move(key), std::move(bytes)};
 }

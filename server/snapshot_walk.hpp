@@ -43,6 +43,7 @@ class SnapshotWalk {
     const Node* node;
     ChildSet::const_iterator next;
     bool positioned;
+    const Node* taken;  // the last child taken in this call, if any
   };
   const DataTree& tree_;
   Zxid at_;

@@ -1,30 +1,23 @@
 // One znode as the tree stores it, laid out for a tree of millions: a single allocation holds
-// the Stat fields, the node's name and its data, and the node links itself into its parent's
-// ordered child set (an intrusive red-black tree, so a child costs no allocation of its own).
-// The node has no path: paths are the names on the way down from the root, which is how the
-// tree finds a node. Its ACL is an index into the tree's table of distinct ACL lists.
+// the Stat fields, the node's name and its data; its parent's ChildIndex holds a pointer to
+// it. The node has no path: paths are the names on the way down from the root, which is how
+// the tree finds a node. Its ACL is an index into the tree's table of distinct ACL lists.
 //
 // Only DataTree makes, changes and frees nodes; everyone else reads them. A node's address is
-// stable until its data changes length or it is deleted (DataTree then makes a new one in its
-// place), so nothing may keep a Node* across a change of the tree.
+// stable until its data changes length or it is deleted (DataTree then makes a new one and
+// puts it in the old one's place), so nothing may keep a Node* across a change of the tree.
 #pragma once
-
-#include <boost/intrusive/set.hpp>
 
 #include <cstdint>
 #include <string>
 #include <string_view>
 
+#include "server/child_index.hpp"
 #include "server/txn.hpp"
 
 namespace warden::server {
 
-namespace bi = boost::intrusive;
-
-// normal_link: the tree unlinks every node before it frees it, so the hook need not check.
-using NodeHook = bi::set_base_hook<bi::optimize_size<true>, bi::link_mode<bi::normal_link>>;
-
-class Node : public NodeHook {
+class Node {
  public:
   Zxid czxid = 0, mzxid = 0, pzxid = 0;
   int64_t ctime = 0, mtime = 0;
@@ -64,11 +57,7 @@ class Node : public NodeHook {
   // name_len_ bytes of name, then the data, follow the node in the same allocation
 };
 
-struct NodeName {
-  using type = std::string_view;
-  std::string_view operator()(const Node& n) const { return n.name(); }
-};
-using ChildSet = bi::set<Node, bi::base_hook<NodeHook>, bi::key_of_value<NodeName>, bi::constant_time_size<true>>;
+using ChildSet = ChildIndex<Node>;
 
 // A node's children; allocated with the first child and freed with the last.
 struct Children {
@@ -81,7 +70,7 @@ class Node::ChildRange {
   ChildSet::const_iterator begin() const { return set_->begin(); }
   ChildSet::const_iterator end() const { return set_->end(); }
   // The first child whose name sorts after `name`.
-  ChildSet::const_iterator after(std::string_view name) const { return set_->upper_bound(name); }
+  ChildSet::const_iterator after(std::string_view name) const { return set_->after(name); }
   size_t size() const { return set_->size(); }
 
  private:
@@ -90,11 +79,7 @@ class Node::ChildRange {
 
 inline size_t Node::child_count() const { return kids_ ? kids_->set.size() : 0; }
 
-inline const Node* Node::child(std::string_view name) const {
-  if (!kids_) return nullptr;
-  auto it = kids_->set.find(name);
-  return it == kids_->set.end() ? nullptr : &*it;
-}
+inline const Node* Node::child(std::string_view name) const { return kids_ ? kids_->set.find(name) : nullptr; }
 
 inline Node::ChildRange Node::children() const {
   static const ChildSet none;
