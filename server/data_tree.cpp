@@ -100,14 +100,14 @@ Node* DataTree::make_node(std::string_view name, const wire::Bytes& data) {
 }
 
 void DataTree::free_node(Node* n) {
-  assert(!n->kids_);  // and unlinked: normal_link hooks cannot tell
+  assert(!n->kids_);  // and already out of its parent's index
   size_t bytes = sizeof(Node) + n->name_len_ + static_cast<size_t>(n->data_size());
   n->~Node();
   pool_.release(n, bytes);
 }
 
 void DataTree::free_all() {
-  // Every node goes; its children's set is dropped before they are, without unlinking each.
+  // Every node goes; each index is drained and dropped without removing its children one by one.
   std::vector<Node*> stack;
   if (root_) stack.push_back(root_);
   while (!stack.empty()) {
@@ -130,8 +130,8 @@ void DataTree::free_all() {
 
 void DataTree::link_child(Node& parent, Node& kid) {
   if (!parent.kids_) parent.kids_ = new Children();
-  // Creates and loads mostly come in name order (sequential nodes, snapshot walks): the end is
-  // the usual place, and the hint makes it a constant-time insert.
+  // Loads come in name order (snapshot walks): the end is the usual place, which the index
+  // takes without a search.
   parent.kids_->set.insert(&kid);
 }
 
