@@ -227,15 +227,17 @@ struct ServerRuntime::Impl {
   int64_t snapshots_skipped = 0;
   std::unique_ptr<SnapshotWalk> walk;
   std::unique_ptr<storage::SnapshotWriter> snapshot_writer;
-  asio::steady_timer snapshot_wait{io};  // when the writer is behind
   std::mt19937_64 rng{std::random_device{}()};
   asio::steady_timer purge_timer{io};
   bool heap_to_trim = false;         // a snapshot was written since the last trim
   int64_t packets_at_last_check = -1;
-  // The time a snapshot may take per turn of the event loop: short enough that requests waiting
-  // behind it see a few milliseconds at most, long enough that a snapshot of a large tree
-  // finishes even when a busy loop turns only a hundred times a second.
-  static constexpr auto snapshot_turn = std::chrono::milliseconds(2);
+  // Snapshots are encoded on the snapshot writer's thread, which holds `tree_mutex` while it
+  // reads the tree; the server thread holds it while it applies commits (the only changes
+  // of the tree once recovery is over) and reads the tree without it, as the writer only
+  // reads. A hold of the writer's is short, so commits wait for it a fraction of a millisecond
+  // at most, and often enough released that a busy server's commits are not starved.
+  std::mutex tree_mutex;
+  static constexpr auto snapshot_hold = std::chrono::microseconds(500);
   static constexpr size_t snapshot_step_nodes = 200;  // a chunk: one RocksDB record
 
   static ServerOptions options_of(const Config& c) {
@@ -344,10 +346,12 @@ struct ServerRuntime::Impl {
       snapshot_writer = std::make_unique<storage::SnapshotWriter>(*durable, [this](Zxid at, std::string error) {
         asio::post(io, [this, at, error] {
           heap_to_trim = true;
-          if (error.empty())
+          if (error.empty()) {
             spdlog::info("snapshot at 0x{:x} written: durable", at);
-          else  // a snapshot is an optimisation: without it the log still holds everything
+          } else {  // a snapshot is an optimisation: without it the log still holds everything
             spdlog::error("snapshot at 0x{:x} abandoned: {}", at, error);
+            if (walk && walk->at() == at) walk.reset();  // its producer stopped with the failure
+          }
         });
       });
       committer = std::make_unique<storage::GroupCommitter>(
@@ -400,7 +404,8 @@ struct ServerRuntime::Impl {
     }
     walk = std::make_unique<SnapshotWalk>(server->tree());
     spdlog::info("snapshot at 0x{:x} started: {} nodes", walk->at(), server->tree().size());
-    asio::post(io, [this] { snapshot_step(); });
+    snapshot_writer->produce(walk->at(), storage::RocksDbLogStore::SnapshotPart::node,
+                             [this, w = walk.get()] { return snapshot_chunks(*w); });
   }
 
   // A snapshot's chunks (and a recovery's reads) pass through the heap by the megabyte and
@@ -418,28 +423,27 @@ struct ServerRuntime::Impl {
     packets_at_last_check = seen;
   }
 
-  void snapshot_step() {
-    if (!walk || stopping) return;
+  // Runs on the snapshot writer's thread, called until it returns nothing: the next chunks of
+  // the walk, encoded while holding the tree's lock (which the server thread takes only to
+  // apply commits), at most `snapshot_hold` at a time. Once the walk is done, the server
+  // thread adds the sessions and the marker.
+  std::optional<storage::SnapshotWriter::Records> snapshot_chunks(SnapshotWalk& w) {
+    storage::SnapshotWriter::Records out;
+    {
+      std::lock_guard<std::mutex> hold(tree_mutex);
+      auto until = std::chrono::steady_clock::now() + snapshot_hold;
+      while (!w.done() && std::chrono::steady_clock::now() < until) out.push_back(w.next_chunk(snapshot_step_nodes));
+    }
+    if (!out.empty()) return out;
+    asio::post(io, [this, at = w.at()] { finish_snapshot(at); });
+    return std::nullopt;
+  }
+
+  void finish_snapshot(Zxid at) {
+    if (!walk || walk->at() != at) return;
     using Part = storage::RocksDbLogStore::SnapshotPart;
-    if (!snapshot_writer->ready()) {
-      // The writer is behind: let requests run and look again shortly.
-      snapshot_wait.expires_after(std::chrono::milliseconds(1));
-      snapshot_wait.async_wait([this](boost::system::error_code ec) {
-        if (!ec) snapshot_step();
-      });
-      return;
-    }
-    auto until = std::chrono::steady_clock::now() + snapshot_turn;
-    std::vector<std::pair<std::string, std::string>> chunks;
-    while (!walk->done() && std::chrono::steady_clock::now() < until)
-      chunks.push_back(walk->next_chunk(snapshot_step_nodes));
-    if (!chunks.empty()) snapshot_writer->put(walk->at(), Part::node, std::move(chunks));
-    if (!walk->done()) {
-      asio::post(io, [this] { snapshot_step(); });
-      return;
-    }
-    snapshot_writer->put(walk->at(), Part::session, server->session_records());
-    snapshot_writer->finish(walk->at(), fmt::format("{} nodes", walk->written()));
+    snapshot_writer->put(at, Part::session, server->session_records());
+    snapshot_writer->finish(at, fmt::format("{} nodes", walk->written()));
     walk.reset();
   }
 
@@ -492,7 +496,11 @@ struct ServerRuntime::Impl {
   }
 
   void on_durable(Zxid upto, const std::optional<storage::GroupCommitter::Failure>& failure) {
-    replicator->durable(upto);
+    {
+      // Commits change the tree: never while the snapshot writer's thread reads it.
+      std::lock_guard<std::mutex> hold(tree_mutex);
+      replicator->durable(upto);
+    }
     resume_reading();
     if (!failure) return;
     if (!failure->retryable) {
@@ -555,7 +563,6 @@ struct ServerRuntime::Impl {
     acceptor.close(ec);
     ticker.cancel();
     purge_timer.cancel();
-    snapshot_wait.cancel();
     signals.cancel();
     auto live = registry.live;  // finish() edits the registry
     for (auto& [p, c] : live) c->finish();

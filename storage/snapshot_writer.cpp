@@ -15,23 +15,31 @@ SnapshotWriter::~SnapshotWriter() {
   thread_.join();
 }
 
-bool SnapshotWriter::ready() const {
-  std::lock_guard<std::mutex> l(mu_);
-  return jobs_.size() < max_queued;
-}
-
 void SnapshotWriter::put(Zxid at, RocksDbLogStore::SnapshotPart part, Records records) {
   {
     std::lock_guard<std::mutex> l(mu_);
-    jobs_.push_back(Job{at, false, part, std::move(records), {}});
+    jobs_.push_back(Job{at, false, part, std::move(records), {}, {}});
   }
   cv_.notify_one();
+}
+
+void SnapshotWriter::produce(Zxid at, RocksDbLogStore::SnapshotPart part, Producer next) {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    jobs_.push_back(Job{at, false, part, {}, {}, std::move(next)});
+  }
+  cv_.notify_one();
+}
+
+bool SnapshotWriter::stopping() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return stopping_;
 }
 
 void SnapshotWriter::finish(Zxid at, std::string summary) {
   {
     std::lock_guard<std::mutex> l(mu_);
-    jobs_.push_back(Job{at, true, RocksDbLogStore::SnapshotPart::node, {}, std::move(summary)});
+    jobs_.push_back(Job{at, true, RocksDbLogStore::SnapshotPart::node, {}, std::move(summary), {}});
   }
   cv_.notify_one();
 }
@@ -51,6 +59,12 @@ void SnapshotWriter::run() {
       if (job.finish) {
         store_.finish_snapshot(job.at, job.summary);
         done_(job.at, {});
+      } else if (job.producer) {
+        while (!stopping())
+          if (auto batch = job.producer(); batch && !batch->empty())
+            store_.put_snapshot_records(job.at, job.part, std::move(*batch));
+          else if (!batch)
+            break;
       } else {
         store_.put_snapshot_records(job.at, job.part, job.records);
       }

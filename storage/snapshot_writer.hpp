@@ -1,13 +1,14 @@
-// Writes snapshot chunks on a thread of its own, so the server thread only encodes nodes and
-// never waits for RocksDB. Chunks are written in the order given; finish() writes the marker
-// after every chunk before it. A bounded queue: when the writer falls behind, the walk waits
-// (ready() is false) instead of holding the whole tree in memory twice.
+// Writes snapshots on a thread of its own, so the server thread never waits for RocksDB. The
+// node records come from a producer called on this thread (the server's walk, which encodes
+// them there: one batch in memory at a time, never the whole tree twice); jobs are done in the
+// order given, and finish() writes the marker after every job before it.
 #pragma once
 
 #include <condition_variable>
 #include <deque>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <utility>
@@ -23,17 +24,16 @@ class SnapshotWriter {
   // Called on the writer's thread once a snapshot is complete, or failed (with the reason).
   using Done = std::function<void(Zxid at, std::string error)>;
 
-  // Jobs queued at most: each holds ~2 ms of encoding (about 1 MiB of records at 100-byte
-  // znodes). Four keep the writer busy; more only raised the heap's high-water mark.
-  static constexpr size_t max_queued = 4;
-
   SnapshotWriter(RocksDbLogStore& store, Done done);
   ~SnapshotWriter();  // abandons what is queued: a snapshot without its marker is never used
   SnapshotWriter(const SnapshotWriter&) = delete;
   SnapshotWriter& operator=(const SnapshotWriter&) = delete;
 
-  bool ready() const;
   void put(Zxid at, RocksDbLogStore::SnapshotPart part, Records records);
+  // Records made on the writer's thread: `next` is called there until it returns nothing
+  // (or the writer stops), and each batch it gives is written before the next call.
+  using Producer = std::function<std::optional<Records>()>;
+  void produce(Zxid at, RocksDbLogStore::SnapshotPart part, Producer next);
   void finish(Zxid at, std::string summary);
 
  private:
@@ -43,7 +43,9 @@ class SnapshotWriter {
     RocksDbLogStore::SnapshotPart part;
     Records records;
     std::string summary;
+    Producer producer;
   };
+  bool stopping() const;
   void run();
 
   RocksDbLogStore& store_;
