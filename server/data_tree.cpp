@@ -326,7 +326,7 @@ void DataTree::append_snapshot_node(std::string& out, const Node& n) const {
   for (int i = 0; i < 4; ++i) out[at + static_cast<size_t>(i)] = static_cast<char>(len >> (24 - 8 * i));
 }
 
-void DataTree::start_load(size_t) {
+void DataTree::start_load() {
   free_all();
   ephemerals_.clear();
   expirable_.clear();

@@ -97,8 +97,8 @@ class DataTree {
   // order (a parent before its descendants, siblings in name order), finish_load() sets the
   // zxid the log replays from. A node whose parent is not in the snapshot (gone when the walk
   // reached it: the log replays its fate) is left out; load_node() is false only for a
-  // damaged record. `expected_nodes` is a hint, unused by this layout.
-  void start_load(size_t expected_nodes = 0);
+  // damaged record.
+  void start_load();
   bool load_node(std::string_view path, std::string_view record);
   void finish_load(Zxid zxid) {
     last_applied_ = zxid;

@@ -362,7 +362,7 @@ struct ServerRuntime::Impl {
   }
 
   void recover(storage::RocksDbLogStore& durable) {
-    SnapshotSink sink{[this](size_t expected) { server->start_snapshot_load(expected); },
+    SnapshotSink sink{[this] { server->start_snapshot_load(); },
                       [this](std::string_view p, std::string_view r) { return server->load_snapshot_node(p, r); },
                       [this](std::string_view k, std::string_view r) { return server->load_snapshot_session(k, r); }};
     Zxid from = load_newest_snapshot(durable, sink, [](Zxid at, size_t nodes) {

@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <charconv>
 
 
 namespace warden::server {
@@ -97,11 +96,7 @@ Zxid load_newest_snapshot(const storage::RocksDbLogStore& log, const SnapshotSin
   auto snaps = log.complete_snapshots();
   if (snaps.empty()) return 0;
   Zxid at = snaps.back();
-  // The marker's summary starts with the node count ("N nodes"): the tree makes room for them.
-  size_t expected = 0;
-  std::string summary = log.snapshot_summary(at);
-  std::from_chars(summary.data(), summary.data() + summary.size(), expected);
-  sink.begin(std::min<size_t>(expected, size_t{1} << 24));  // a damaged summary must not claim all memory
+  sink.begin();
   size_t nodes = 0;
   log.for_each_snapshot_record(at, Part::node, [&](std::string_view k, std::string_view v) {
     std::string_view last = "(none)";

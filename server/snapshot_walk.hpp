@@ -61,8 +61,8 @@ bool for_each_in_chunk(std::string_view chunk,
 // Where a snapshot's records go when it is loaded: the server's tree and session table, or a
 // tool's. Each returns false for a record it cannot take (damage).
 struct SnapshotSink {
-  // A snapshot exists and is about to be loaded; it holds about this many nodes (0: unknown).
-  std::function<void(size_t expected_nodes)> begin;
+  // A snapshot exists and is about to be loaded.
+  std::function<void()> begin;
   std::function<bool(std::string_view path, std::string_view record)> node;
   std::function<bool(std::string_view key, std::string_view record)> session;
 };

@@ -79,7 +79,7 @@ namespace {
 // Loads the newest complete snapshot into `tree`; returns its zxid (0: none) and its sessions.
 Zxid load_snapshot_into(const storage::RocksDbLogStore& log, DataTree& tree, std::set<SessionId>& sessions) {
   SessionTable table(1000);  // validates the records; its clock is of no use here
-  SnapshotSink sink{[&](size_t expected) { tree.start_load(expected); },
+  SnapshotSink sink{[&] { tree.start_load(); },
                     [&](std::string_view p, std::string_view r) { return tree.load_node(p, r); },
                     [&](std::string_view k, std::string_view r) {
                       if (!table.load(k, r, 0)) return false;

@@ -82,7 +82,7 @@ class ZkServer {
   void replay(Zxid zxid, std::string_view payload);
   // Snapshots: the session records to store, and loading one before replaying the log after it.
   std::vector<std::pair<std::string, std::string>> session_records() const { return sessions_.records(); }
-  void start_snapshot_load(size_t expected_nodes = 0) { tree_.start_load(expected_nodes); }
+  void start_snapshot_load() { tree_.start_load(); }
   // False when a record is damaged (or a node's parent is missing).
   bool load_snapshot_node(std::string_view path, std::string_view record) { return tree_.load_node(path, record); }
   bool load_snapshot_session(std::string_view key, std::string_view record) {

@@ -288,13 +288,6 @@ void RocksDbLogStore::finish_snapshot(Zxid at, const std::string& summary) {
   if (!st.ok()) throw StorageError("cannot finish a snapshot in " + dir_ + ": " + st.ToString());
 }
 
-std::string RocksDbLogStore::snapshot_summary(Zxid at) const {
-  std::string out;
-  auto st = db_->Get(rocksdb::ReadOptions(), marker_key(at), &out);
-  if (!st.ok() && !st.IsNotFound()) throw StorageError("cannot read the log in " + dir_ + ": " + st.ToString());
-  return out;
-}
-
 std::vector<Zxid> RocksDbLogStore::complete_snapshots() const {
   std::vector<Zxid> out;
   std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions()));

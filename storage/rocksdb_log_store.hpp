@@ -70,7 +70,6 @@ class RocksDbLogStore final : public LogStore {
   void put_snapshot_records(Zxid at, SnapshotPart part, std::vector<std::pair<std::string, std::string>> recs);
   void finish_snapshot(Zxid at, const std::string& summary);  // synced: the snapshot is complete
   std::vector<Zxid> complete_snapshots() const;                 // ascending
-  std::string snapshot_summary(Zxid at) const;                  // what finish_snapshot was given
   void for_each_snapshot_record(Zxid at, SnapshotPart part,
                                 const std::function<void(std::string_view key, std::string_view value)>& fn) const;
   // Keeps the newest `retain` complete snapshots; drops older and unfinished ones, and the log

@@ -193,7 +193,7 @@ TEST_CASE("loading a large snapshot reports its progress, and the tree comes bac
   log.finish_snapshot(walk.at(), std::to_string(walk.written()) + " nodes");
   Harness copy;
   std::vector<size_t> reported;
-  server::SnapshotSink sink{[&](size_t) { copy.server.start_snapshot_load(); },
+  server::SnapshotSink sink{[&] { copy.server.start_snapshot_load(); },
                             [&](std::string_view p, std::string_view r) { return copy.server.load_snapshot_node(p, r); },
                             [&](std::string_view k, std::string_view r) { return copy.server.load_snapshot_session(k, r); }};
   auto at = server::load_newest_snapshot(log, sink, [&](wire::Zxid z, size_t n) {
