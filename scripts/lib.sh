@@ -6,9 +6,14 @@ BUILD_DIR="${BUILD_DIR:-$WARDEN_ROOT/build}"
 # ccache makes the second and later builds on a machine cheap.
 export CCACHE_DIR="${CCACHE_DIR:-$HOME/.cache/ccache}"
 
-# Debian packages the build needs.
-BUILD_PACKAGES=(cmake ninja-build g++ ccache libboost-dev libspdlog-dev libfmt-dev catch2
-                libprotobuf-dev protobuf-compiler librocksdb-dev)
+# Debian packages that building the server needs: all that scripts/run installs.
+RUN_PACKAGES=(cmake ninja-build g++ ccache libboost-dev libspdlog-dev libfmt-dev
+              libprotobuf-dev protobuf-compiler librocksdb-dev)
+# What the server binary is built from: scripts/run builds only this, with the tests left out of
+# the configuration, so that nothing the tests need has to be installed.
+RUN_TARGETS=(warden-server)
+# Debian packages every other target needs too (the unit tests' framework).
+BUILD_PACKAGES=("${RUN_PACKAGES[@]}" catch2)
 # The real clients and tools the integration tests drive (zktop reads the four-letter words),
 # and ZooKeeper itself as the reference.
 CLIENT_PACKAGES=(zookeeper zookeeper-bin libzookeeper-mt-dev python3-kazoo libcurator-recipes-java
@@ -30,8 +35,19 @@ install_packages() {
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" </dev/null
 }
 
-# Configures and builds $BUILD_DIR; extra arguments go to cmake.
+# Configures $BUILD_DIR; extra arguments go to cmake. WARDEN_TESTS=OFF leaves the tests out.
+configure() {
+  cmake -S "$WARDEN_ROOT" -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-RelWithDebInfo}" \
+    -DWARDEN_TESTS="${WARDEN_TESTS:-ON}" "$@" >/dev/null
+}
+
+# Configures and builds $BUILD_DIR (the targets in BUILD_TARGET, else all); extra arguments go to cmake.
 build() {
-  cmake -S "$WARDEN_ROOT" -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-RelWithDebInfo}" "$@" >/dev/null
+  configure "$@"
   ninja -C "$BUILD_DIR" ${BUILD_TARGET:-}
+}
+
+# What scripts/run builds: the server binary alone, from a configuration without the tests.
+build_for_run() {
+  WARDEN_TESTS=OFF BUILD_TARGET="${RUN_TARGETS[*]}" build "$@"
 }
