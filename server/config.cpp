@@ -135,6 +135,7 @@ ConfigResult parse_config(std::string_view text, std::string_view file_name) {
       c.data_log_dir = std::string(value);
     } else if (key == "clientPort") {
       err = set_int(c.client_port, 0, 65535);
+      c.client_port_origin = std::string(file_name) + ":" + std::to_string(line_no);
     } else if (key == "clientPortAddress") {
       c.client_port_address = std::string(value);
       if (!is_ip_address(c.client_port_address)) err = bad("is not an IP address");

@@ -29,6 +29,8 @@ struct Config {
   std::string data_dir;
   std::string data_log_dir;  // defaults to data_dir
   int32_t client_port = -1;
+  // Where clientPort was set ("FILE:LINE", or the command-line option), for messages.
+  std::string client_port_origin;
   std::string client_port_address = "0.0.0.0";
   int32_t max_client_cnxns = 60;  // per client address; 0: no limit
   // Requests in flight (proposed and not applied, or waiting behind those) past which the

@@ -47,6 +47,21 @@ Once serving, the server prints one line: "warden-server listening on HOST:PORT"
 SIGTERM or SIGINT stops it cleanly.
 )";
 
+// One line for a client port that cannot be bound: where the port was set and what to change.
+std::string listen_failure(const warden::server::ListenError& e, const warden::server::Config& c) {
+  std::string origin = c.client_port_origin.empty() ? "clientPort" : c.client_port_origin;
+  bool from_option = origin == "--port";
+  std::string key = from_option ? "--port " + std::to_string(e.port) : "clientPort=" + std::to_string(e.port);
+  std::string line = origin + ": cannot listen on " + e.address + ":" + std::to_string(e.port) + " (" + key +
+                     "): " + e.reason + ".";
+  std::string change = from_option ? "pass another --port" : "set clientPort in " + origin.substr(0, origin.rfind(':')) +
+                                                                 " to a free port";
+  if (e.in_use)
+    return line + " Another process holds that port (another ZooKeeper or Warden?): stop it, or " + change +
+           " (0 picks one).";
+  return line + " To listen elsewhere, " + change + " or clientPortAddress.";
+}
+
 int fail(const std::string& msg) {
   std::fprintf(stderr, "warden-server: %s\n", msg.c_str());
   return 2;
@@ -132,6 +147,7 @@ int main(int argc, char** argv) {
   }
   if (standalone) {
     if (!file.empty()) return fail("--standalone takes no configuration file");
+    config.client_port_origin = "--port";
     if (config.client_port_address == "0.0.0.0") config.client_port_address = "127.0.0.1";
     if (auto why = warden::server::validate_config(config, "command line"))
       return fail(*why + " (use --port and --data-dir)");
@@ -151,6 +167,8 @@ int main(int argc, char** argv) {
     spdlog::info("serving clients on {} (tickTime={} ms, session timeouts {}..{} ms)", runtime.address(),
                  config.tick_time, config.effective_min_session_timeout(), config.effective_max_session_timeout());
     if (!runtime.run(true)) return 1;
+  } catch (const warden::server::ListenError& e) {
+    return fail(listen_failure(e, config));
   } catch (const std::exception& e) {
     return fail(e.what());
   }

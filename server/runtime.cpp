@@ -583,8 +583,9 @@ void ServerRuntime::bind() {
   if (!ec) a.set_option(tcp::acceptor::reuse_address(true), ec);
   if (!ec) a.bind(ep, ec);
   if (!ec) a.listen(asio::socket_base::max_listen_connections, ec);
-  if (ec) throw std::runtime_error("cannot listen on " + impl_->config.client_port_address + ":" +
-                                   std::to_string(impl_->config.client_port) + ": " + ec.message());
+  if (ec)
+    throw ListenError(impl_->config.client_port_address, impl_->config.client_port, ec.message(),
+                      ec == asio::error::address_in_use);
 }
 
 uint16_t ServerRuntime::port() const { return impl_->acceptor.local_endpoint().port(); }

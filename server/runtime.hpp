@@ -5,11 +5,23 @@
 
 #include <cstdint>
 #include <memory>
+#include <stdexcept>
 #include <string>
 
 #include "server/config.hpp"
 
 namespace warden::server {
+
+// The client port could not be bound: the address, the port and the system's reason.
+struct ListenError : std::runtime_error {
+  ListenError(std::string address, int32_t port, std::string reason, bool in_use)
+      : std::runtime_error("cannot listen on " + address + ":" + std::to_string(port) + ": " + reason),
+        address(std::move(address)), port(port), reason(std::move(reason)), in_use(in_use) {}
+  std::string address;
+  int32_t port;
+  std::string reason;
+  bool in_use;  // another socket holds the address and port
+};
 
 class ServerRuntime {
  public:
@@ -20,7 +32,7 @@ class ServerRuntime {
   ServerRuntime(const ServerRuntime&) = delete;
   ServerRuntime& operator=(const ServerRuntime&) = delete;
 
-  // Binds the client port (0 picks a free one). Throws std::runtime_error when it cannot.
+  // Binds the client port (0 picks a free one). Throws ListenError when it cannot.
   void bind();
   // "host:port" as bound, IPv6 in brackets.
   std::string address() const;

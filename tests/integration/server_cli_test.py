@@ -1,7 +1,9 @@
 """The warden-server binary itself: --help, both ways of starting, a clean stop on SIGTERM, and
 clear errors for bad command lines and bad configuration files (naming file, line and key)."""
 import os
+import re
 import signal
+import socket
 import subprocess
 import tempfile
 
@@ -35,9 +37,19 @@ def main():
         c.check("stopped" in w.log(), "and a log line says it stopped")
         w.stop()
 
-    # The configuration scripts/run starts with.
+    # The configuration scripts/run starts with: ZooKeeper's address, so clients' defaults find
+    # it. Tests never bind 2181, so it runs here as it is but for the port and the data.
     conf = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "conf", "zoo.cfg")
-    p = subprocess.Popen([BIN, conf], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    text = open(conf).read()
+    c.check(re.search(r"^clientPort=2181$", text, re.M) is not None, "conf/zoo.cfg sets clientPort=2181")
+    c.check(re.search(r"^clientPortAddress=127\.0\.0\.1$", text, re.M) is not None,
+            "conf/zoo.cfg listens on 127.0.0.1")
+    d = tempfile.mkdtemp(prefix="warden-cfg-")
+    local = os.path.join(d, "zoo.cfg")
+    with open(local, "w") as f:
+        f.write(re.sub(r"^dataDir=.*$", f"dataDir={d}/data",
+                       re.sub(r"^clientPort=2181$", "clientPort=0", text, flags=re.M), flags=re.M))
+    p = subprocess.Popen([BIN, local], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         line = p.stdout.readline().strip()
         c.check(line.startswith("warden-server listening on 127.0.0.1:"), f"conf/zoo.cfg starts a server: {line!r}")
@@ -55,6 +67,27 @@ def main():
         p.send_signal(signal.SIGTERM)
         c.equal(p.wait(timeout=15), 0, "and stops cleanly")
 
+    # A client port someone else holds: one line naming the address, the port, the key, the
+    # file and what to change, and a non-zero exit.
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen(1)
+        port = held.getsockname()[1]
+        taken = os.path.join(d, "taken.cfg")
+        with open(taken, "w") as f:
+            f.write(f"tickTime=2000\ndataDir={d}/taken\nclientPortAddress=127.0.0.1\nclientPort={port}\n")
+        r = run([taken])
+        lines = r.stderr.strip().splitlines()
+        c.check(r.returncode != 0, f"a taken port stops the start (exit {r.returncode})")
+        c.equal(len(lines), 1, f"with one line: {lines}")
+        msg = lines[-1] if lines else ""
+        for part in (f"{taken}:4", f"127.0.0.1:{port}", f"clientPort={port}", "already in use",
+                     f"set clientPort in {taken} to a free port"):
+            c.check(part in msg, f"the line names {part!r}: {msg!r}")
+        r = run(["--standalone", "--port", str(port), "--data-dir", os.path.join(d, "taken2")])
+        c.check(r.returncode != 0 and f"127.0.0.1:{port}" in r.stderr and "pass another --port" in r.stderr,
+                f"--port on a taken port says so: {r.stderr.strip()!r}")
+
     bad_args = [
         ([], "usage"),
         (["--bogus"], "unknown option --bogus"),
@@ -70,7 +103,6 @@ def main():
         c.check(r.returncode != 0, f"{args}: refused")
         c.check(message in r.stderr, f"{args}: says {message!r} (got {r.stderr.strip()!r})")
 
-    d = tempfile.mkdtemp(prefix="warden-cfg-")
     cases = [
         ("dataDir=/tmp\nclientPort=0\nthis is not a setting\n", "bad.cfg:3: expected key=value"),
         ("dataDir=/tmp\nclientPort=zero\n", "bad.cfg:2: clientPort=zero: not a whole number"),
