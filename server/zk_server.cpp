@@ -480,8 +480,18 @@ void ZkServer::handle_other(ConnId id, Conn& c, OpCode op, int32_t xid, std::str
       return empty_ok();
     }
     case OpCode::sasl:
-      // No SASL here. A ZooKeeper without it answers OK with no token, and the session lives.
-      return send_reply(id, xid, last, wire::SetSaslResponse{std::nullopt});
+      // No SASL here. ZooKeeper 3.8 without SASL answers every SASL packet with OK and no token,
+      // which ends the Java client's exchange (it fails on a missing token) but not kazoo's:
+      // kazoo sends again and again until the session expires. The first answer is ZooKeeper's;
+      // a client that asks again after it cannot authenticate here, and is told so at once.
+      if (!c.sasl_answered) {
+        c.sasl_answered = true;
+        return send_reply(id, xid, last, wire::SetSaslResponse{std::nullopt});
+      }
+      spdlog::warn("closing connection of session 0x{:x} from {}: it asks for SASL, which this server does not offer",
+                   c.session, c.link->peer_address());
+      send_reply(id, xid, last, Err::authFailed);
+      return close_conn(id);
     case OpCode::reconfig:
       // As a ZooKeeper with reconfigEnabled=false (its default) answers; an ensemble of one
       // has nothing to reconfigure.

@@ -133,6 +133,7 @@ class ZkServer {
     bool attached = false;
     bool old_client = false;  // sent no readOnly byte, so gets none back
     bool closing = false;
+    bool sasl_answered = false;  // this connection was told once that the server has no SASL
     int32_t negotiated_timeout = 0;
     AuthIds auth;
     int in_flight = 0;              // this connection's txns proposed and not yet applied
