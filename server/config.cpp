@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -22,6 +24,22 @@ std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r')) s.remove_prefix(1);
   while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
   return s;
+}
+
+// Text from a file as a message may show it: at most 40 bytes, each byte outside printable
+// ASCII as \xNN, so a NUL or a terminal escape cannot cut or garble the line.
+std::string shown(std::string_view s) {
+  std::string out;
+  for (unsigned char ch : s.substr(0, 40)) {
+    if (ch >= 0x20 && ch < 0x7f) {
+      out += static_cast<char>(ch);
+    } else {
+      char buf[5];
+      std::snprintf(buf, sizeof buf, "\\x%02x", ch);
+      out += buf;
+    }
+  }
+  return s.size() > 40 ? out + "..." : out;
 }
 
 template <class T>
@@ -107,7 +125,7 @@ ConfigResult parse_config(std::string_view text, std::string_view file_name) {
     std::string_view line = trim(raw);
     if (line.empty() || line.front() == '#' || line.front() == '!') continue;
     auto eq = line.find('=');
-    if (eq == std::string_view::npos) return where() + "expected key=value, got '" + std::string(line) + "'";
+    if (eq == std::string_view::npos) return where() + "expected key=value, got '" + shown(line) + "'";
     std::string key(trim(line.substr(0, eq)));
     std::string_view value = trim(line.substr(eq + 1));
     if (key.empty()) return where() + "the key before '=' is empty";
@@ -213,12 +231,34 @@ std::optional<std::string> validate_config(const Config& c, std::string_view ori
   return std::nullopt;
 }
 
+std::optional<std::string> read_my_id(Config& c) {
+  if (c.data_dir.empty()) return std::nullopt;
+  std::string path = c.data_dir + "/myid";
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return std::nullopt;
+  std::ifstream f(path);
+  std::string first;
+  if (!f || !std::getline(f, first)) return path + ":1: cannot be read, or is empty (it must hold this server's id)";
+  // ZooKeeper reads the first line, trimmed, as a number.
+  auto id = parse_number<int32_t>(trim(first));
+  if (!id || *id < 0 || *id > 255)
+    return path + ":1: '" + shown(trim(first)) + "' is not a server id (a whole number from 0 to 255)";
+  if (c.extended_types && *id == 255)
+    return path + ":1: server id 255 cannot be used with extendedTypesEnabled=true: a session id's top byte 0xff "
+                  "marks a TTL node (ids up to 254, as in ZooKeeper)";
+  c.my_id = *id;
+  return std::nullopt;
+}
+
 ConfigResult load_config(const std::string& file_name) {
   std::ifstream f(file_name);
   if (!f) return file_name + ": cannot be read";
   std::stringstream ss;
   ss << f.rdbuf();
-  return parse_config(ss.str(), file_name);
+  auto parsed = parse_config(ss.str(), file_name);
+  if (auto* c = std::get_if<Config>(&parsed))
+    if (auto why = read_my_id(*c)) return *why;
+  return parsed;
 }
 
 }  // namespace warden::server

@@ -63,6 +63,12 @@ struct Config {
   // Four-letter words that run (4lw.commands.whitelist); "*" for all. ZooKeeper's default.
   std::vector<std::string> four_letter_whitelist{"srvr"};
   std::map<int64_t, PeerEntry> servers;
+  // The server's id, from the file `myid` in dataDir (ZooKeeper's), when there is one. It is
+  // the top byte of every session id this server creates, so two servers of one ensemble never
+  // create the same id; without a myid, a standalone server uses 1, as ZooKeeper's does.
+  std::optional<int32_t> my_id;
+  static constexpr int32_t standalone_session_id_byte = 1;
+  int32_t session_id_byte() const { return my_id.value_or(standalone_session_id_byte); }
   std::vector<std::string> warnings;  // one per unknown key, with its line
 
   int32_t effective_min_session_timeout() const {
@@ -77,6 +83,8 @@ struct Config {
 using ConfigResult = std::variant<Config, std::string>;
 ConfigResult parse_config(std::string_view text, std::string_view file_name);
 ConfigResult load_config(const std::string& file_name);
+// Reads DIR/myid into c.my_id when the file exists; an error names the file, line and reason.
+std::optional<std::string> read_my_id(Config& c);
 // Checks a config assembled from command-line options as well as from a file.
 std::optional<std::string> validate_config(const Config& c, std::string_view origin);
 

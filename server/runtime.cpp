@@ -249,6 +249,7 @@ struct ServerRuntime::Impl {
     o.container_check_interval_ms = c.container_check_interval_ms;
     o.super_digest = c.super_digest;
     o.enforce_quota = c.enforce_quota;
+    o.server_id = static_cast<uint8_t>(c.session_id_byte());
     return o;
   }
 
@@ -277,7 +278,7 @@ struct ServerRuntime::Impl {
                   {"minSessionTimeout", std::to_string(config.effective_min_session_timeout())},
                   {"maxSessionTimeout", std::to_string(config.effective_max_session_timeout())},
                   {"clientPortListenBacklog", "-1"},
-                  {"serverId", "0"}};
+                  {"serverId", std::to_string(config.my_id.value_or(0))}};  // ZooKeeper's standalone says 0
     }
     if (word == "mntr") {
       std::error_code ec;

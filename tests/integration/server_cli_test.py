@@ -117,6 +117,42 @@ def main():
         c.check(r.returncode != 0, f"config {text!r}: the start stops")
         c.check(message in r.stderr, f"config {text!r}: says {message!r} (got {r.stderr.strip()!r})")
 
+    # The server id comes from dataDir/myid: it is the top byte of every session id, and
+    # four-letter conf shows it. Without a myid, 1 (as ZooKeeper's standalone server).
+    for myid, byte in (("7\n", 7), (None, 1)):
+        workdir = tempfile.mkdtemp(prefix="warden-myid-")
+        os.makedirs(os.path.join(workdir, "data"))
+        if myid is not None:
+            with open(os.path.join(workdir, "data", "myid"), "w") as f:
+                f.write(myid)
+        ids = []
+        for _ in range(2):  # and again after a restart on the same directory
+            w = support.start_warden("4lw.commands.whitelist=*\n", workdir=workdir)
+            zk = KazooClient(hosts=w.hosts)
+            zk.start(timeout=10)
+            ids.append(zk.client_id[0])
+            zk.stop()
+            zk.close()
+            with socket.create_connection(("127.0.0.1", w.port), timeout=5) as s4:
+                s4.sendall(b"conf")
+                conf_text = s4.makefile().read()
+            w.stop()
+        c.equal([i >> 56 for i in ids], [byte, byte], f"myid {myid!r}: session ids carry server id {byte}")
+        c.check(ids[1] > ids[0], "a restart hands out higher ids")
+        c.check(f"serverId={byte if myid else 0}" in conf_text, f"conf shows serverId ({myid!r})")
+    for text, message in (("abc\n", "'abc' is not a server id"), ("", "cannot be read, or is empty"),
+                          ("300\n", "'300' is not a server id"), ("\x00\xff\n", "is not a server id")):
+        workdir = tempfile.mkdtemp(prefix="warden-myid-")
+        os.makedirs(os.path.join(workdir, "data"))
+        with open(os.path.join(workdir, "data", "myid"), "w", encoding="latin-1") as f:
+            f.write(text)
+        cfg = os.path.join(workdir, "zoo.cfg")
+        with open(cfg, "w") as f:
+            f.write(f"dataDir={workdir}/data\nclientPort=0\nclientPortAddress=127.0.0.1\n")
+        r = run([cfg])
+        c.check(r.returncode != 0 and f"{workdir}/data/myid:1: " in r.stderr and message in r.stderr,
+                f"myid {text!r}: the start stops naming the file and the reason ({r.stderr.strip()!r})")
+
     # An unknown key is a warning, not an error, as in ZooKeeper.
     w = support.start_warden("someFutureKey=1\n")
     c.check(w.alive(), "started despite an unknown key")
