@@ -522,6 +522,10 @@ ApplyResult DataTree::apply_one(int32_t type, const TxnBody& body, const Txn& t,
             // already gone (a replay over a fuzzy snapshot) still moves its parent's pzxid.
             if (!n || n->ephemeralOwner == t.session) remove(p, zxid, tr);
           }
+          // Nothing the session owns outlives it, listed or not (prep lists what is in flight
+          // too; this holds whatever the list missed). Every replica holds the same tree here,
+          // so every replica removes the same nodes.
+          for (const auto& p : ephemerals_of(t.session)) remove(p, zxid, tr);
         } else if constexpr (std::is_same_v<B, MultiTxn>) {
           r = apply_multi(b, t, zxid, tr);
         }

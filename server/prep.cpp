@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 
@@ -52,7 +53,7 @@ Err Prep::check_quota(const std::string& path, int64_t count_diff, int64_t bytes
 }
 
 std::optional<Prep::View> Prep::view(const std::string& path) const {
-  if (auto it = pending_.find(path); it != pending_.end()) return it->second;
+  if (auto it = pending_.find(path); it != pending_.end()) return it->second.view;
   const Node* n = tree_.find(path);
   if (!n) return std::nullopt;
   View v;
@@ -68,15 +69,22 @@ std::optional<Prep::View> Prep::view(const std::string& path) const {
 
 void Prep::stage(const std::string& path, View v, Undo* undo) {
   auto it = pending_.find(path);
-  if (undo) {
-    if (it == pending_.end())
-      undo->emplace_back(path, std::nullopt);
-    else
-      undo->emplace_back(path, it->second ? std::optional<View>(*it->second) : std::optional<View>(View{}));
+  if (undo) undo->emplace_back(path, it == pending_.end() ? std::nullopt : std::optional<Staged>(it->second));
+  Staged s;
+  if (v.exists) s.view = std::move(v);
+  s.mark = mark_;
+  pending_[path] = std::move(s);
+  staged_order_.emplace_back(mark_, path);
+}
+
+void Prep::retire(uint64_t mark) {
+  while (!staged_order_.empty() && staged_order_.front().first <= mark) {
+    auto it = pending_.find(staged_order_.front().second);
+    // Staged again by a later txn (or rolled back to an older entry, retired by its own mark):
+    // only the txn that staged an entry last may retire it.
+    if (it != pending_.end() && it->second.mark == staged_order_.front().first) pending_.erase(it);
+    staged_order_.pop_front();
   }
-  std::optional<View> stored;
-  if (v.exists) stored = std::move(v);
-  pending_[path] = std::move(stored);
 }
 
 Prep::Outcome Prep::prep_create(OpCode type, const wire::CreateTTLRequest& req, const AuthIds& auth, Undo* undo) {
@@ -260,13 +268,14 @@ TxnBody Prep::prep_multi(std::string_view body, const AuthIds& auth) {
       if (!it->second)
         pending_.erase(it->first);
       else
-        pending_[it->first] = it->second->exists ? it->second : std::optional<View>();
+        pending_[it->first] = *it->second;
     }
   }
   return m;
 }
 
 Txn Prep::prepare(const PrepRequest& r) {
+  ++mark_;
   Txn t;
   t.session = r.session;
   t.cxid = r.cxid;
@@ -325,7 +334,8 @@ Txn Prep::prepare(const PrepRequest& r) {
   auto own = [&](CreateTxn& c) {
     if (c.ephemeralOwner == -1) {
       c.ephemeralOwner = r.session;
-      if (auto it = pending_.find(c.path); it != pending_.end() && it->second) it->second->ephemeralOwner = r.session;
+      if (auto it = pending_.find(c.path); it != pending_.end() && it->second.view)
+        it->second.view->ephemeralOwner = r.session;
     }
   };
   if (auto* c = std::get_if<CreateTxn>(&t.body)) own(*c);
@@ -335,29 +345,44 @@ Txn Prep::prepare(const PrepRequest& r) {
   return t;
 }
 
+std::vector<std::string> Prep::ephemerals_of(SessionId s) const {
+  std::vector<std::string> out;
+  for (auto& p : tree_.ephemerals_of(s))
+    if (!pending_.count(p)) out.push_back(std::move(p));
+  // In the overlay: created (or kept) by txns in flight, and not deleted by them.
+  for (const auto& [path, staged] : pending_)
+    if (staged.view && staged.view->ephemeralOwner == s) out.push_back(path);
+  // Children before parents cannot matter (an ephemeral has no children); a fixed order keeps
+  // the txn the same on every replica that would prepare it.
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// ZooKeeper's closeSession counts the session's outstanding changes too: an ephemeral whose
+// create is still in flight commits before this close and must go with it.
 Txn Prep::close_session(SessionId s, int32_t cxid, int64_t now_ms) {
+  ++mark_;
   Txn t;
   t.session = s;
   t.cxid = cxid;
   t.time = now_ms;
   t.type = static_cast<int32_t>(OpCode::closeSession);
   CloseSessionTxn c;
-  c.ephemerals = tree_.ephemerals_of(s);
+  c.ephemerals = ephemerals_of(s);
   for (const auto& p : c.ephemerals) {
-    if (auto v = view(p)) {
-      std::string parent_name(parent_path(p));
-      if (auto parent = view(parent_name)) {
-        parent->children -= 1;
-        stage(parent_name, *parent, nullptr);
-      }
-      stage(p, View{}, nullptr);
+    std::string parent_name(parent_path(p));
+    if (auto parent = view(parent_name)) {
+      parent->children -= 1;
+      stage(parent_name, *parent, nullptr);
     }
+    stage(p, View{}, nullptr);
   }
   t.body = std::move(c);
   return t;
 }
 
 std::optional<Txn> Prep::expire_node(const std::string& path, int64_t now_ms) {
+  ++mark_;
   const Node* n = tree_.find(path);
   if (!n || n->child_count() > 0 || pending_.count(path)) return std::nullopt;
   bool due = false;

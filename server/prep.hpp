@@ -4,10 +4,13 @@
 // order. Within a multi, each op sees the ops before it; a failed multi leaves no trace.
 //
 // Invariant: `pending_` holds, for every path a prepared-but-unapplied txn touches, the node as
-// it will be once those txns apply; retire() drops what the tree has caught up with.
+// it will be once those txns apply, and nothing else: each entry carries the mark of the last
+// txn that staged it, and retire(mark) drops what the tree has caught up with once that txn is
+// applied. So the overlay holds only what is in flight, however long writes keep coming.
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <optional>
 #include <string>
@@ -41,8 +44,18 @@ class Prep {
   // The txn removing an expired container or TTL node at `path`, if it still qualifies.
   std::optional<Txn> expire_node(const std::string& path, int64_t now_ms);
 
-  // Every txn handed out so far has been applied: forget the overlay.
-  void retire_all() { pending_.clear(); }
+  // Each prepare(), close_session() and expire_node() call gets the next mark; mark() is the
+  // last one given. Txns are applied in the order they were prepared.
+  uint64_t mark() const { return mark_; }
+  // The txns up to `mark` have been applied to the tree: forget what only they staged.
+  void retire(uint64_t mark);
+  // Every txn handed out so far has been applied, or was taken back: forget the overlay.
+  void retire_all() {
+    pending_.clear();
+    staged_order_.clear();
+  }
+  // Paths in the overlay: bounded by what is in flight.
+  size_t overlay_size() const { return pending_.size(); }
 
  private:
   struct View {
@@ -51,7 +64,13 @@ class Prep {
     int64_t ephemeralOwner = 0;
     std::shared_ptr<const wire::AclList> acl;
   };
-  using Undo = std::vector<std::pair<std::string, std::optional<View>>>;
+  // A path's state once the txns in flight apply (nothing: deleted), and the mark of the last
+  // txn that staged it.
+  struct Staged {
+    std::optional<View> view;
+    uint64_t mark = 0;
+  };
+  using Undo = std::vector<std::pair<std::string, std::optional<Staged>>>;
 
   std::optional<View> view(const std::string& path) const;
   void stage(const std::string& path, View v, Undo* undo);
@@ -73,7 +92,14 @@ class Prep {
   // ZooKeeper's checkQuota: a change of `count_diff` nodes and `bytes_diff` bytes under a quota.
   // Past a limit it logs; past a hard limit, with enforceQuota, the change is refused.
   wire::Err check_quota(const std::string& path, int64_t count_diff, int64_t bytes_diff);
-  std::unordered_map<std::string, std::optional<View>> pending_;
+  std::unordered_map<std::string, Staged> pending_;
+  // (mark, path) in staging order, for retire(); an entry whose path was staged again later
+  // is skipped there.
+  std::deque<std::pair<uint64_t, std::string>> staged_order_;
+  uint64_t mark_ = 0;
+  // Ephemerals the session will own once the txns in flight apply: the tree's, those being
+  // created, less those being deleted.
+  std::vector<std::string> ephemerals_of(SessionId s) const;
 };
 
 }  // namespace warden::server

@@ -49,6 +49,9 @@ void SessionTable::saw_id(SessionId id) {
 }
 
 void SessionTable::add(SessionId id, int32_t timeout_ms, std::string passwd, int64_t now_ms) {
+  // Known already (in a snapshot and again in the log replayed after it): its old bucket entry
+  // goes, or that bucket would expire it early.
+  remove(id);
   Session s{id, timeout_ms, std::move(passwd), bucket_for(now_ms + timeout_ms), false};
   buckets_[s.deadline].insert(id);
   sessions_[id] = std::move(s);

@@ -571,6 +571,7 @@ void ZkServer::handle_set_watches(ConnId id, Conn& c, int32_t xid, std::string_v
 
 void ZkServer::submit(Txn txn, Pending p) {
   if (Conn* c = p.conn ? conn(p.conn) : nullptr) ++c->in_flight;
+  p.prep_mark = prep_.mark();
   pending_.push_back(p);
   replicator_.propose(encode_txn(txn));
 }
@@ -600,7 +601,7 @@ void ZkServer::on_commit(Zxid zxid, std::string_view payload) {
   assert(!pending_.empty());
   Pending p = pending_.front();
   pending_.pop_front();
-  if (pending_.empty()) prep_.retire_all();
+  prep_.retire(p.prep_mark);
   reply_write(p, *txn, r, zxid);
   if (Conn* c = p.conn ? conn(p.conn) : nullptr) {
     --c->in_flight;
@@ -612,6 +613,7 @@ ApplyResult ZkServer::apply(const Txn& txn, Zxid zxid, std::vector<WatchTrigger>
   ApplyResult r = tree_.apply(txn, zxid, triggers);
   if (auto* cs = std::get_if<CreateSessionTxn>(&txn.body)) {
     sessions_.add(txn.session, cs->timeout, cs->passwd, clock_());
+    sessions_.saw_id(txn.session);  // whoever made it, this server never hands that id out again
   } else if (std::holds_alternative<CloseSessionTxn>(txn.body)) {
     sessions_.remove(txn.session);
   }
@@ -623,7 +625,6 @@ void ZkServer::replay(Zxid zxid, std::string_view payload) {
   if (!txn) throw std::runtime_error(fmt::format("log record 0x{:x} does not hold a txn", zxid));
   std::vector<WatchTrigger> ignored;
   apply(*txn, zxid, ignored);
-  if (std::holds_alternative<CreateSessionTxn>(txn->body)) sessions_.saw_id(txn->session);
 }
 
 void ZkServer::abort_in_flight(Err err) {

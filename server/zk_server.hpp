@@ -54,7 +54,8 @@ struct ServerOptions {
   int32_t min_session_timeout_ms = 4000;
   int32_t max_session_timeout_ms = 40000;
   bool extended_types = false;
-  uint8_t server_id = 0;
+  // The top byte of the session ids this server creates (Config::session_id_byte()).
+  uint8_t server_id = 1;
   // How often containers and TTL nodes are checked (ZooKeeper's znode.container.checkIntervalMs).
   int32_t container_check_interval_ms = 60000;
   // See Config::super_digest; empty: no super user.
@@ -101,6 +102,8 @@ class ZkServer {
   size_t watch_count() const { return watches_.watch_count(); }
   // Requests in flight: txns proposed and not yet applied, and frames waiting behind them.
   size_t outstanding() const { return pending_.size() + held_total_; }
+  // Paths prep holds for txns in flight (bounded by them: see Prep).
+  size_t prep_overlay_size() const { return prep_.overlay_size(); }
 
   // A four-letter word's text (one of four_letter_words()), as ZooKeeper 3.8 formats it; `self`
   // is the connection that asked. crst and srst reset the statistics.
@@ -148,6 +151,7 @@ class ZkServer {
     ConnId conn = 0;
     int32_t xid = 0;
     int64_t started_ms = 0;  // when the request arrived: its latency runs to the reply
+    uint64_t prep_mark = 0;  // prep's mark once this txn was prepared: retired when it applies
   };
 
   bool must_wait(const Conn& c, std::string_view payload) const;

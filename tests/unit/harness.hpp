@@ -73,6 +73,14 @@ struct Harness {
     unsynced.clear();
     replicator.durable(last);
   }
+  // Makes the deferred proposals durable but for the newest `keep`: something stays in flight.
+  void sync_all_but(size_t keep) {
+    if (unsynced.size() <= keep) return;
+    std::vector<storage::LogEntry> rest(unsynced.end() - static_cast<std::ptrdiff_t>(keep), unsynced.end());
+    unsynced.resize(unsynced.size() - keep);
+    sync();
+    unsynced = std::move(rest);
+  }
   // The log failed to write the deferred proposals: they are taken back, as runtime.cpp does.
   void fail_sync() {
     unsynced.clear();
