@@ -226,6 +226,7 @@ struct ServerRuntime::Impl {
   int64_t snapshot_after = 0;
   int64_t snapshots_skipped = 0;
   std::unique_ptr<SnapshotWalk> walk;
+  uint64_t walk_attempt = 0;  // the snapshot writer's attempt that walks it
   std::unique_ptr<storage::SnapshotWriter> snapshot_writer;
   std::mt19937_64 rng{std::random_device{}()};
   asio::steady_timer purge_timer{io};
@@ -344,14 +345,17 @@ struct ServerRuntime::Impl {
       recover(*durable);
       return_free_memory();  // what loading the snapshot and replaying the log left behind
       plan_next_snapshot();
-      snapshot_writer = std::make_unique<storage::SnapshotWriter>(*durable, [this](Zxid at, std::string error) {
-        asio::post(io, [this, at, error] {
+      snapshot_writer = std::make_unique<storage::SnapshotWriter>(*durable, [this](Zxid at, uint64_t attempt,
+                                                                                  std::string error) {
+        asio::post(io, [this, at, attempt, error] {
           heap_to_trim = true;
           if (error.empty()) {
             spdlog::info("snapshot at 0x{:x} written: durable", at);
           } else {  // a snapshot is an optimisation: without it the log still holds everything
             spdlog::error("snapshot at 0x{:x} abandoned: {}", at, error);
-            if (walk && walk->at() == at) walk.reset();  // its producer stopped with the failure
+            // Its producer stopped with the failure. Matched by attempt, not zxid: a later
+            // attempt at the same zxid may be walking already (its failure came after the walk).
+            if (walk && walk_attempt == attempt) walk.reset();
           }
         });
       });
@@ -405,8 +409,8 @@ struct ServerRuntime::Impl {
     }
     walk = std::make_unique<SnapshotWalk>(server->tree());
     spdlog::info("snapshot at 0x{:x} started: {} nodes", walk->at(), server->tree().size());
-    snapshot_writer->produce(walk->at(), storage::RocksDbLogStore::SnapshotPart::node,
-                             [this, w = walk.get()] { return snapshot_chunks(*w); });
+    walk_attempt = snapshot_writer->produce(walk->at(), storage::RocksDbLogStore::SnapshotPart::node,
+                                            [this, w = walk.get()] { return snapshot_chunks(*w); });
   }
 
   // A snapshot's chunks (and a recovery's reads) pass through the heap by the megabyte and

@@ -165,21 +165,23 @@ void RocksDbLogStore::append(std::vector<LogEntry> entries) {
     rec.SerializeToString(&value);
     batch.Put(key_of(e.zxid), value);
   }
-  struct statvfs fs {};
-  if (statvfs(dir_.c_str(), &fs) == 0) {
-    uint64_t free_bytes = static_cast<uint64_t>(fs.f_bavail) * fs.f_frsize;
-    // The write-ahead log holds the batch once more, with headers: twice its size is ample.
-    uint64_t need = 2 * batch.GetDataSize() + reserve_bytes;
-    if (free_bytes < need)
-      throw DiskFullError("disk full: " + std::to_string(free_bytes) + " bytes free in " + dir_ + ", " +
-                          std::to_string(need) + " needed to write " + std::to_string(entries.size()) +
-                          " txns and keep the reserve");
-  }
+  // The write-ahead log holds the batch once more, with headers: twice its size is ample.
+  check_room(2 * batch.GetDataSize(), std::to_string(entries.size()) + " txns");
   rocksdb::WriteOptions w;
   w.sync = sync_;
   auto st = db_->Write(w, &batch);
   if (!st.ok()) throw StorageError("cannot append to the log in " + dir_ + ": " + st.ToString());
-  last_ = last;
+  last_.store(last, std::memory_order_release);
+}
+
+void RocksDbLogStore::check_room(uint64_t bytes, const std::string& what) const {
+  struct statvfs fs {};
+  if (statvfs(dir_.c_str(), &fs) != 0) return;
+  uint64_t free_bytes = static_cast<uint64_t>(fs.f_bavail) * fs.f_frsize;
+  uint64_t need = bytes + reserve_bytes;
+  if (free_bytes < need)
+    throw DiskFullError("disk full: " + std::to_string(free_bytes) + " bytes free in " + dir_ + ", " +
+                        std::to_string(need) + " needed to write " + what + " and keep the reserve");
 }
 
 void RocksDbLogStore::for_each_after(Zxid after, const std::function<void(const LogEntry&)>& fn) const {
@@ -254,6 +256,15 @@ void RocksDbLogStore::put_snapshot_records(Zxid at, SnapshotPart part,
     }
   }
   if (part == SnapshotPart::session) std::sort(recs.begin(), recs.end());
+  // A snapshot's table file shares the disk with the log: it must not eat the log's reserve.
+  uint64_t bytes = 0;
+  for (const auto& [k, v] : recs) bytes += k.size() + v.size() + 32;
+  try {
+    check_room(bytes, "a snapshot's " + std::to_string(recs.size()) + " records");
+  } catch (const DiskFullError&) {
+    abandon_building();
+    throw;
+  }
   for (const auto& [k, v] : recs) {
     auto st = building_->Put(snapshot_key(at, static_cast<char>(part), k), v);
     if (!st.ok()) {
@@ -319,7 +330,7 @@ size_t RocksDbLogStore::purge(size_t retain) {
   batch.DeleteRange(snapshot_range_start(0), snapshot_range_start(oldest_kept));
   batch.DeleteRange(marker_key(0), marker_key(oldest_kept));
   // The log from the oldest kept snapshot on stays; so does the record at it, and the last one.
-  Zxid cut = std::min(oldest_kept, last_);
+  Zxid cut = std::min(oldest_kept, last_zxid());
   batch.DeleteRange(key_of(0), key_of(cut));
   rocksdb::WriteOptions w;
   w.sync = true;

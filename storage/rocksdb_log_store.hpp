@@ -4,6 +4,7 @@
 // makes the batch atomic, so a crash leaves whole batches or nothing of the last one.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <stdexcept>
@@ -52,7 +53,8 @@ class RocksDbLogStore final : public LogStore {
   // Throws DiskFullError, having written nothing, when the batch would eat into the reserve;
   // StorageError when RocksDB fails the write (the log must not be written again then).
   void append(std::vector<LogEntry> entries) override;
-  Zxid last_zxid() const override { return last_; }
+  // Safe from any thread: the group committer's thread appends while the server's reads.
+  Zxid last_zxid() const override { return last_.load(std::memory_order_acquire); }
   std::vector<LogEntry> read_after(Zxid after) const override;
   // ---- snapshots, kept in the same database ----
   // A snapshot taken from zxid `at` on: node records ("S" + zxid + 'n' + key), session records
@@ -90,8 +92,13 @@ class RocksDbLogStore final : public LogStore {
   RocksDbLogStore(const std::string& dir, ReadOnly);
   void check_format_and_find_last(bool may_initialise);
 
+  // Throws DiskFullError when writing `bytes` more would leave less than reserve_bytes free.
+  void check_room(uint64_t bytes, const std::string& what) const;
+
   std::unique_ptr<rocksdb::DB> db_;
-  Zxid last_ = 0;
+  // Written by append() on the group committer's thread, read by purge() and last_zxid() on
+  // the server's: atomic.
+  std::atomic<Zxid> last_{0};
   // The snapshot being built (see put_snapshot_records), on the snapshot writer's thread only.
   std::unique_ptr<rocksdb::SstFileWriter> building_;
   Zxid building_at_ = -1;

@@ -18,17 +18,20 @@ SnapshotWriter::~SnapshotWriter() {
 void SnapshotWriter::put(Zxid at, RocksDbLogStore::SnapshotPart part, Records records) {
   {
     std::lock_guard<std::mutex> l(mu_);
-    jobs_.push_back(Job{at, false, part, std::move(records), {}, {}});
+    jobs_.push_back(Job{attempt_, at, false, part, std::move(records), {}, {}});
   }
   cv_.notify_one();
 }
 
-void SnapshotWriter::produce(Zxid at, RocksDbLogStore::SnapshotPart part, Producer next) {
+uint64_t SnapshotWriter::produce(Zxid at, RocksDbLogStore::SnapshotPart part, Producer next) {
+  uint64_t attempt;
   {
     std::lock_guard<std::mutex> l(mu_);
-    jobs_.push_back(Job{at, false, part, {}, {}, std::move(next)});
+    attempt = ++attempt_;
+    jobs_.push_back(Job{attempt, at, false, part, {}, {}, std::move(next)});
   }
   cv_.notify_one();
+  return attempt;
 }
 
 bool SnapshotWriter::stopping() const {
@@ -39,7 +42,7 @@ bool SnapshotWriter::stopping() const {
 void SnapshotWriter::finish(Zxid at, std::string summary) {
   {
     std::lock_guard<std::mutex> l(mu_);
-    jobs_.push_back(Job{at, true, RocksDbLogStore::SnapshotPart::node, {}, std::move(summary), {}});
+    jobs_.push_back(Job{attempt_, at, true, RocksDbLogStore::SnapshotPart::node, {}, std::move(summary), {}});
   }
   cv_.notify_one();
 }
@@ -53,12 +56,12 @@ void SnapshotWriter::run() {
       if (stopping_) return;
       job = std::move(jobs_.front());
       jobs_.pop_front();
-      if (job.at == failed_at_) continue;
+      if (job.attempt == failed_attempt_) continue;
     }
     try {
       if (job.finish) {
         store_.finish_snapshot(job.at, job.summary);
-        done_(job.at, {});
+        done_(job.at, job.attempt, {});
       } else if (job.producer) {
         while (!stopping())
           if (auto batch = job.producer(); batch && !batch->empty())
@@ -71,9 +74,9 @@ void SnapshotWriter::run() {
     } catch (const std::exception& e) {
       {
         std::lock_guard<std::mutex> l(mu_);
-        failed_at_ = job.at;
+        failed_attempt_ = job.attempt;
       }
-      done_(job.at, e.what());
+      done_(job.at, job.attempt, e.what());
     }
   }
 }

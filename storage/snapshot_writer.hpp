@@ -2,9 +2,14 @@
 // node records come from a producer called on this thread (the server's walk, which encodes
 // them there: one batch in memory at a time, never the whole tree twice); jobs are done in the
 // order given, and finish() writes the marker after every job before it.
+//
+// Each produce() starts an attempt; put() and finish() belong to the latest one. When a job
+// fails, the rest of its attempt is dropped, and only that attempt: a later snapshot at the
+// same zxid (nothing committed since the failure) is a new attempt and is written.
 #pragma once
 
 #include <condition_variable>
+#include <cstdint>
 #include <deque>
 #include <functional>
 #include <mutex>
@@ -22,7 +27,7 @@ class SnapshotWriter {
  public:
   using Records = std::vector<std::pair<std::string, std::string>>;
   // Called on the writer's thread once a snapshot is complete, or failed (with the reason).
-  using Done = std::function<void(Zxid at, std::string error)>;
+  using Done = std::function<void(Zxid at, uint64_t attempt, std::string error)>;
 
   SnapshotWriter(RocksDbLogStore& store, Done done);
   ~SnapshotWriter();  // abandons what is queued: a snapshot without its marker is never used
@@ -33,11 +38,13 @@ class SnapshotWriter {
   // Records made on the writer's thread: `next` is called there until it returns nothing
   // (or the writer stops), and each batch it gives is written before the next call.
   using Producer = std::function<std::optional<Records>()>;
-  void produce(Zxid at, RocksDbLogStore::SnapshotPart part, Producer next);
+  // Starts an attempt, and returns its number (Done names it).
+  uint64_t produce(Zxid at, RocksDbLogStore::SnapshotPart part, Producer next);
   void finish(Zxid at, std::string summary);
 
  private:
   struct Job {
+    uint64_t attempt;
     Zxid at;
     bool finish;
     RocksDbLogStore::SnapshotPart part;
@@ -54,7 +61,9 @@ class SnapshotWriter {
   std::condition_variable cv_;
   std::deque<Job> jobs_;
   bool stopping_ = false;
-  Zxid failed_at_ = -1;  // the snapshot whose write failed: its later jobs are dropped
+  uint64_t attempt_ = 0;         // the latest produce()'s
+  // The attempt whose write failed (none yet: the largest value): its later jobs are dropped.
+  uint64_t failed_attempt_ = UINT64_MAX;
   std::thread thread_;
 };
 

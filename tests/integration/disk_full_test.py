@@ -1,12 +1,15 @@
 """A full disk: the data directory is a small tmpfs (this test mounts it, so it runs as root,
 as CI does), part of it taken by a ballast file. The server refuses to write into its reserve
 of free space (RocksDB itself must never meet a full disk). Writes fail with an error while reads go on; when space returns writes succeed
-again; nothing acknowledged is lost across a restart."""
+again; nothing acknowledged is lost across a restart. Snapshots (every few txns here) fail while
+the disk is full and resume once space returns."""
 import os
+import re
 import shutil
 import signal
 import subprocess
 import tempfile
+import time
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import SystemZookeeperError
@@ -18,13 +21,23 @@ VALUE = os.urandom(100_000)  # incompressible: RocksDB compresses what it flushe
 MAX_WRITES = 1000  # bounded: the 160 MiB disk, less its ballast and the reserve, fills long before
 
 
-def start(data_dir):
-    p = subprocess.Popen([BIN, "--standalone", "--port", "0", "--data-dir", data_dir],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+def start(data_dir, log_path):
+    cfg = os.path.join(os.path.dirname(log_path), "zoo.cfg")
+    with open(cfg, "w") as f:
+        # A snapshot every 5 to 10 txns, so that some are due while the disk is full.
+        f.write(f"dataDir={data_dir}\nclientPort=0\nclientPortAddress=127.0.0.1\nsnapCount=10\n")
+    p = subprocess.Popen([BIN, cfg], stdout=subprocess.PIPE, stderr=open(log_path, "a"), text=True)
     line = p.stdout.readline().strip()
     if "listening on" not in line:
-        raise RuntimeError(f"no address: {line!r} {p.stderr.read()}")
+        raise RuntimeError(f"no address: {line!r} {open(log_path).read()[-2000:]}")
     return p, line.rsplit(" ", 1)[1]
+
+
+def snapshot_lines(log_path, since):
+    with open(log_path, errors="replace") as f:
+        f.seek(since)
+        text = f.read()
+    return (re.findall(r"snapshot at 0x([0-9a-f]+) written", text), re.findall(r"snapshot at 0x[0-9a-f]+ abandoned", text))
 
 
 def main():
@@ -36,12 +49,14 @@ def main():
         os.rmdir(mnt)
         raise SystemExit(1)
     proc = None
+    log_dir = tempfile.mkdtemp(prefix="warden-diskfull-log-")
+    log_path = os.path.join(log_dir, "server.log")
     try:
         ballast = os.path.join(mnt, "ballast")
         with open(ballast, "wb") as f:
             f.write(b"\0" * (48 * 1024 * 1024))
         data_dir = os.path.join(mnt, "data")
-        proc, hosts = start(data_dir)
+        proc, hosts = start(data_dir, log_path)
         zk = KazooClient(hosts=hosts, timeout=30)
         zk.start(timeout=10)
         zk.create("/small", b"readable")
@@ -52,15 +67,19 @@ def main():
                 acked.append(f"/big-{i}")
             except SystemZookeeperError:
                 failures += 1
-                if failures >= 3:
+                if failures >= 15:  # enough txns refused that snapshots fall due meanwhile
                     break
-        c.check(failures >= 3, f"writes fail with an error once the disk is full ({len(acked)} succeeded first)")
+        c.check(failures >= 15, f"writes fail with an error once the disk is full ({len(acked)} succeeded first)")
         c.check(len(acked) > 5, "writes succeeded until then")
         c.equal(zk.get("/small")[0], b"readable", "reads go on while the disk is full")
         c.equal(len(zk.get_children("/")), len(acked) + 2, "the tree holds exactly the acknowledged writes")
         c.check(proc.poll() is None, "the server keeps running")
 
+        written, abandoned = snapshot_lines(log_path, 0)
+        c.check(abandoned, f"snapshots were abandoned while the disk was full ({len(abandoned)}; "
+                           f"{len(written)} written before)")
         os.unlink(ballast)  # space returns
+        space_back = os.path.getsize(log_path)
         ok = False
         for attempt in range(20):
             try:
@@ -72,6 +91,16 @@ def main():
         c.check(ok, "writes succeed again once space returns")
         if ok:
             acked.append("/after-space-returned")
+        # Snapshots resume: nothing else commits in between, so the first one is due at the
+        # zxid of the failures, and later ones above it.
+        for i in range(40):
+            zk.create(f"/small-{i}", b"s")
+            acked.append(f"/small-{i}")
+        deadline = time.time() + 30
+        while time.time() < deadline and not snapshot_lines(log_path, space_back)[0]:
+            time.sleep(0.2)
+        written, _ = snapshot_lines(log_path, space_back)
+        c.check(written, f"snapshots are written again once space returns ({len(written)} written)")
         zk.stop()
         zk.close()
         proc.send_signal(signal.SIGTERM)
@@ -79,7 +108,7 @@ def main():
         proc = None
         check = subprocess.run([BIN, "check", data_dir], capture_output=True, text=True)
         c.equal(check.returncode, 0, f"the log is sound after the full disk: {check.stdout.strip()} {check.stderr.strip()}")
-        proc, hosts = start(data_dir)
+        proc, hosts = start(data_dir, log_path)
         zk = KazooClient(hosts=hosts)
         zk.start(timeout=10)
         present = {"/" + n for n in zk.get_children("/")}
@@ -94,6 +123,7 @@ def main():
             proc.wait(timeout=15)
         subprocess.run(["umount", mnt])
         shutil.rmtree(mnt, ignore_errors=True)
+        shutil.rmtree(log_dir, ignore_errors=True)
     c.finish()
 
 
