@@ -158,7 +158,8 @@ int main(int argc, char** argv) {
     config = std::get<Config>(loaded);
     for (const auto& w : config.warnings) spdlog::warn("{}", w);
     if (!config.servers.empty())
-      spdlog::warn("{}: server.N lines are read but the ensemble is not implemented yet; running standalone", file);
+      spdlog::warn("{}: server.N lines are read, but this version runs them as a standalone server (no ensemble)",
+                   file);
   }
   try {
     warden::server::ServerRuntime runtime(config);

@@ -1,6 +1,8 @@
 // A running standalone server: the log, the ensemble of one, the pipeline, the client port and
-// the tick, on one event-loop thread. The binary and EmbeddedServer both build on it. Asio stays
-// inside runtime.cpp.
+// the tick on one event-loop thread (the server's), with two helpers: the group committer's
+// thread syncs the log, and the snapshot writer's thread walks the tree (under a lock the server
+// thread takes only to apply commits) and writes snapshots. The binary and EmbeddedServer both
+// build on it. Asio stays inside runtime.cpp.
 #pragma once
 
 #include <cstdint>

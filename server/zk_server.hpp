@@ -6,8 +6,10 @@
 // reply. A read is answered from the tree at once, unless the same connection has writes in
 // flight: then it, and every frame after it, waits in `held` until they are applied, so a
 // session's replies leave in request order and its reads see its own writes. Writes need not
-// wait: prep sees the changes in flight. Everything runs on one thread (the strand that owns
-// the tree), and a watch event always leaves before the reply whose result announced it.
+// wait: prep sees the changes in flight. Every call into ZkServer comes from one thread, the
+// server's (the io_context that owns the tree), and a watch event always leaves before the reply
+// whose result announced it. One other thread reads the tree: the snapshot writer's walk, which
+// the runtime lets in only between commits (runtime.cpp's tree lock); nothing else is shared.
 //
 // Invariants: `owner_` maps each attached session to its one live connection; `pending_` holds
 // one entry per proposed txn not yet applied, in zxid order.
