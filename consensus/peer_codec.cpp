@@ -1,0 +1,76 @@
+#include "consensus/peer_codec.hpp"
+
+namespace warden::consensus {
+
+std::string encode_peer_message(const pb::PeerMessage& m) {
+  std::string out;
+  m.SerializeToString(&out);
+  return out;
+}
+
+namespace {
+// Entries must have non-negative, strictly ascending zxids.
+bool ascending(const google::protobuf::RepeatedPtrField<pb::Entry>& entries) {
+  int64_t prev = -1;
+  for (const auto& e : entries) {
+    if (e.zxid() <= prev) return false;
+    prev = e.zxid();
+  }
+  return true;
+}
+
+std::string check(const pb::PeerMessage& m) {
+  using B = pb::PeerMessage::BodyCase;
+  switch (m.body_case()) {
+    case B::BODY_NOT_SET: return "no body";
+    case B::kVote:
+      if (m.vote().zxid() < 0 || m.vote().leader() < 0) return "a vote with a negative zxid or server id";
+      return {};
+    case B::kAckEpoch: return m.ack_epoch().last_zxid() < 0 ? "a negative zxid" : "";
+    case B::kSync: {
+      const auto& s = m.sync();
+      if (s.trunc_after() < 0 || s.snapshot_zxid() < 0 || s.committed() < 0 || s.sync_last() < 0)
+        return "a sync with a negative zxid";
+      if (!ascending(s.entries())) return "a sync whose entries are not in ascending zxid order";
+      return {};
+    }
+    case B::kAckNewLeader: return m.ack_new_leader().last_zxid() < 0 ? "a negative zxid" : "";
+    case B::kUpToDate: return m.up_to_date().committed() < 0 ? "a negative zxid" : "";
+    case B::kProposal:
+      return ascending(m.proposal().entries()) ? "" : "a proposal whose entries are not in ascending zxid order";
+    case B::kAck: return m.ack().zxid() < 0 ? "a negative zxid" : "";
+    case B::kCommit: return m.commit().zxid() < 0 ? "a negative zxid" : "";
+    case B::kInform:
+      if (m.inform().committed() < 0) return "a negative zxid";
+      return ascending(m.inform().entries()) ? "" : "an inform whose entries are not in ascending zxid order";
+    case B::kPing: return m.ping().zxid() < 0 ? "a negative zxid" : "";
+    default: return {};
+  }
+}
+}  // namespace
+
+DecodedPeerMessage decode_peer_message(std::string_view bytes) {
+  DecodedPeerMessage out;
+  if (bytes.size() > max_peer_message_bytes) {
+    out.error = "a peer message of " + std::to_string(bytes.size()) + " bytes is over the limit";
+    return out;
+  }
+  pb::PeerMessage m;
+  if (!m.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+    out.error = "not a peer message";
+    return out;
+  }
+  if (m.version() != protocol_version) {
+    out.error = "peer protocol version " + std::to_string(m.version()) + ", this server speaks " +
+                std::to_string(protocol_version);
+    return out;
+  }
+  if (std::string why = check(m); !why.empty()) {
+    out.error = why;
+    return out;
+  }
+  out.message = std::move(m);
+  return out;
+}
+
+}  // namespace warden::consensus

@@ -1,0 +1,688 @@
+#include "consensus/zab_peer.hpp"
+
+#include <algorithm>
+#include <tuple>
+
+#include "consensus/peer_codec.hpp"
+
+namespace warden::consensus {
+#ifdef WARDEN_PLANTS
+inline namespace planted {
+#endif
+
+#ifdef WARDEN_PLANTS
+#define PLANT(name) (cfg_.plants.name)
+#else
+#define PLANT(name) false
+#endif
+
+bool Ensemble::is_voter(PeerId p) const { return std::find(voters.begin(), voters.end(), p) != voters.end(); }
+bool Ensemble::is_observer(PeerId p) const {
+  return std::find(observers.begin(), observers.end(), p) != observers.end();
+}
+
+const char* role_name(Role r) {
+  switch (r) {
+    case Role::looking: return "looking";
+    case Role::following: return "following";
+    case Role::leading: return "leading";
+    case Role::observing: return "observing";
+  }
+  return "?";
+}
+
+namespace {
+void to_pb(const Entry& e, pb::Entry* out) {
+  out->set_zxid(e.zxid);
+  out->set_payload(e.payload);
+}
+Entry from_pb(const pb::Entry& e) { return Entry{e.zxid(), e.payload()}; }
+}  // namespace
+
+ZabPeer::ZabPeer(PeerConfig config, const LogView& log, Epochs epochs, Zxid committed)
+    : cfg_(std::move(config)), log_(log), epochs_(epochs) {
+  durable_ = log_.last_zxid();  // what a restart finds on disk is durable
+  committed_ = std::min(committed, durable_);
+  become_looking();
+}
+
+Zxid ZabPeer::last_durable() const { return std::min(durable_, log_.last_zxid()); }
+
+// ---------------------------------------------------------------- election
+
+ZabPeer::Vote ZabPeer::self_vote() const { return Vote{cfg_.id, last_durable(), epochs_.current}; }
+
+bool ZabPeer::better(const Vote& a, const Vote& b) const {
+  if (PLANT(stale_vote)) return a.leader > b.leader;
+  // ZooKeeper's totalOrderPredicate: the newer epoch, then the longer log, then the larger id.
+  return std::tie(a.epoch, a.zxid, a.leader) > std::tie(b.epoch, b.zxid, b.leader);
+}
+
+void ZabPeer::send(PeerId to, pb::PeerMessage m) {
+  m.set_version(protocol_version);
+  m.set_from(cfg_.id);
+  ready_.messages.emplace_back(to, std::move(m));
+}
+
+void ZabPeer::send_vote(PeerId to) {
+  pb::PeerMessage m;
+  auto* v = m.mutable_vote();
+  v->set_round(round_);
+  if (role_ == Role::looking) {
+    v->set_leader(vote_.leader);
+    v->set_zxid(vote_.zxid);
+    v->set_epoch(vote_.epoch);
+    v->set_state(pb::LOOKING);
+  } else {
+    // Settled: who leads, and the epoch of that leadership (0 while it is being chosen).
+    v->set_leader(leader_);
+    v->set_zxid(last_durable());
+    v->set_epoch(role_ == Role::leading ? new_epoch_ : link_epoch_);
+    v->set_state(role_ == Role::leading ? pb::LEADING : role_ == Role::following ? pb::FOLLOWING : pb::OBSERVING);
+  }
+  send(to, std::move(m));
+}
+
+void ZabPeer::broadcast_vote() {
+  for (PeerId p : cfg_.ensemble.voters)
+    if (p != cfg_.id) send_vote(p);
+}
+
+bool ZabPeer::quorum_agrees(const std::map<PeerId, Vote>& votes, const Vote& v) const {
+  size_t n = 0;
+  for (const auto& [p, w] : votes)
+    if (cfg_.ensemble.is_voter(p) && w.leader == v.leader && w.zxid == v.zxid && w.epoch == v.epoch) ++n;
+  return n >= cfg_.ensemble.quorum();
+}
+
+void ZabPeer::try_join(const Vote& v) {
+  // ZooKeeper's checkLeader: a quorum of settled voters names the leader for one epoch, and the
+  // leader itself says it leads.
+  auto it = settled_.find(v.leader);
+  if (v.leader == cfg_.id || it == settled_.end() || it->second.state() != pb::LEADING ||
+      it->second.epoch() != v.epoch)
+    return;
+  size_t n = 0;
+  for (const auto& [p, w] : settled_)
+    if (cfg_.ensemble.is_voter(p) && w.leader() == v.leader && w.epoch() == v.epoch) ++n;
+  if (n >= cfg_.ensemble.quorum()) become_follower(v.leader);
+}
+
+void ZabPeer::on_vote(PeerId from, const pb::PeerMessage& m) {
+  const pb::Vote& v = m.vote();
+  if (role_ != Role::looking) {
+    if (v.state() == pb::LOOKING) send_vote(from);  // tell it who leads
+    return;
+  }
+  bool observer = cfg_.ensemble.is_observer(cfg_.id);
+  if (v.state() != pb::LOOKING) {
+    if (!cfg_.ensemble.is_voter(from)) return;
+    settled_[from] = v;
+    try_join(Vote{v.leader(), v.zxid(), v.epoch()});
+    return;
+  }
+  if (observer || !cfg_.ensemble.is_voter(from)) return;  // only voters' looking votes count
+  Vote theirs{v.leader(), v.zxid(), v.epoch()};
+  if (v.round() > round_) {
+    round_ = v.round();
+    received_.clear();
+    Vote mine = self_vote();
+    vote_ = better(theirs, mine) ? theirs : mine;
+    decide_at_.reset();
+    broadcast_vote();
+  } else if (v.round() < round_) {
+    send_vote(from);  // it is behind: our round brings it along
+    return;
+  } else if (better(theirs, vote_)) {
+    vote_ = theirs;
+    decide_at_.reset();
+    broadcast_vote();
+  }
+  received_[from] = theirs;
+  received_[cfg_.id] = vote_;
+  if (quorum_agrees(received_, vote_)) {
+    if (!decide_at_) decide_at_ = now_ + static_cast<uint64_t>(cfg_.finalize_ticks);
+  } else {
+    decide_at_.reset();
+  }
+}
+
+// ---------------------------------------------------------------- roles
+
+void ZabPeer::set_role(Role r, PeerId leader) {
+  role_ = r;
+  leader_ = leader;
+  serving_ = false;
+  ready_.role_changed = true;
+}
+
+void ZabPeer::become_looking() {
+  set_role(Role::looking, 0);
+  links_.clear();
+  new_epoch_ = 0;
+  syncing_started_ = false;
+  established_ = false;
+  unsent_.clear();
+  link_ = 0;
+  link_epoch_ = 0;
+  sync_end_.reset();
+  ++round_;
+  vote_ = self_vote();
+  received_.clear();
+  if (cfg_.ensemble.is_voter(cfg_.id)) received_[cfg_.id] = vote_;
+  settled_.clear();
+  decide_at_.reset();
+  // A lone voter agrees with itself at once.
+  if (quorum_agrees(received_, vote_)) decide_at_ = now_ + static_cast<uint64_t>(cfg_.finalize_ticks);
+  broadcast_vote();
+  next_vote_at_ = now_ + static_cast<uint64_t>(cfg_.vote_interval);
+}
+
+void ZabPeer::become_follower(PeerId leader) {
+  set_role(cfg_.ensemble.is_observer(cfg_.id) ? Role::observing : Role::following, leader);
+  fphase_ = FPhase::discovery;
+  link_ = 0;
+  link_epoch_ = 0;
+  sent_ = received_seq_ = 0;
+  heard_ = now_;
+  sync_end_.reset();
+  send_follower_info();
+}
+
+void ZabPeer::send_follower_info() {
+  // A fresh nonce per attempt, so a LeaderInfo meant for an earlier attempt is not taken.
+  nonce_ = (nonce_ + 1) | (static_cast<uint64_t>(round_) << 32);
+  info_sent_ = now_;
+  pb::PeerMessage m;
+  auto* info = m.mutable_follower_info();
+  info->set_accepted_epoch(epochs_.accepted);
+  info->set_observer(role_ == Role::observing);
+  info->set_nonce(nonce_);
+  send(leader_, std::move(m));
+}
+
+void ZabPeer::become_leader() {
+  set_role(Role::leading, cfg_.id);
+  links_.clear();
+  new_epoch_ = 0;
+  syncing_started_ = false;
+  established_ = false;
+  lead_since_ = now_;
+  history_end_ = log_.last_zxid();
+  counter_ = 0;
+  last_proposed_ = history_end_;
+  unsent_.clear();
+  maybe_choose_epoch();
+}
+
+// ---------------------------------------------------------------- events
+
+void ZabPeer::tick(uint64_t random) {
+  ++now_;
+  switch (role_) {
+    case Role::looking:
+      if (decide_at_ && now_ >= *decide_at_) {
+        decide_at_.reset();
+        if (quorum_agrees(received_, vote_)) {
+          if (vote_.leader == cfg_.id)
+            become_leader();
+          else
+            become_follower(vote_.leader);
+          return;
+        }
+      }
+      if (now_ >= next_vote_at_) {
+        broadcast_vote();
+        next_vote_at_ = now_ + static_cast<uint64_t>(cfg_.vote_interval) + random % 2;
+      }
+      return;
+    case Role::leading: lead_tick(); return;
+    case Role::following:
+    case Role::observing: follower_tick(); return;
+  }
+}
+
+void ZabPeer::receive(PeerId from, const pb::PeerMessage& m) {
+  if (m.version() != protocol_version || from == cfg_.id) return;
+  if (!cfg_.ensemble.is_voter(from) && !cfg_.ensemble.is_observer(from)) return;
+  if (m.has_vote()) return on_vote(from, m);
+  if (role_ == Role::leading) return lead_receive(from, m);
+  if ((role_ == Role::following || role_ == Role::observing) && from == leader_) return follow_receive(from, m);
+}
+
+void ZabPeer::durable(Zxid upto) {
+  durable_ = std::max(durable_, std::min(upto, log_.last_zxid()));
+  if (role_ == Role::leading) {
+    if (!established_) maybe_establish();
+    else advance_commit();
+  } else if (role_ == Role::following || role_ == Role::observing) {
+    if (fphase_ == FPhase::syncing) maybe_ack_new_leader();
+    if (fphase_ == FPhase::broadcast && role_ == Role::following && sync_end_ == std::nullopt) {
+      pb::PeerMessage m;
+      m.mutable_ack()->set_zxid(last_durable());
+      send_to_leader(std::move(m));
+    }
+  }
+}
+
+std::optional<Zxid> ZabPeer::propose(std::string payload) {
+  if (role_ != Role::leading || !established_) return std::nullopt;
+  if (counter_ >= cfg_.max_counter) {
+    // ZooKeeper forces an election before the counter's low 32 bits roll over.
+    become_looking();
+    return std::nullopt;
+  }
+  Zxid z = make_zxid(new_epoch_, ++counter_);
+  Entry e{z, std::move(payload)};
+  unsent_.push_back(e);
+  ready_.append.push_back(std::move(e));
+  last_proposed_ = z;
+  return z;
+}
+
+Ready ZabPeer::ready() {
+  if (!unsent_.empty()) {
+    for (auto& [id, l] : links_) {
+      if (l.observer || (l.phase != Link::Phase::syncing && l.phase != Link::Phase::synced)) continue;
+      for (size_t i = 0; i < unsent_.size(); i += cfg_.max_entries_per_message) {
+        pb::PeerMessage m;
+        auto* p = m.mutable_proposal();
+        for (size_t j = i; j < std::min(unsent_.size(), i + cfg_.max_entries_per_message); ++j)
+          to_pb(unsent_[j], p->add_entries());
+        send_on_link(id, l, std::move(m));
+      }
+    }
+    unsent_.clear();
+  }
+  ready_.committed = committed_;
+  Ready out = std::move(ready_);
+  ready_ = Ready{};
+  return out;
+}
+
+// ---------------------------------------------------------------- leading
+
+void ZabPeer::send_on_link(PeerId to, Link& l, pb::PeerMessage m) {
+  m.set_epoch(new_epoch_);
+  m.set_link(l.id);
+  m.set_seq(++l.sent);
+  send(to, std::move(m));
+}
+
+void ZabPeer::maybe_choose_epoch() {
+  if (new_epoch_ != 0) return;
+  size_t voters = cfg_.ensemble.is_voter(cfg_.id) ? 1 : 0;
+  uint32_t highest = epochs_.accepted;
+  for (const auto& [id, l] : links_) {
+    highest = std::max(highest, l.accepted_epoch);
+    if (!l.observer) ++voters;
+  }
+  if (voters < cfg_.ensemble.quorum()) return;
+  // Above every epoch a quorum has accepted: no two leaders ever share an epoch.
+  new_epoch_ = highest + 1;
+  epochs_.accepted = new_epoch_;
+  ready_.epochs = epochs_;
+  for (auto& [id, l] : links_) {
+    pb::PeerMessage m;
+    m.mutable_leader_info()->set_new_epoch(new_epoch_);
+    m.mutable_leader_info()->set_nonce(l.nonce);
+    send_on_link(id, l, std::move(m));
+  }
+  maybe_start_sync();  // a lone voter has its quorum already
+}
+
+void ZabPeer::maybe_start_sync() {
+  if (new_epoch_ == 0) return;
+  if (!syncing_started_) {
+    size_t voters = 1;
+    for (const auto& [id, l] : links_)
+      if (!l.observer && l.phase != Link::Phase::info) ++voters;
+    if (voters < cfg_.ensemble.quorum()) return;
+    syncing_started_ = true;
+    // This server's history becomes the new epoch's: current, persisted before any NEWLEADER.
+    epochs_.current = new_epoch_;
+    ready_.epochs = epochs_;
+  }
+  for (auto& [id, l] : links_)
+    if (l.phase == Link::Phase::epoch_acked && (!l.observer || established_)) start_sync(id, l);
+  maybe_establish();
+}
+
+void ZabPeer::start_sync(PeerId to, Link& l) {
+  Zxid f = l.last_zxid;
+  Zxid snap = log_.snapshot_zxid();
+  // Observers hear only what is committed; followers the whole log, uncommitted tail included.
+  Zxid upto = l.observer ? std::min(committed_, log_.last_zxid()) : log_.last_zxid();
+  pb::PeerMessage m;
+  auto* s = m.mutable_sync();
+  Zxid from;
+  if (f >= snap && log_.floor(f) == f) {
+    // DIFF: the follower holds a prefix of this history (anything it holds above f is not
+    // durable there and is cut).
+    s->set_mode(pb::Sync::DIFF);
+    from = f;
+  } else if (f > snap) {
+    // TRUNC: it holds txns this history does not; cut back to the last one both hold.
+    s->set_mode(pb::Sync::TRUNC);
+    from = log_.floor(f);
+  } else {
+    // SNAP: this log no longer reaches back to where the follower is.
+    s->set_mode(pb::Sync::SNAP);
+    s->set_snapshot_zxid(snap);
+    s->set_snapshot(log_.snapshot());
+    from = snap;
+  }
+  from = std::min(from, upto);
+  s->set_trunc_after(from);
+  auto entries = log_.entries(from, upto, cfg_.max_entries_per_message);
+  for (const auto& e : entries) to_pb(e, s->add_entries());
+  s->set_new_epoch(new_epoch_);
+  s->set_committed(committed_);
+  s->set_sync_last(upto);
+  send_on_link(to, l, std::move(m));
+  // The rest, if the log is longer than one message.
+  Zxid sent = entries.empty() ? from : entries.back().zxid;
+  while (sent < upto) {
+    auto more = log_.entries(sent, upto, cfg_.max_entries_per_message);
+    if (more.empty()) break;
+    pb::PeerMessage p;
+    for (const auto& e : more) to_pb(e, p.mutable_proposal()->add_entries());
+    sent = more.back().zxid;
+    send_on_link(to, l, std::move(p));
+  }
+  l.phase = Link::Phase::syncing;
+  l.informed = upto;
+}
+
+void ZabPeer::maybe_establish() {
+  if (established_ || !syncing_started_) return;
+  size_t n = durable_ >= history_end_ ? 1 : 0;
+  for (const auto& [id, l] : links_)
+    if (!l.observer && l.phase == Link::Phase::synced) ++n;
+  if (n < cfg_.ensemble.quorum()) return;
+  established_ = true;
+  serving_ = true;
+  ready_.role_changed = true;
+  committed_ = std::max(committed_, history_end_);
+  // Observers sync once the history is committed: they only ever hold committed txns.
+  for (auto& [id, l] : links_)
+    if (l.observer && l.phase == Link::Phase::epoch_acked) start_sync(id, l);
+  for (auto& [id, l] : links_) {
+    if (l.phase != Link::Phase::synced) continue;
+    pb::PeerMessage m;
+    m.mutable_up_to_date()->set_committed(committed_);
+    send_on_link(id, l, std::move(m));
+  }
+  inform_observers();
+}
+
+void ZabPeer::advance_commit() {
+  if (!established_) return;
+  std::vector<Zxid> acks{durable_};
+  for (const auto& [id, l] : links_)
+    if (!l.observer && l.phase == Link::Phase::synced) acks.push_back(l.acked);
+  size_t q = PLANT(commit_minority) ? 1 : cfg_.ensemble.quorum();
+  if (acks.size() < q) return;
+  std::sort(acks.begin(), acks.end(), std::greater<>());
+  Zxid c = std::min(acks[q - 1], std::min(last_proposed_, log_.last_zxid()));
+  if (c <= committed_) return;
+  committed_ = c;
+  for (auto& [id, l] : links_) {
+    if (l.observer || (l.phase != Link::Phase::syncing && l.phase != Link::Phase::synced)) continue;
+    pb::PeerMessage m;
+    m.mutable_commit()->set_zxid(c);
+    send_on_link(id, l, std::move(m));
+  }
+  inform_observers();
+}
+
+void ZabPeer::inform_observers() {
+  for (auto it = links_.begin(); it != links_.end();) {
+    auto& [id, l] = *it;
+    if (l.observer && l.informed < log_.snapshot_zxid()) {
+      it = links_.erase(it);  // the log no longer reaches back to it: it comes back for a SNAP
+      continue;
+    }
+    ++it;
+    if (!l.observer || l.phase == Link::Phase::info || l.phase == Link::Phase::epoch_acked) continue;
+    while (l.informed < committed_) {
+      auto entries = log_.entries(l.informed, committed_, cfg_.max_entries_per_message);
+      if (entries.empty()) break;
+      pb::PeerMessage m;
+      for (const auto& e : entries) to_pb(e, m.mutable_inform()->add_entries());
+      m.mutable_inform()->set_committed(committed_);
+      l.informed = entries.back().zxid;
+      send_on_link(id, l, std::move(m));
+    }
+  }
+}
+
+void ZabPeer::lead_receive(PeerId from, const pb::PeerMessage& m) {
+  if (m.has_follower_info()) {
+    const auto& info = m.follower_info();
+    // A member is what the configuration says it is: a voter posing as an observer (or the
+    // reverse) is not taken.
+    if (info.observer() != cfg_.ensemble.is_observer(from)) return;
+    Link l;
+    l.id = ++next_link_;
+    l.observer = info.observer();
+    l.nonce = info.nonce();
+    l.accepted_epoch = info.accepted_epoch();
+    l.heard = now_;
+    auto& slot = links_[from] = l;
+    if (new_epoch_ != 0) {
+      pb::PeerMessage r;
+      r.mutable_leader_info()->set_new_epoch(new_epoch_);
+      r.mutable_leader_info()->set_nonce(slot.nonce);
+      send_on_link(from, slot, std::move(r));
+    } else {
+      maybe_choose_epoch();
+    }
+    return;
+  }
+  auto it = links_.find(from);
+  if (it == links_.end()) return;
+  Link& l = it->second;
+  if (m.link() != l.id || m.epoch() != new_epoch_ || new_epoch_ == 0) return;  // another link's
+  if (m.seq() <= l.received) return;                                            // a duplicate
+  if (m.seq() != l.received + 1) {
+    links_.erase(it);  // a message was lost: the link is broken; the follower will come back
+    return;
+  }
+  l.received = m.seq();
+  l.heard = now_;
+  if (m.has_ack_epoch()) {
+    if (l.phase != Link::Phase::info) return;
+    const auto& a = m.ack_epoch();
+    l.current_epoch = a.current_epoch();
+    l.last_zxid = a.last_zxid();
+    l.phase = Link::Phase::epoch_acked;
+    // ZooKeeper's waitForEpochAck: a follower whose history is newer than ours means we should
+    // not lead. Give up and look again.
+    if (!PLANT(stale_vote) && std::tie(l.current_epoch, l.last_zxid) > std::tie(epochs_.current, history_end_) &&
+        !syncing_started_) {
+      become_looking();
+      return;
+    }
+    if (syncing_started_ && !PLANT(stale_vote) &&
+        std::tie(l.current_epoch, l.last_zxid) > std::tie(new_epoch_, last_proposed_)) {
+      links_.erase(it);
+      return;
+    }
+    maybe_start_sync();
+  } else if (m.has_ack_new_leader()) {
+    if (l.phase != Link::Phase::syncing) return;
+    l.phase = Link::Phase::synced;
+    l.acked = std::max(l.acked, m.ack_new_leader().last_zxid());
+    if (established_) {
+      pb::PeerMessage r;
+      r.mutable_up_to_date()->set_committed(committed_);
+      send_on_link(from, l, std::move(r));
+      inform_observers();
+      advance_commit();
+    } else {
+      maybe_establish();
+    }
+  } else if (m.has_ack()) {
+    if (l.phase != Link::Phase::synced) return;
+    l.acked = std::max(l.acked, m.ack().zxid());
+    advance_commit();
+  } else if (m.has_ping()) {
+    if (l.phase == Link::Phase::synced && !l.observer) {
+      l.acked = std::max(l.acked, m.ping().zxid());
+      advance_commit();
+    }
+  }
+}
+
+void ZabPeer::lead_tick() {
+  if (!established_) {
+    if (now_ - lead_since_ > static_cast<uint64_t>(cfg_.init_limit)) become_looking();
+    return;
+  }
+  // ZooKeeper's leader checks each tick that a quorum of synced voters has been heard within
+  // syncLimit; without one it stops leading (and stops taking writes).
+  size_t alive = 1;
+  for (auto it = links_.begin(); it != links_.end();) {
+    Link& l = it->second;
+    uint64_t silent = now_ - l.heard;
+    uint64_t limit = static_cast<uint64_t>(l.phase == Link::Phase::synced ? cfg_.sync_limit : cfg_.init_limit);
+    if (silent > limit) {
+      it = links_.erase(it);
+      continue;
+    }
+    if (!l.observer && l.phase == Link::Phase::synced) ++alive;
+    if (l.phase != Link::Phase::info) {
+      pb::PeerMessage m;
+      m.mutable_ping()->set_zxid(committed_);
+      send_on_link(it->first, l, std::move(m));
+    }
+    ++it;
+  }
+  if (alive < cfg_.ensemble.quorum()) become_looking();
+}
+
+// ---------------------------------------------------------------- following
+
+void ZabPeer::send_to_leader(pb::PeerMessage m) {
+  m.set_epoch(link_epoch_);
+  m.set_link(link_);
+  m.set_seq(++sent_);
+  send(leader_, std::move(m));
+}
+
+void ZabPeer::set_committed(Zxid z) {
+  if (fphase_ == FPhase::discovery) return;
+  committed_ = std::max(committed_, std::min(z, received_upto_));
+}
+
+void ZabPeer::maybe_ack_new_leader() {
+  if (fphase_ != FPhase::syncing || !sync_end_ || received_upto_ < *sync_end_ || last_durable() < *sync_end_)
+    return;
+  // The history is durable: it is now this server's current epoch's, persisted before the ack.
+  epochs_.current = link_epoch_;
+  ready_.epochs = epochs_;
+  pb::PeerMessage m;
+  m.mutable_ack_new_leader()->set_last_zxid(last_durable());
+  send_to_leader(std::move(m));
+  fphase_ = FPhase::broadcast;
+  sync_end_.reset();
+}
+
+void ZabPeer::follow_receive(PeerId from, const pb::PeerMessage& m) {
+  (void)from;
+  if (m.has_leader_info()) {
+    if (fphase_ != FPhase::discovery || link_ != 0 || m.leader_info().nonce() != nonce_) return;
+    uint32_t e = m.leader_info().new_epoch();
+    if (e < epochs_.accepted || e != m.epoch()) {
+      become_looking();  // a leader of an epoch we already left behind
+      return;
+    }
+    link_ = m.link();
+    link_epoch_ = e;
+    received_seq_ = m.seq();
+    heard_ = now_;
+    if (e > epochs_.accepted) {
+      epochs_.accepted = e;
+      ready_.epochs = epochs_;  // persisted before the AckEpoch below leaves
+    }
+    pb::PeerMessage r;
+    r.mutable_ack_epoch()->set_current_epoch(epochs_.current);
+    // Committed txns count as held even before the disk has them: they are in every later
+    // leader's history, so the sync starts above them instead of cutting what was applied.
+    r.mutable_ack_epoch()->set_last_zxid(std::max(last_durable(), std::min(committed_, log_.last_zxid())));
+    send_to_leader(std::move(r));
+    return;
+  }
+  if (link_ == 0 || m.link() != link_ || m.epoch() != link_epoch_) return;
+  if (m.seq() <= received_seq_) return;  // a duplicate
+  if (m.seq() != received_seq_ + 1) {
+    become_looking();  // a lost message: the link is broken
+    return;
+  }
+  received_seq_ = m.seq();
+  heard_ = now_;
+  if (m.has_sync()) {
+    if (fphase_ != FPhase::discovery) return;
+    const auto& s = m.sync();
+    Zxid from_zxid = s.trunc_after();
+    if (s.mode() == pb::Sync::SNAP) {
+      ready_.snapshot = std::make_pair(s.snapshot_zxid(), s.snapshot());
+      durable_ = s.snapshot_zxid();  // the host installs it synchronously
+      committed_ = std::max(committed_, s.snapshot_zxid());
+      received_upto_ = s.snapshot_zxid();
+    } else if (PLANT(skip_trunc) && s.mode() == pb::Sync::TRUNC) {
+      received_upto_ = last_durable();  // keeps what it was told to cut
+    } else {
+      ready_.truncate_after = from_zxid;
+      durable_ = std::min(durable_, from_zxid);
+      received_upto_ = from_zxid;
+    }
+    for (const auto& e : s.entries()) {
+      if (e.zxid() <= received_upto_) continue;
+      ready_.append.push_back(from_pb(e));
+      received_upto_ = e.zxid();
+    }
+    sync_end_ = s.sync_last();
+    fphase_ = FPhase::syncing;
+    set_committed(s.committed());
+    maybe_ack_new_leader();
+  } else if (m.has_proposal() || m.has_inform()) {
+    if (fphase_ == FPhase::discovery) return;
+    const auto& entries = m.has_proposal() ? m.proposal().entries() : m.inform().entries();
+    for (const auto& e : entries) {
+      if (e.zxid() <= received_upto_) continue;
+      ready_.append.push_back(from_pb(e));
+      received_upto_ = e.zxid();
+    }
+    if (m.has_inform()) set_committed(m.inform().committed());
+    maybe_ack_new_leader();
+  } else if (m.has_commit()) {
+    set_committed(m.commit().zxid());
+  } else if (m.has_up_to_date()) {
+    if (fphase_ != FPhase::broadcast || serving_) return;
+    serving_ = true;
+    ready_.role_changed = true;
+    set_committed(m.up_to_date().committed());
+  } else if (m.has_ping()) {
+    set_committed(m.ping().zxid());
+    pb::PeerMessage r;
+    r.mutable_ping()->set_zxid(last_durable());
+    send_to_leader(std::move(r));
+  }
+}
+
+void ZabPeer::follower_tick() {
+  // The leader may not have been leading yet when our FollowerInfo reached it (it decides on
+  // its own tick): ask again, as ZooKeeper's follower retries its connection.
+  if (fphase_ == FPhase::discovery && link_ == 0 && now_ - info_sent_ >= static_cast<uint64_t>(cfg_.vote_interval))
+    send_follower_info();
+  bool synced = fphase_ == FPhase::broadcast && serving_;
+  uint64_t limit = static_cast<uint64_t>(synced ? cfg_.sync_limit : cfg_.init_limit);
+  if (now_ - heard_ > limit) become_looking();
+}
+
+#ifdef WARDEN_PLANTS
+}  // namespace planted
+#endif
+}  // namespace warden::consensus

@@ -1,0 +1,243 @@
+// ZabPeer: one member of an ensemble as a pure state machine (consensus/README.md is the long
+// version). It owns no socket, clock, thread, disk or random source: the host feeds it events
+// (a peer message, a tick with a random number, the log durable up to a zxid, a proposal) and
+// then takes a Ready: epochs to persist, log changes to make, messages to send, how far txns are
+// committed, and whether the role changed. The host does the I/O in the order Ready lists it,
+// and reports durability later with durable(). The same core runs under the seeded simulator
+// (tests/sim) and, next, behind the peer transport.
+//
+// Phases, as in ZooKeeper: fast leader election (votes ordered by current epoch, last zxid,
+// server id), discovery (the leader picks an epoch above every accepted one a quorum reports),
+// synchronisation (DIFF, TRUNC or SNAP, then NEWLEADER; the leader is established once a quorum
+// acknowledged it), broadcast (pipelined proposals, ACKs once durable, COMMIT on a quorum).
+//
+// Invariants kept here: a follower acknowledges only what its log holds durably; the leader
+// commits only what a quorum of voters (itself included) holds durably; commits never go back;
+// an epoch is persisted as accepted before the follower says so, and as current before it
+// acknowledges NEWLEADER; a leader never proposes past `max_counter` in one epoch.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "consensus/peer.pb.h"
+#include "consensus/replicator.hpp"
+
+namespace warden::consensus {
+// The simulator's copy of the core, with plants, lives in a namespace of its own, so that it
+// can never be mixed up with the server's at link time.
+#ifdef WARDEN_PLANTS
+inline namespace planted {
+#endif
+
+using PeerId = int64_t;
+
+struct Entry {
+  Zxid zxid = 0;
+  std::string payload;
+};
+
+// Test-only bugs the simulator switches in to prove that its checks catch them. Compiled only
+// into the simulator's copy of the core (WARDEN_PLANTS), never into the server.
+struct Plants {
+  bool commit_minority = false;  // commit on the leader's own durable write alone
+  bool skip_trunc = false;       // a follower keeps txns the leader told it to cut
+  bool stale_vote = false;       // votes ignore epoch and zxid (and the leader's ahead check)
+};
+
+struct Ensemble {
+  std::vector<PeerId> voters;
+  std::vector<PeerId> observers;
+  size_t quorum() const { return voters.size() / 2 + 1; }
+  bool is_voter(PeerId p) const;
+  bool is_observer(PeerId p) const;
+};
+
+struct PeerConfig {
+  PeerId id = 0;
+  Ensemble ensemble;
+  // ZooKeeper's limits, in ticks: how long discovery and synchronisation may take, and how long
+  // a member may stay silent once synchronised.
+  int init_limit = 10;
+  int sync_limit = 5;
+  // While looking, votes go out again every this many ticks (plus a random 0..1).
+  int vote_interval = 2;
+  // Once a quorum agrees, wait this many ticks for a better vote before deciding.
+  int finalize_ticks = 1;
+  // The leader gives up its epoch before its counter passes this (a new epoch restarts it).
+  uint32_t max_counter = UINT32_MAX - 1;
+  // The most entries one Proposal, Sync or Inform message carries.
+  size_t max_entries_per_message = 1000;
+#ifdef WARDEN_PLANTS
+  Plants plants;
+#endif
+};
+
+// What the core reads of the host's log (etcd-raft's Storage): the entries appended so far,
+// durable or not, after an optional snapshot.
+class LogView {
+ public:
+  virtual ~LogView() = default;
+  virtual Zxid last_zxid() const = 0;      // the snapshot's zxid when no entry follows it; 0: empty
+  virtual Zxid snapshot_zxid() const = 0;  // entries at or below it are only in the snapshot
+  virtual bool contains(Zxid z) const = 0;  // an entry with this zxid follows the snapshot
+  // The largest zxid at or below `z` that the log holds (an entry, or the snapshot's zxid).
+  virtual Zxid floor(Zxid z) const = 0;
+  // Entries in (after, upto], at most `max`, in order; `after` must be held (floor(after) == after).
+  virtual std::vector<Entry> entries(Zxid after, Zxid upto, size_t max) const = 0;
+  virtual std::string snapshot() const = 0;  // the state machine at snapshot_zxid()
+};
+
+struct Epochs {
+  uint32_t accepted = 0;  // the newest epoch this server agreed to follow (ZooKeeper's acceptedEpoch)
+  uint32_t current = 0;   // the epoch whose history this server holds (currentEpoch)
+  bool operator==(const Epochs&) const = default;
+};
+
+enum class Role { looking, following, leading, observing };
+const char* role_name(Role r);
+
+// What the host does after each event, in this order: persist `epochs` (synced); cut the log
+// after `truncate_after`; install `snapshot` (synced: the log then starts after it); append
+// `append` (durable later, reported with durable()); send `messages`; apply up to `committed`.
+struct Ready {
+  std::optional<Epochs> epochs;
+  std::optional<Zxid> truncate_after;
+  std::optional<std::pair<Zxid, std::string>> snapshot;
+  std::vector<Entry> append;
+  std::vector<std::pair<PeerId, pb::PeerMessage>> messages;
+  Zxid committed = 0;
+  bool role_changed = false;  // role(), epoch(), leader() or serving() changed
+  bool empty() const {
+    return !epochs && !truncate_after && !snapshot && append.empty() && messages.empty() && !role_changed;
+  }
+};
+
+class ZabPeer {
+ public:
+  // `epochs`, `committed` and the log as they were persisted. The peer starts looking.
+  ZabPeer(PeerConfig config, const LogView& log, Epochs epochs, Zxid committed);
+
+  void tick(uint64_t random);
+  void receive(PeerId from, const pb::PeerMessage& m);
+  // The log holds everything up to `upto` durably.
+  void durable(Zxid upto);
+  // A txn to replicate: its zxid, or nothing when this peer is not an established leader.
+  std::optional<Zxid> propose(std::string payload);
+  Ready ready();
+
+  Role role() const { return role_; }
+  PeerId leader() const { return leader_; }
+  uint32_t epoch() const { return epochs_.current; }
+  const Epochs& epochs() const { return epochs_; }
+  // An established leader, or a follower or observer that got UPTODATE: it may serve clients.
+  bool serving() const { return serving_; }
+  Zxid committed() const { return committed_; }
+  Zxid durable_upto() const { return durable_; }
+  PeerId id() const { return cfg_.id; }
+
+ private:
+  struct Vote {
+    PeerId leader = 0;
+    Zxid zxid = 0;
+    uint32_t epoch = 0;
+  };
+  // A leader's view of one follower or observer.
+  struct Link {
+    uint64_t id = 0;
+    bool observer = false;
+    uint64_t sent = 0, received = 0;  // seq of the last message each way
+    enum class Phase { info, epoch_acked, syncing, synced } phase = Phase::info;
+    uint64_t nonce = 0;
+    uint32_t accepted_epoch = 0, current_epoch = 0;
+    Zxid last_zxid = 0;  // reported in AckEpoch
+    Zxid acked = 0;      // durable up to here (synced voters count towards commits)
+    Zxid informed = 0;   // observers: committed entries sent up to here
+    uint64_t heard = 0;  // tick of its last message
+  };
+
+  bool better(const Vote& a, const Vote& b) const;
+  Vote self_vote() const;
+  Zxid last_durable() const;
+  void send(PeerId to, pb::PeerMessage m);
+  void send_vote(PeerId to);
+  void broadcast_vote();
+  void on_vote(PeerId from, const pb::PeerMessage& m);
+  bool quorum_agrees(const std::map<PeerId, Vote>& votes, const Vote& v) const;
+  void try_join(const Vote& v);
+
+  void become_looking();
+  void become_follower(PeerId leader);
+  void become_leader();
+  void set_role(Role r, PeerId leader);
+
+  // Leader.
+  void lead_receive(PeerId from, const pb::PeerMessage& m);
+  void send_on_link(PeerId to, Link& l, pb::PeerMessage m);
+  void maybe_choose_epoch();
+  void maybe_start_sync();
+  void start_sync(PeerId to, Link& l);
+  void maybe_establish();
+  void advance_commit();
+  void inform_observers();
+  void lead_tick();
+
+  // Follower and observer.
+  void follow_receive(PeerId from, const pb::PeerMessage& m);
+  void send_to_leader(pb::PeerMessage m);
+  void send_follower_info();
+  void follower_tick();
+  void maybe_ack_new_leader();
+  void set_committed(Zxid z);
+
+  PeerConfig cfg_;
+  const LogView& log_;
+  Epochs epochs_;
+  Zxid committed_ = 0;
+  Zxid durable_ = 0;
+  uint64_t now_ = 0;  // ticks since start
+  Role role_ = Role::looking;
+  PeerId leader_ = 0;
+  bool serving_ = false;
+  Ready ready_;
+
+  // Looking.
+  uint64_t round_ = 0;
+  Vote vote_;
+  std::map<PeerId, Vote> received_;        // this round's votes of looking voters
+  std::map<PeerId, pb::Vote> settled_;     // votes of voters that follow or lead
+  uint64_t next_vote_at_ = 0;
+  std::optional<uint64_t> decide_at_;
+
+  // Following / observing.
+  enum class FPhase { discovery, syncing, broadcast } fphase_ = FPhase::discovery;
+  uint64_t nonce_ = 0;
+  uint64_t info_sent_ = 0;  // tick of the last FollowerInfo
+  uint64_t link_ = 0, sent_ = 0, received_seq_ = 0;
+  uint32_t link_epoch_ = 0;
+  uint64_t heard_ = 0;
+  Zxid received_upto_ = 0;    // the last zxid the leader gave this follower
+  std::optional<Zxid> sync_end_;  // awaiting durability up to here before NEWLEADER's ack
+  Zxid leader_committed_ = 0;
+
+  // Leading.
+  std::map<PeerId, Link> links_;
+  uint64_t next_link_ = 0;
+  uint32_t new_epoch_ = 0;     // 0 until a quorum reported its accepted epochs
+  bool syncing_started_ = false;
+  bool established_ = false;
+  uint64_t lead_since_ = 0;
+  Zxid history_end_ = 0;       // the leader's log when it started leading: committed at establishment
+  uint32_t counter_ = 0;
+  Zxid last_proposed_ = 0;
+  std::vector<Entry> unsent_;  // proposals to forward at the next ready()
+};
+
+#ifdef WARDEN_PLANTS
+}  // namespace planted
+#endif
+}  // namespace warden::consensus

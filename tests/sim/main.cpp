@@ -1,0 +1,106 @@
+// warden-sim: runs seeded simulations of whole replicas (tests/sim/simulation.hpp).
+//   warden-sim --seeds N [--first S] [--voters 3|5] [--observers K] [--plant BUG] [--stop]
+//   warden-sim --seed S [--voters 3|5] [--observers K] [--plant BUG] [--verbose]
+// One line per failing seed (the seed and the broken invariant) and exit 1; or a summary and 0.
+#include <charconv>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <string_view>
+
+#include "tests/sim/simulation.hpp"
+
+namespace {
+const char* usage =
+    "usage: warden-sim --seeds N [--first S] [--voters 3|5] [--observers K] [--plant BUG] [--stop]\n"
+    "       warden-sim --seed S [--voters 3|5] [--observers K] [--plant BUG] [--verbose]\n"
+    "BUG: commit-minority, skip-trunc or stale-vote (test-only bugs the checks must catch)\n"
+    "--stop: end at the first failing seed\n";
+
+int bad(const std::string& why) {
+  std::fprintf(stderr, "warden-sim: %s\n%s", why.c_str(), usage);
+  return 2;
+}
+
+bool number(std::string_view s, uint64_t& out) {
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+  return ec == std::errc() && p == s.data() + s.size() && !s.empty();
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  warden::sim::SimOptions base;
+  uint64_t seeds = 0, first = 1, seed = 0, voters = 3, observers = 0;
+  bool one = false, verbose = false, stop = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string_view a = argv[i];
+    auto value = [&](uint64_t& out) { return i + 1 < argc && number(argv[++i], out); };
+    if (a == "--help" || a == "-h") {
+      std::fputs(usage, stdout);
+      return 0;
+    } else if (a == "--seeds") {
+      if (!value(seeds) || seeds == 0) return bad("--seeds needs a positive number");
+    } else if (a == "--first") {
+      if (!value(first)) return bad("--first needs a number");
+    } else if (a == "--seed") {
+      if (!value(seed)) return bad("--seed needs a number");
+      one = true;
+    } else if (a == "--voters") {
+      if (!value(voters) || (voters != 3 && voters != 5 && voters != 1)) return bad("--voters takes 1, 3 or 5");
+    } else if (a == "--observers") {
+      if (!value(observers) || observers > 3) return bad("--observers takes 0 to 3");
+    } else if (a == "--plant") {
+      if (i + 1 >= argc) return bad("--plant needs a bug's name");
+      std::string_view p = argv[++i];
+      if (p == "commit-minority") base.plants.commit_minority = true;
+      else if (p == "skip-trunc") base.plants.skip_trunc = true;
+      else if (p == "stale-vote") base.plants.stale_vote = true;
+      else return bad("unknown plant '" + std::string(p) + "'");
+    } else if (a == "--verbose") {
+      verbose = true;
+    } else if (a == "--stop") {
+      stop = true;
+    } else {
+      return bad("unknown argument '" + std::string(a) + "'");
+    }
+  }
+  if (one == (seeds > 0)) return bad("give either --seed or --seeds");
+  if (verbose && !one) return bad("--verbose goes with --seed");
+  base.voters = static_cast<int>(voters);
+  base.observers = static_cast<int>(observers);
+  if (verbose) base.trace = [](const std::string& line) { std::printf("%s\n", line.c_str()); };
+
+  if (one) {
+    base.seed = seed;
+    auto r = warden::sim::run_simulation(base);
+    if (!r.ok) {
+      std::printf("seed %llu FAILED: %s\n", static_cast<unsigned long long>(seed), r.failure.c_str());
+      return 1;
+    }
+    std::printf("seed %llu passed: %llu steps, %llu txns committed, %llu writes acknowledged, %llu leaders\n",
+                static_cast<unsigned long long>(seed), static_cast<unsigned long long>(r.steps),
+                static_cast<unsigned long long>(r.committed), static_cast<unsigned long long>(r.acked),
+                static_cast<unsigned long long>(r.elections));
+    return 0;
+  }
+  uint64_t failed = 0, steps = 0, committed = 0, ran = 0;
+  for (uint64_t s = first; s < first + seeds && !(stop && failed); ++s, ++ran) {
+    base.seed = s;
+    auto r = warden::sim::run_simulation(base);
+    steps += r.steps;
+    committed += r.committed;
+    if (!r.ok) {
+      ++failed;
+      std::printf("seed %llu FAILED: %s\n", static_cast<unsigned long long>(s), r.failure.c_str());
+      std::fflush(stdout);
+    }
+  }
+  std::printf("%llu seeds (%llu..%llu, %llu voters, %llu observers): %llu passed, %llu failed; %llu steps, %llu txns "
+              "committed\n",
+              static_cast<unsigned long long>(ran), static_cast<unsigned long long>(first),
+              static_cast<unsigned long long>(first + ran - 1), static_cast<unsigned long long>(voters),
+              static_cast<unsigned long long>(observers), static_cast<unsigned long long>(ran - failed),
+              static_cast<unsigned long long>(failed), static_cast<unsigned long long>(steps),
+              static_cast<unsigned long long>(committed));
+  return failed ? 1 : 0;
+}

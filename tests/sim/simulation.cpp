@@ -1,0 +1,663 @@
+#include "tests/sim/simulation.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <queue>
+#include <random>
+#include <set>
+#include <vector>
+
+#include "consensus/peer_codec.hpp"
+#include "server/data_tree.hpp"
+#include "server/prep.hpp"
+#include "server/snapshot_walk.hpp"
+#include "server/txn.hpp"
+#include "wire/records.hpp"
+
+namespace warden::sim {
+
+using consensus::Entry;
+using consensus::PeerId;
+using consensus::Zxid;
+
+namespace {
+
+constexpr int64_t tick_ms = 100;                      // ZooKeeper's tickTime, shortened
+// Once the faults stop, the first client write must commit within this: a few election rounds
+// and a sync, with initLimit 10 ticks.
+constexpr int64_t max_settle_ms = 8000;
+constexpr int64_t clock_base_ms = 1'700'000'000'000;  // txn times: simulated ms from here
+
+uint64_t fnv(std::string_view s) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+std::string hex(Zxid z) { return fmt::format("0x{:x}", static_cast<uint64_t>(z)); }
+
+// The state machine at a zxid as the storage snapshot format has it: the walk's chunks, each
+// length-prefixed.
+std::string encode_tree(const server::DataTree& tree) {
+  server::SnapshotWalk walk(tree);
+  std::string out;
+  while (!walk.done()) {
+    auto [key, chunk] = walk.next_chunk(64);
+    if (chunk.empty() && walk.done()) break;
+    uint32_t n = static_cast<uint32_t>(chunk.size());
+    out.append(reinterpret_cast<const char*>(&n), 4);
+    out += chunk;
+  }
+  return out;
+}
+
+bool load_tree(server::DataTree& tree, std::string_view bytes, Zxid at) {
+  tree.start_load();
+  while (!bytes.empty()) {
+    if (bytes.size() < 4) return false;
+    uint32_t n;
+    std::memcpy(&n, bytes.data(), 4);
+    bytes.remove_prefix(4);
+    if (bytes.size() < n) return false;
+    if (!server::for_each_in_chunk(bytes.substr(0, n),
+                                   [&](std::string_view p, std::string_view r) { return tree.load_node(p, r); }))
+      return false;
+    bytes.remove_prefix(n);
+  }
+  tree.finish_load(at);
+  return true;
+}
+
+// One server: its disk (epochs, log after a snapshot, commit mark), and while it is up its Zab
+// core, its tree and, while it leads, its prep.
+struct Replica final : consensus::LogView {
+  PeerId id = 0;
+  bool observer = false;
+  bool up = true;
+  uint64_t incarnation = 0;  // a crash voids the disk writes and timers of the one before
+  uint64_t log_gen = 0;      // a cut or a snapshot install voids the disk writes in flight
+  // On disk.
+  consensus::Epochs epochs;
+  std::vector<Entry> log;  // entries after snap_zxid; durable up to durable_zxid
+  Zxid durable_zxid = 0;
+  Zxid snap_zxid = 0;
+  std::string snap;
+  Zxid commit_mark = 0;
+  // The disk: one write at a time, taking disk_ms.
+  bool writing = false;
+  int64_t disk_ms = 3;
+  // While up.
+  std::unique_ptr<consensus::ZabPeer> peer;
+  std::unique_ptr<server::DataTree> tree;
+  std::unique_ptr<server::Prep> prep;
+  Zxid applied = 0;
+  std::map<Zxid, uint64_t> marks;  // own proposals: prep's mark
+  std::set<Zxid> waiting;          // own proposals a client waits for
+  uint64_t applies_since_snapshot = 0;
+  uint64_t snapshot_every = 100;
+
+  Zxid last_zxid() const override { return log.empty() ? snap_zxid : log.back().zxid; }
+  Zxid snapshot_zxid() const override { return snap_zxid; }
+  bool contains(Zxid z) const override {
+    auto it = std::lower_bound(log.begin(), log.end(), z, [](const Entry& e, Zxid v) { return e.zxid < v; });
+    return it != log.end() && it->zxid == z;
+  }
+  Zxid floor(Zxid z) const override {
+    if (z < snap_zxid) return 0;
+    auto it = std::upper_bound(log.begin(), log.end(), z, [](Zxid v, const Entry& e) { return v < e.zxid; });
+    return it == log.begin() ? snap_zxid : std::prev(it)->zxid;
+  }
+  std::vector<Entry> entries(Zxid after, Zxid upto, size_t max) const override {
+    std::vector<Entry> out;
+    auto it = std::upper_bound(log.begin(), log.end(), after, [](Zxid v, const Entry& e) { return v < e.zxid; });
+    for (; it != log.end() && it->zxid <= upto && out.size() < max; ++it) out.push_back(*it);
+    return out;
+  }
+  std::string snapshot() const override { return snap; }
+  const Entry* entry(Zxid z) const {
+    auto it = std::lower_bound(log.begin(), log.end(), z, [](const Entry& e, Zxid v) { return e.zxid < v; });
+    return it != log.end() && it->zxid == z ? &*it : nullptr;
+  }
+};
+
+struct Event {
+  enum Kind { tick, deliver, disk_done, client, fault, restart, heal, quiet } kind;
+  explicit Event(Kind k, int64_t when = 0) : kind(k), at(when) {}
+  int64_t at = 0;
+  uint64_t seq = 0;
+  int a = 0, b = 0;         // replicas (index), or a partition id
+  uint64_t inc = 0, gen = 0;
+  Zxid zxid = 0;
+  std::string bytes;
+  bool operator>(const Event& o) const { return std::tie(at, seq) > std::tie(o.at, o.seq); }
+};
+
+class World {
+ public:
+  explicit World(const SimOptions& o) : opt_(o), rng_(o.seed) {}
+  SimResult run();
+
+ private:
+  // ---- plumbing
+  void schedule(Event e) {
+    e.seq = ++seq_;
+    queue_.push(std::move(e));
+  }
+  uint64_t rand(uint64_t n) { return n ? rng_() % n : 0; }
+  double chance() { return static_cast<double>(rng_() % 1000000) / 1000000.0; }
+  void fail(const std::string& why) {
+    if (!result_.ok) return;
+    result_.ok = false;
+    result_.failure = fmt::format("t={}ms step={}: {}", now_, result_.steps, why);
+  }
+  void trace(const std::string& line) {
+    if (opt_.trace) opt_.trace(fmt::format("{:>7}ms {}", now_, line));
+  }
+  Replica& rep(PeerId id) { return reps_[static_cast<size_t>(id - 1)]; }
+  bool blocked(PeerId from, PeerId to) const {
+    for (const auto& [id, pairs] : partitions_)
+      if (pairs.count({from, to})) return true;
+    return false;
+  }
+
+  // ---- replicas
+  consensus::PeerConfig config_of(const Replica& r) const;
+  void start(Replica& r);
+  void crash(Replica& r);
+  void process(Replica& r);
+  void kick_disk(Replica& r);
+  void apply_upto(Replica& r, Zxid c);
+  void on_role(Replica& r);
+  void check_new_leader(Replica& r);
+  void maybe_snapshot(Replica& r);
+  void send(Replica& from, PeerId to, const consensus::pb::PeerMessage& m);
+
+  // ---- load and faults
+  void client_op();
+  std::optional<server::Txn> make_txn(Replica& leader);
+  void fault();
+  void end_faults();
+
+  SimOptions opt_;
+  std::mt19937_64 rng_;
+  std::priority_queue<Event, std::vector<Event>, std::greater<>> queue_;
+  uint64_t seq_ = 0;
+  int64_t now_ = 0;
+  std::vector<Replica> reps_;
+  SimResult result_;
+  // Network.
+  std::map<int, std::set<std::pair<PeerId, PeerId>>> partitions_;
+  int next_partition_ = 0;
+  double drop_ = 0, dup_ = 0;
+  int64_t max_delay_ = 5;
+  std::map<std::pair<PeerId, PeerId>, int64_t> last_delivery_;
+  bool faults_on_ = true;
+  // What the checks remember.
+  std::map<Zxid, uint64_t> committed_;    // zxid -> hash of the txn any replica applied there
+  std::map<Zxid, uint64_t> digests_;      // zxid -> tree digest after applying it (sampled)
+  std::map<uint32_t, PeerId> leaders_;    // epoch -> the leader established in it
+  std::map<Zxid, uint64_t> acked_;        // zxid -> hash of an acknowledged client write
+  uint64_t acked_after_quiet_ = 0;
+  int64_t first_ack_after_quiet_ = -1;
+  int64_t quiet_since_ = -1;
+  // Load.
+  uint64_t next_session_ = 1;
+  std::vector<int64_t> sessions_;  // sessions whose creation was acknowledged
+  uint32_t max_counter_ = UINT32_MAX - 1;
+};
+
+consensus::PeerConfig World::config_of(const Replica& r) const {
+  consensus::PeerConfig c;
+  c.id = r.id;
+  for (const auto& o : reps_) (o.observer ? c.ensemble.observers : c.ensemble.voters).push_back(o.id);
+  c.init_limit = 10;
+  c.sync_limit = 5;
+  c.max_counter = max_counter_;
+  c.max_entries_per_message = 64;
+  c.plants = opt_.plants;
+  return c;
+}
+
+void World::send(Replica& from, PeerId to, const consensus::pb::PeerMessage& m) {
+  if (to < 1 || to > static_cast<PeerId>(reps_.size())) return fail("a message to an unknown server");
+  if (blocked(from.id, to) || chance() < drop_) return;
+  std::string bytes = consensus::encode_peer_message(m);
+  int copies = chance() < dup_ ? 2 : 1;
+  for (int i = 0; i < copies; ++i) {
+    Event e{Event::deliver};
+    // Delays vary, but one server's messages to another arrive in the order sent, as on one
+    // TCP connection: reordering happens only between different pairs.
+    int64_t& last = last_delivery_[{from.id, to}];
+    e.at = std::max(now_ + 1 + static_cast<int64_t>(rand(static_cast<uint64_t>(max_delay_))), last);
+    last = e.at;
+    e.a = static_cast<int>(from.id);
+    e.b = static_cast<int>(to);
+    e.bytes = bytes;
+    schedule(std::move(e));
+  }
+}
+
+void World::start(Replica& r) {
+  r.up = true;
+  r.tree = std::make_unique<server::DataTree>();
+  r.prep.reset();
+  r.marks.clear();
+  r.waiting.clear();
+  r.applied = 0;
+  if (r.snap_zxid) {
+    if (!load_tree(*r.tree, r.snap, r.snap_zxid)) return fail(fmt::format("server {}: its snapshot does not load", r.id));
+    r.applied = r.snap_zxid;
+  }
+  // Replays what it knows to be committed; the rest waits for the leader.
+  apply_upto(r, r.commit_mark);
+  r.peer = std::make_unique<consensus::ZabPeer>(config_of(r), r, r.epochs, r.commit_mark);
+  Event t{Event::tick};
+  t.at = now_ + 1 + static_cast<int64_t>(rand(tick_ms));
+  t.a = static_cast<int>(r.id);
+  t.inc = r.incarnation;
+  schedule(t);
+  process(r);
+}
+
+void World::crash(Replica& r) {
+  trace(fmt::format("server {} crashes (durable up to {}, log to {})", r.id, hex(r.durable_zxid), hex(r.last_zxid())));
+  r.up = false;
+  ++r.incarnation;
+  // What was not durable is gone.
+  while (!r.log.empty() && r.log.back().zxid > r.durable_zxid) r.log.pop_back();
+  r.writing = false;
+  r.peer.reset();
+  r.tree.reset();
+  r.prep.reset();
+  r.marks.clear();
+  r.waiting.clear();
+}
+
+void World::kick_disk(Replica& r) {
+  if (r.writing || r.last_zxid() <= r.durable_zxid) return;
+  r.writing = true;
+  Event e{Event::disk_done};
+  e.at = now_ + r.disk_ms;
+  e.a = static_cast<int>(r.id);
+  e.inc = r.incarnation;
+  e.gen = r.log_gen;
+  e.zxid = r.last_zxid();
+  schedule(e);
+}
+
+void World::process(Replica& r) {
+  if (!r.up || !result_.ok) return;
+  consensus::Ready rd = r.peer->ready();
+  if (rd.epochs) {
+    if (rd.epochs->accepted < r.epochs.accepted || rd.epochs->current < r.epochs.current)
+      return fail(fmt::format("server {}: an epoch went back", r.id));
+    r.epochs = *rd.epochs;
+  }
+  if (rd.truncate_after) {
+    Zxid t = *rd.truncate_after;
+    if (t < r.applied && t < r.last_zxid())
+      return fail(fmt::format("server {}: told to cut the log after {}, below what it applied ({})", r.id, hex(t),
+                              hex(r.applied)));
+    while (!r.log.empty() && r.log.back().zxid > t) r.log.pop_back();
+    if (t < r.last_zxid()) return fail(fmt::format("server {}: a cut reaches into its snapshot", r.id));
+    r.durable_zxid = std::min(r.durable_zxid, t);
+    ++r.log_gen;
+    r.writing = false;
+  }
+  if (rd.snapshot) {
+    auto& [z, bytes] = *rd.snapshot;
+    trace(fmt::format("server {} installs a snapshot at {}", r.id, hex(z)));
+    r.snap = bytes;
+    r.snap_zxid = z;
+    r.log.clear();
+    r.durable_zxid = z;
+    ++r.log_gen;
+    r.writing = false;
+    if (z >= r.applied) {  // a server already past it keeps its tree: the leader's log continues it
+      r.tree = std::make_unique<server::DataTree>();
+      if (!load_tree(*r.tree, bytes, z)) return fail(fmt::format("server {}: a received snapshot does not load", r.id));
+      r.applied = z;
+    }
+    r.commit_mark = std::min(r.applied, z);
+  }
+  for (auto& e : rd.append) {
+    if (e.zxid <= r.last_zxid())
+      return fail(fmt::format("server {}: told to append {} after {}", r.id, hex(e.zxid), hex(r.last_zxid())));
+    r.log.push_back(std::move(e));
+  }
+  kick_disk(r);
+  for (const auto& [to, m] : rd.messages) send(r, to, m);
+  apply_upto(r, rd.committed);
+  if (rd.role_changed) on_role(r);
+}
+
+void World::apply_upto(Replica& r, Zxid c) {
+  while (result_.ok && r.applied < c) {
+    auto it = std::upper_bound(r.log.begin(), r.log.end(), r.applied,
+                               [](Zxid v, const Entry& e) { return v < e.zxid; });
+    if (it == r.log.end() || it->zxid > c) break;
+    const Entry& e = *it;
+    if (e.zxid <= r.applied) return fail(fmt::format("server {}: applies {} after {}", r.id, hex(e.zxid), hex(r.applied)));
+    uint64_t h = fnv(e.payload);
+    auto [seen, fresh] = committed_.emplace(e.zxid, h);
+    if (!fresh && seen->second != h)
+      return fail(fmt::format("two servers hold different txns at the committed zxid {} (server {})", hex(e.zxid), r.id));
+    auto txn = server::decode_txn(e.payload);
+    if (!txn) return fail(fmt::format("server {}: the txn at {} does not decode", r.id, hex(e.zxid)));
+    std::vector<server::WatchTrigger> ignored;
+    r.tree->apply(*txn, e.zxid, ignored);
+    r.applied = e.zxid;
+    // Sampled zxids, the same on every replica: a digest walks the whole tree.
+    if (fnv(hex(e.zxid)) % 8 == 0) {
+      uint64_t d = r.tree->digest();
+      auto [dit, dfresh] = digests_.emplace(e.zxid, d);
+      if (!dfresh && dit->second != d)
+        return fail(fmt::format("server {}: its tree after {} differs from another replica's", r.id, hex(e.zxid)));
+    }
+    if (auto m = r.marks.find(e.zxid); m != r.marks.end()) {
+      if (r.prep) r.prep->retire(m->second);
+      r.marks.erase(m);
+    }
+    if (r.waiting.erase(e.zxid)) {
+      acked_[e.zxid] = h;
+      ++result_.acked;
+      if (quiet_since_ >= 0 && acked_after_quiet_++ == 0) first_ack_after_quiet_ = now_;
+      if (auto* cs = std::get_if<server::CreateSessionTxn>(&txn->body); cs && sessions_.size() < 32)
+        sessions_.push_back(txn->session);
+      if (std::holds_alternative<server::CloseSessionTxn>(txn->body))
+        std::erase(sessions_, txn->session);
+    }
+    ++r.applies_since_snapshot;
+  }
+  r.commit_mark = std::max(r.commit_mark, std::min(r.applied, r.durable_zxid));
+  maybe_snapshot(r);
+}
+
+void World::maybe_snapshot(Replica& r) {
+  // Now and then a server snapshots its tree and drops the log below it, so that a follower far
+  // behind needs a SNAP.
+  if (r.applies_since_snapshot < r.snapshot_every || r.applied > r.durable_zxid || r.applied <= r.snap_zxid) return;
+  r.applies_since_snapshot = 0;
+  r.snap = encode_tree(*r.tree);
+  r.snap_zxid = r.applied;
+  r.log.erase(r.log.begin(), std::upper_bound(r.log.begin(), r.log.end(), r.applied,
+                                              [](Zxid v, const Entry& e) { return v < e.zxid; }));
+  trace(fmt::format("server {} snapshots at {}", r.id, hex(r.snap_zxid)));
+}
+
+void World::on_role(Replica& r) {
+  const auto& p = *r.peer;
+  trace(fmt::format("server {} is {}{} (epoch {}, leader {}, committed {})", r.id, consensus::role_name(p.role()),
+                    p.serving() ? ", serving" : "", p.epoch(), p.leader(), hex(p.committed())));
+  bool leads = p.role() == consensus::Role::leading && p.serving();
+  if (!leads) {
+    // Clients waiting on this server see a lost connection; what was proposed may still commit.
+    r.prep.reset();
+    r.marks.clear();
+    r.waiting.clear();
+    return;
+  }
+  if (!r.prep) {
+    check_new_leader(r);
+    r.prep = std::make_unique<server::Prep>(*r.tree, true);
+    ++result_.elections;
+  }
+}
+
+void World::check_new_leader(Replica& r) {
+  uint32_t e = r.peer->epoch();
+  auto [it, fresh] = leaders_.emplace(e, r.id);
+  if (!fresh && it->second != r.id)
+    return fail(fmt::format("two leaders established in epoch {}: servers {} and {}", e, it->second, r.id));
+  for (const auto& [z, h] : committed_) {
+    if (z <= r.snap_zxid) continue;
+    const Entry* have = r.entry(z);
+    if (!have || fnv(have->payload) != h)
+      return fail(fmt::format("the committed txn {} is not in the log of server {}, leader of epoch {}", hex(z), r.id, e));
+  }
+}
+
+std::optional<server::Txn> World::make_txn(Replica& leader) {
+  int64_t now = clock_base_ms + now_;
+  auto pick_session = [&]() -> int64_t { return sessions_.empty() ? 0 : sessions_[rand(sessions_.size())]; };
+  uint64_t kind = rand(100);
+  if (kind < 8 || sessions_.empty()) {
+    server::Txn t;
+    t.session = static_cast<int64_t>(next_session_++);
+    t.time = now;
+    t.type = static_cast<int32_t>(wire::OpCode::createSession);
+    t.body = server::CreateSessionTxn{10000, std::string(16, 'p')};
+    return t;
+  }
+  if (kind < 12) return leader.prep->close_session(pick_session(), 0, now);
+  static const server::AuthIds auth{wire::Id{"ip", "127.0.0.1"}};
+  wire::AclList open{wire::Acl{wire::perms::all, wire::Id{"world", "anyone"}}};
+  std::string path = fmt::format("/n{}", rand(6));
+  if (rand(2)) path += fmt::format("/c{}", rand(6));
+  server::PrepRequest req;
+  req.auth = &auth;
+  req.now_ms = now;
+  req.cxid = static_cast<int32_t>(rand(1000));
+  std::string body;
+  if (kind < 55) {
+    int32_t flags = static_cast<int32_t>(rand(4));  // persistent, ephemeral, sequential, both
+    req.type = wire::OpCode::create;
+    req.session = (flags & 1) ? pick_session() : static_cast<int64_t>(1 + rand(3));
+    body = wire::encode(wire::CreateRequest{path, std::string(rand(8), 'd'), open, flags});
+  } else if (kind < 80) {
+    req.type = wire::OpCode::setData;
+    req.session = pick_session();
+    body = wire::encode(wire::SetDataRequest{path, std::string(rand(8), 's'), rand(3) ? -1 : 0});
+  } else {
+    req.type = wire::OpCode::remove;
+    req.session = pick_session();
+    body = wire::encode(wire::DeleteRequest{path, -1});
+  }
+  req.body = body;
+  return leader.prep->prepare(req);
+}
+
+void World::client_op() {
+  Event next{Event::client};
+  next.at = now_ + 2 + static_cast<int64_t>(rand(25));
+  schedule(next);
+  // A client talks to a random server; a follower forwards writes to its leader.
+  Replica& via = reps_[rand(reps_.size())];
+  if (!via.up || !via.peer->serving()) return;
+  PeerId lid = via.peer->leader();
+  if (lid < 1 || lid > static_cast<PeerId>(reps_.size())) return;
+  Replica& leader = rep(lid);
+  if (!leader.up || !leader.prep || (lid != via.id && (blocked(via.id, lid) || blocked(lid, via.id)))) return;
+  auto txn = make_txn(leader);
+  if (!txn) return;
+  auto z = leader.peer->propose(server::encode_txn(*txn));
+  if (z) {
+    leader.marks[*z] = leader.prep->mark();
+    leader.waiting.insert(*z);
+  }
+  process(leader);
+}
+
+void World::fault() {
+  if (!faults_on_) return;
+  Event next{Event::fault};
+  next.at = now_ + 100 + static_cast<int64_t>(rand(1500));
+  schedule(next);
+  PeerId leader = 0;
+  for (const auto& r : reps_)
+    if (r.up && r.peer->role() == consensus::Role::leading) leader = r.id;
+  uint64_t what = rand(100);
+  auto n = static_cast<PeerId>(reps_.size());
+  if (what < 22) {
+    Replica& r = (leader && rand(2)) ? rep(leader) : reps_[rand(reps_.size())];
+    if (!r.up) return;
+    crash(r);
+    Event back{Event::restart};
+    back.at = now_ + 50 + static_cast<int64_t>(rand(3000));
+    back.a = static_cast<int>(r.id);
+    schedule(back);
+  } else if (what < 50) {
+    std::set<std::pair<PeerId, PeerId>> pairs;
+    uint64_t shape = rand(4);
+    PeerId victim = leader && rand(3) ? leader : static_cast<PeerId>(1 + rand(static_cast<uint64_t>(n)));
+    std::string what_text;
+    if (shape == 0) {  // two sides
+      std::vector<bool> side(static_cast<size_t>(n) + 1);
+      for (PeerId i = 1; i <= n; ++i) side[static_cast<size_t>(i)] = rand(2);
+      for (PeerId i = 1; i <= n; ++i)
+        for (PeerId j = 1; j <= n; ++j)
+          if (side[static_cast<size_t>(i)] != side[static_cast<size_t>(j)]) pairs.insert({i, j});
+      what_text = "splits the network";
+    } else if (shape == 1) {  // one server cut off both ways
+      for (PeerId j = 1; j <= n; ++j)
+        if (j != victim) pairs.insert({victim, j}), pairs.insert({j, victim});
+      what_text = fmt::format("cuts server {} off", victim);
+    } else if (shape == 2) {  // one server hears but is not heard
+      for (PeerId j = 1; j <= n; ++j)
+        if (j != victim) pairs.insert({victim, j});
+      what_text = fmt::format("silences server {}", victim);
+    } else {  // one server is heard but hears nothing
+      for (PeerId j = 1; j <= n; ++j)
+        if (j != victim) pairs.insert({j, victim});
+      what_text = fmt::format("deafens server {}", victim);
+    }
+    int id = ++next_partition_;
+    partitions_[id] = std::move(pairs);
+    trace(fmt::format("partition {} {}", id, what_text));
+    Event heal{Event::heal};
+    heal.at = now_ + 200 + static_cast<int64_t>(rand(4000));
+    heal.a = id;
+    schedule(heal);
+  } else if (what < 70) {
+    drop_ = rand(3) ? 0.0 : static_cast<double>(rand(80)) / 1000.0;
+    dup_ = rand(3) ? 0.0 : static_cast<double>(rand(50)) / 1000.0;
+    max_delay_ = 2 + static_cast<int64_t>(rand(60));
+    trace(fmt::format("network: drop {:.3f}, duplicate {:.3f}, delay up to {} ms", drop_, dup_, max_delay_));
+  } else if (what < 85) {
+    Replica& r = reps_[rand(reps_.size())];
+    r.disk_ms = rand(3) ? 1 + static_cast<int64_t>(rand(10)) : 50 + static_cast<int64_t>(rand(400));
+    trace(fmt::format("server {}'s disk syncs in {} ms", r.id, r.disk_ms));
+  }
+}
+
+void World::end_faults() {
+  faults_on_ = false;
+  partitions_.clear();
+  drop_ = dup_ = 0;
+  max_delay_ = 5;
+  for (auto& r : reps_) {
+    r.disk_ms = 3;
+    if (!r.up) start(r);
+  }
+  quiet_since_ = now_;
+  acked_after_quiet_ = 0;
+  trace("faults stop: every server up, the network whole");
+}
+
+SimResult World::run() {
+  int n = opt_.voters + opt_.observers;
+  reps_.resize(static_cast<size_t>(n));
+  if (rand(4) == 0) max_counter_ = 20 + static_cast<uint32_t>(rand(60));  // epochs that run out
+  for (int i = 0; i < n; ++i) {
+    reps_[static_cast<size_t>(i)].id = i + 1;
+    reps_[static_cast<size_t>(i)].observer = i >= opt_.voters;
+    reps_[static_cast<size_t>(i)].snapshot_every = 20 + rand(200);
+  }
+  for (auto& r : reps_) start(r);
+  schedule(Event{Event::client, 50});
+  schedule(Event{Event::fault, 300});
+  schedule(Event{Event::quiet, opt_.fault_ms});
+  int64_t end = opt_.fault_ms + opt_.quiet_ms;
+  while (!queue_.empty() && result_.ok) {
+    Event e = queue_.top();
+    queue_.pop();
+    if (e.at > end) break;
+    now_ = e.at;
+    ++result_.steps;
+    switch (e.kind) {
+      case Event::tick: {
+        Replica& r = rep(e.a);
+        if (!r.up || r.incarnation != e.inc) break;
+        r.peer->tick(rng_());
+        process(r);
+        Event t{Event::tick};
+        t.at = now_ + tick_ms;
+        t.a = e.a;
+        t.inc = e.inc;
+        schedule(t);
+        break;
+      }
+      case Event::deliver: {
+        Replica& to = rep(e.b);
+        if (!to.up || blocked(e.a, e.b)) break;
+        auto decoded = consensus::decode_peer_message(e.bytes);
+        if (!decoded.message) {
+          fail("a peer message does not decode: " + decoded.error);
+          break;
+        }
+        if (opt_.trace) {
+          const auto& m = *decoded.message;
+          const auto* field = m.GetDescriptor()->FindFieldByNumber(static_cast<int>(m.body_case()));
+          trace(fmt::format("{} -> {}: {} (epoch {}, link {}, seq {})", e.a, e.b, field ? field->name() : "?", m.epoch(),
+                            m.link(), m.seq()));
+        }
+        to.peer->receive(e.a, *decoded.message);
+        process(to);
+        break;
+      }
+      case Event::disk_done: {
+        Replica& r = rep(e.a);
+        if (!r.up || r.incarnation != e.inc || r.log_gen != e.gen) break;
+        r.writing = false;
+        r.durable_zxid = std::max(r.durable_zxid, std::min(e.zxid, r.last_zxid()));
+        r.peer->durable(r.durable_zxid);
+        process(r);
+        kick_disk(r);
+        break;
+      }
+      case Event::client: client_op(); break;
+      case Event::fault: fault(); break;
+      case Event::restart: {
+        Replica& r = rep(e.a);
+        if (!r.up && faults_on_) {
+          trace(fmt::format("server {} restarts", r.id));
+          start(r);
+        }
+        break;
+      }
+      case Event::heal:
+        partitions_.erase(e.a);
+        trace(fmt::format("partition {} heals", e.a));
+        break;
+      case Event::quiet: end_faults(); break;
+    }
+  }
+  if (result_.ok) {
+    // Liveness: once the faults stopped, a leader was established and client writes committed
+    // again within a bound (elections still follow when an epoch's counter runs out).
+    if (acked_after_quiet_ == 0)
+      fail(fmt::format("no client write committed in the {} s after the faults stopped", opt_.quiet_ms / 1000));
+    else if (first_ack_after_quiet_ - quiet_since_ > max_settle_ms)
+      fail(fmt::format("the first client write after the faults stopped committed only {} ms later",
+                       first_ack_after_quiet_ - quiet_since_));
+    for (const auto& [z, h] : acked_) {
+      auto it = committed_.find(z);
+      if (it == committed_.end() || it->second != h) {
+        fail(fmt::format("the acknowledged write {} is lost", hex(z)));
+        break;
+      }
+    }
+  }
+  result_.committed = committed_.size();
+  return result_;
+}
+
+}  // namespace
+
+SimResult run_simulation(const SimOptions& options) { return World(options).run(); }
+
+}  // namespace warden::sim
