@@ -222,7 +222,6 @@ class ZabPeer {
   uint64_t heard_ = 0;
   Zxid received_upto_ = 0;    // the last zxid the leader gave this follower
   std::optional<Zxid> sync_end_;  // awaiting durability up to here before NEWLEADER's ack
-  Zxid leader_committed_ = 0;
 
   // Leading.
   std::map<PeerId, Link> links_;

@@ -1,6 +1,6 @@
 // warden-sim: runs seeded simulations of whole replicas (tests/sim/simulation.hpp).
 //   warden-sim --seeds N [--first S] [--voters 3|5] [--observers K] [--plant BUG] [--stop]
-//   warden-sim --seed S [--voters 3|5] [--observers K] [--plant BUG] [--verbose]
+//   warden-sim --seed S [--voters 3|5] [--observers K] [--plant BUG] [--verbose] [--capture DIR]
 // One line per failing seed (the seed and the broken invariant) and exit 1; or a summary and 0.
 #include <charconv>
 #include <cstdio>
@@ -13,9 +13,10 @@
 namespace {
 const char* usage =
     "usage: warden-sim --seeds N [--first S] [--voters 3|5] [--observers K] [--plant BUG] [--stop]\n"
-    "       warden-sim --seed S [--voters 3|5] [--observers K] [--plant BUG] [--verbose]\n"
+    "       warden-sim --seed S [--voters 3|5] [--observers K] [--plant BUG] [--verbose] [--capture DIR]\n"
     "BUG: commit-minority, skip-trunc or stale-vote (test-only bugs the checks must catch)\n"
-    "--stop: end at the first failing seed\n";
+    "--stop: end at the first failing seed\n"
+    "--capture DIR: write the first 300 delivered peer messages, one file each, as fuzzer inputs\n";
 
 int bad(const std::string& why) {
   std::fprintf(stderr, "warden-sim: %s\n%s", why.c_str(), usage);
@@ -32,6 +33,7 @@ int main(int argc, char** argv) {
   warden::sim::SimOptions base;
   uint64_t seeds = 0, first = 1, seed = 0, voters = 3, observers = 0;
   bool one = false, verbose = false, stop = false;
+  std::string capture;
   for (int i = 1; i < argc; ++i) {
     std::string_view a = argv[i];
     auto value = [&](uint64_t& out) { return i + 1 < argc && number(argv[++i], out); };
@@ -60,6 +62,9 @@ int main(int argc, char** argv) {
       verbose = true;
     } else if (a == "--stop") {
       stop = true;
+    } else if (a == "--capture") {
+      if (i + 1 >= argc) return bad("--capture needs a directory");
+      capture = argv[++i];
     } else {
       return bad("unknown argument '" + std::string(a) + "'");
     }
@@ -69,6 +74,21 @@ int main(int argc, char** argv) {
   base.voters = static_cast<int>(voters);
   base.observers = static_cast<int>(observers);
   if (verbose) base.trace = [](const std::string& line) { std::printf("%s\n", line.c_str()); };
+  if (!capture.empty() && !one) return bad("--capture goes with --seed");
+  int captured = 0;
+  if (!capture.empty())
+    base.capture = [&](int64_t from, const std::string& bytes) {
+      if (captured >= 300 || bytes.size() > 0xffff) return;
+      // The peer fuzzer's input: [sender][length, 2 bytes big-endian][message].
+      std::string record{static_cast<char>(from), static_cast<char>(bytes.size() >> 8),
+                         static_cast<char>(bytes.size() & 0xff)};
+      record += bytes;
+      std::string path = capture + "/msg-" + std::to_string(captured++);
+      if (FILE* f = std::fopen(path.c_str(), "wb")) {
+        std::fwrite(record.data(), 1, record.size(), f);
+        std::fclose(f);
+      }
+    };
 
   if (one) {
     base.seed = seed;

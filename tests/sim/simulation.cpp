@@ -594,6 +594,7 @@ SimResult World::run() {
       case Event::deliver: {
         Replica& to = rep(e.b);
         if (!to.up || blocked(e.a, e.b)) break;
+        if (opt_.capture) opt_.capture(e.a, e.bytes);
         auto decoded = consensus::decode_peer_message(e.bytes);
         if (!decoded.message) {
           fail("a peer message does not decode: " + decoded.error);

@@ -23,6 +23,8 @@ struct SimOptions {
   int64_t quiet_ms = 15000;
   // Called with one line per step when set (warden-sim --verbose).
   std::function<void(const std::string&)> trace;
+  // Called with each delivered peer message (sender, bytes) when set (warden-sim --capture).
+  std::function<void(int64_t from, const std::string& bytes)> capture;
 };
 
 struct SimResult {

@@ -1,0 +1,234 @@
+// The Zab core driven by hand, as scripts: peers exchange their Ready messages through a tiny
+// in-memory network, logs are vectors, durability comes when the script says. The seeded
+// simulator (tests/sim) covers the histories; these pin single behaviours.
+#include <catch2/catch.hpp>
+
+#include <deque>
+#include <map>
+#include <memory>
+#include <random>
+#include <set>
+
+#include "consensus/peer_codec.hpp"
+#include "consensus/zab_peer.hpp"
+
+using namespace warden::consensus;
+
+namespace {
+
+struct MemLog final : LogView {
+  std::vector<Entry> log;
+  Zxid last_zxid() const override { return log.empty() ? 0 : log.back().zxid; }
+  Zxid snapshot_zxid() const override { return 0; }
+  bool contains(Zxid z) const override {
+    for (const auto& e : log)
+      if (e.zxid == z) return true;
+    return false;
+  }
+  Zxid floor(Zxid z) const override {
+    Zxid out = 0;
+    for (const auto& e : log)
+      if (e.zxid <= z) out = e.zxid;
+    return out;
+  }
+  std::vector<Entry> entries(Zxid after, Zxid upto, size_t max) const override {
+    std::vector<Entry> out;
+    for (const auto& e : log)
+      if (e.zxid > after && e.zxid <= upto && out.size() < max) out.push_back(e);
+    return out;
+  }
+  std::string snapshot() const override { return {}; }
+};
+
+// Peers 1..n, all voters. Messages go through the codec; `cut` holds servers that send and
+// receive nothing; `auto_durable` makes every append durable at once.
+struct Net {
+  std::map<PeerId, MemLog> logs;
+  std::map<PeerId, std::unique_ptr<ZabPeer>> peers;
+  std::map<PeerId, Epochs> epochs;
+  std::map<PeerId, Zxid> committed;
+  std::deque<std::pair<PeerId, std::pair<PeerId, std::string>>> wire;  // (to, (from, bytes))
+  std::set<PeerId> cut;
+  bool auto_durable = true;
+
+  explicit Net(int n, std::map<PeerId, std::vector<Entry>> start = {}, std::map<PeerId, Epochs> e = {}) {
+    PeerConfig base;
+    for (int i = 1; i <= n; ++i) base.ensemble.voters.push_back(i);
+    for (int i = 1; i <= n; ++i) {
+      logs[i].log = start[i];
+      epochs[i] = e[i];
+      PeerConfig c = base;
+      c.id = i;
+      peers[i] = std::make_unique<ZabPeer>(c, logs[i], e[i], 0);
+    }
+    for (int i = 1; i <= n; ++i) drain(i);
+  }
+  void drain(PeerId id) {
+    Ready r = peers[id]->ready();
+    if (r.epochs) epochs[id] = *r.epochs;
+    if (r.truncate_after)
+      while (!logs[id].log.empty() && logs[id].log.back().zxid > *r.truncate_after) logs[id].log.pop_back();
+    for (auto& e : r.append) logs[id].log.push_back(e);
+    for (auto& [to, m] : r.messages)
+      if (!cut.count(id) && !cut.count(to)) wire.push_back({to, {id, encode_peer_message(m)}});
+    committed[id] = r.committed;
+    if (auto_durable && (!r.append.empty() || r.truncate_after)) {
+      peers[id]->durable(logs[id].last_zxid());
+      drain(id);
+    }
+  }
+  void deliver_all(int limit = 100000) {
+    while (!wire.empty() && limit-- > 0) {
+      auto [to, msg] = wire.front();
+      wire.pop_front();
+      if (cut.count(to)) continue;
+      auto d = decode_peer_message(msg.second);
+      REQUIRE(d.message);
+      peers[to]->receive(msg.first, *d.message);
+      drain(to);
+    }
+  }
+  void ticks(int n) {
+    for (int t = 0; t < n; ++t) {
+      for (auto& [id, p] : peers) {
+        if (cut.count(id)) continue;
+        p->tick(static_cast<uint64_t>(t));
+        drain(id);
+      }
+      deliver_all();
+    }
+  }
+  PeerId leader() const {
+    for (const auto& [id, p] : peers)
+      if (p->role() == Role::leading && p->serving() && !cut.count(id)) return id;
+    return 0;
+  }
+};
+
+Entry entry(uint32_t epoch, uint32_t counter, std::string p = "x") { return Entry{make_zxid(epoch, counter), p}; }
+
+}  // namespace
+
+TEST_CASE("peer messages: garbage is an error naming the problem, never a crash") {
+  std::mt19937_64 rng(7);
+  for (int i = 0; i < 20000; ++i) {
+    std::string junk(rng() % 64, '\0');
+    for (auto& c : junk) c = static_cast<char>(rng());
+    auto d = decode_peer_message(junk);
+    CHECK((d.message.has_value() || !d.error.empty()));
+  }
+  pb::PeerMessage m;
+  m.set_version(protocol_version);
+  CHECK(decode_peer_message(encode_peer_message(m)).error == "no body");
+  m.mutable_ack()->set_zxid(-5);
+  CHECK(decode_peer_message(encode_peer_message(m)).error == "a negative zxid");
+  m.mutable_ack()->set_zxid(5);
+  REQUIRE(decode_peer_message(encode_peer_message(m)).message);
+  m.set_version(protocol_version + 1);
+  CHECK(decode_peer_message(encode_peer_message(m)).error.find("peer protocol version") == 0);
+  m.set_version(protocol_version);
+  auto* p = m.mutable_proposal();
+  p->add_entries()->set_zxid(9);
+  p->add_entries()->set_zxid(3);
+  CHECK(decode_peer_message(encode_peer_message(m)).error.find("not in ascending") != std::string::npos);
+  std::string whole = encode_peer_message(m);
+  for (size_t cut = 0; cut < whole.size(); ++cut) {  // every truncation of a valid message
+    auto d = decode_peer_message(std::string_view(whole).substr(0, cut));
+    CHECK((d.message.has_value() || !d.error.empty()));
+  }
+}
+
+TEST_CASE("a lone voter leads at once and commits a proposal once its own log holds it durably") {
+  MemLog log;
+  PeerConfig c;
+  c.id = 1;
+  c.ensemble.voters = {1};
+  ZabPeer p(c, log, Epochs{}, 0);
+  p.tick(0);
+  p.tick(0);
+  Ready r = p.ready();
+  REQUIRE(p.role() == Role::leading);
+  REQUIRE(r.epochs);
+  CHECK(r.epochs->accepted == 1);
+  CHECK(r.epochs->current == 1);
+  CHECK(p.serving());
+  auto z = p.propose("t1");
+  REQUIRE(z);
+  CHECK(*z == make_zxid(1, 1));
+  r = p.ready();
+  REQUIRE(r.append.size() == 1);
+  CHECK(r.committed == 0);  // not durable yet
+  log.log.push_back(r.append[0]);
+  p.durable(*z);
+  CHECK(p.ready().committed == *z);
+}
+
+TEST_CASE("the server with the newest history wins, and a follower's uncommitted txns are cut (TRUNC)") {
+  // Server 3 holds an epoch-1 txn nobody else has (never committed); 1 and 2 moved on to epoch 2.
+  std::map<PeerId, std::vector<Entry>> logs{{1, {entry(1, 1), entry(2, 1)}},
+                                            {2, {entry(1, 1), entry(2, 1)}},
+                                            {3, {entry(1, 1), entry(1, 2, "lost")}}};
+  std::map<PeerId, Epochs> e{{1, {2, 2}}, {2, {2, 2}}, {3, {1, 1}}};
+  Net net(3, logs, e);
+  net.deliver_all();
+  net.ticks(20);
+  PeerId l = net.leader();
+  CHECK((l == 1 || l == 2));  // never 3: its history is older
+  REQUIRE(net.peers[3]->serving());
+  // 3 now holds the leader's history: its epoch-1 extra is gone.
+  CHECK(net.logs[3].log.size() == 2);
+  CHECK(net.logs[3].log[1].zxid == make_zxid(2, 1));
+  CHECK(net.epochs[3].current == net.epochs[l].current);
+}
+
+TEST_CASE("a proposal commits once a quorum holds it durably, and the commit reaches followers") {
+  Net net(3);
+  net.deliver_all();
+  net.ticks(10);
+  PeerId l = net.leader();
+  REQUIRE(l != 0);
+  net.auto_durable = false;
+  auto z = net.peers[l]->propose("w");
+  REQUIRE(z);
+  net.drain(l);
+  net.deliver_all();
+  CHECK(net.committed[l] < *z);  // no one is durable yet
+  PeerId f = l == 1 ? 2 : 1;
+  net.peers[f]->durable(*z);  // one follower's disk, and the leader's
+  net.drain(f);
+  net.deliver_all();
+  CHECK(net.committed[l] < *z);  // the follower alone, without the leader, is one of three
+  net.peers[l]->durable(*z);
+  net.drain(l);
+  net.deliver_all();
+  CHECK(net.committed[l] == *z);
+  net.ticks(1);  // the commit travels
+  CHECK(net.committed[f] == *z);
+}
+
+TEST_CASE("a leader that cannot hear a quorum within syncLimit stops leading and takes no writes") {
+  Net net(3);
+  net.deliver_all();
+  net.ticks(10);
+  PeerId l = net.leader();
+  REQUIRE(l != 0);
+  for (PeerId i = 1; i <= 3; ++i)
+    if (i != l) net.cut.insert(i);  // the leader is alone
+  net.ticks(7);                     // syncLimit is 5 ticks
+  CHECK(net.peers[l]->role() == Role::looking);
+  CHECK_FALSE(net.peers[l]->propose("late"));
+}
+
+TEST_CASE("a follower that loses its leader goes back to election, and the rest elect a new one") {
+  Net net(3);
+  net.deliver_all();
+  net.ticks(10);
+  PeerId l = net.leader();
+  REQUIRE(l != 0);
+  net.cut.insert(l);
+  net.ticks(25);
+  PeerId again = net.leader();
+  CHECK(again != 0);
+  CHECK(again != l);
+  CHECK(net.peers[again]->epoch() > net.peers[l]->epoch());
+}
