@@ -10,41 +10,17 @@
 #include <string_view>
 #include <vector>
 
+#include "consensus/memory_log.hpp"
 #include "consensus/peer_codec.hpp"
 #include "consensus/zab_peer.hpp"
 
 using namespace warden::consensus;
 
-namespace {
-// A small log: a snapshot point and a few entries, as a follower or leader might hold.
-struct FixedLog final : LogView {
-  std::vector<Entry> log{{0x100000001, "a"}, {0x100000002, "b"}, {0x200000001, "c"}};
-  Zxid last_zxid() const override { return log.back().zxid; }
-  Zxid snapshot_zxid() const override { return 0; }
-  bool contains(Zxid z) const override {
-    for (const auto& e : log)
-      if (e.zxid == z) return true;
-    return false;
-  }
-  Zxid floor(Zxid z) const override {
-    Zxid out = 0;
-    for (const auto& e : log)
-      if (e.zxid <= z) out = e.zxid;
-    return out;
-  }
-  std::vector<Entry> entries(Zxid after, Zxid upto, size_t max) const override {
-    std::vector<Entry> out;
-    for (const auto& e : log)
-      if (e.zxid > after && e.zxid <= upto && out.size() < max) out.push_back(e);
-    return out;
-  }
-  std::string snapshot() const override { return "snapshot"; }
-};
-}  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view in(reinterpret_cast<const char*>(data), size);
-  FixedLog log;
+  MemoryLog log;  // a few entries, as a follower or leader might hold
+  log.log = {{0x100000001, "a"}, {0x100000002, "b"}, {0x200000001, "c"}};
   PeerConfig cfg;
   cfg.id = 1;
   cfg.ensemble.voters = {1, 2, 3};

@@ -11,6 +11,7 @@
 #include <set>
 #include <vector>
 
+#include "consensus/memory_log.hpp"
 #include "consensus/peer_codec.hpp"
 #include "server/data_tree.hpp"
 #include "server/prep.hpp"
@@ -74,7 +75,7 @@ bool load_tree(server::DataTree& tree, std::string_view bytes, Zxid at) {
 
 // One server: its disk (epochs, log after a snapshot, commit mark), and while it is up its Zab
 // core, its tree and, while it leads, its prep.
-struct Replica final : consensus::LogView {
+struct Replica final : consensus::MemoryLog {
   PeerId id = 0;
   bool observer = false;
   bool up = true;
@@ -82,10 +83,7 @@ struct Replica final : consensus::LogView {
   uint64_t log_gen = 0;      // a cut or a snapshot install voids the disk writes in flight
   // On disk.
   consensus::Epochs epochs;
-  std::vector<Entry> log;  // entries after snap_zxid; durable up to durable_zxid
-  Zxid durable_zxid = 0;
-  Zxid snap_zxid = 0;
-  std::string snap;
+  Zxid durable_zxid = 0;  // the log (MemoryLog's entries) is durable up to here
   Zxid commit_mark = 0;
   // The disk: one write at a time, taking disk_ms.
   bool writing = false;
@@ -100,28 +98,6 @@ struct Replica final : consensus::LogView {
   uint64_t applies_since_snapshot = 0;
   uint64_t snapshot_every = 100;
 
-  Zxid last_zxid() const override { return log.empty() ? snap_zxid : log.back().zxid; }
-  Zxid snapshot_zxid() const override { return snap_zxid; }
-  bool contains(Zxid z) const override {
-    auto it = std::lower_bound(log.begin(), log.end(), z, [](const Entry& e, Zxid v) { return e.zxid < v; });
-    return it != log.end() && it->zxid == z;
-  }
-  Zxid floor(Zxid z) const override {
-    if (z < snap_zxid) return 0;
-    auto it = std::upper_bound(log.begin(), log.end(), z, [](Zxid v, const Entry& e) { return v < e.zxid; });
-    return it == log.begin() ? snap_zxid : std::prev(it)->zxid;
-  }
-  std::vector<Entry> entries(Zxid after, Zxid upto, size_t max) const override {
-    std::vector<Entry> out;
-    auto it = std::upper_bound(log.begin(), log.end(), after, [](Zxid v, const Entry& e) { return v < e.zxid; });
-    for (; it != log.end() && it->zxid <= upto && out.size() < max; ++it) out.push_back(*it);
-    return out;
-  }
-  std::string snapshot() const override { return snap; }
-  const Entry* entry(Zxid z) const {
-    auto it = std::lower_bound(log.begin(), log.end(), z, [](const Entry& e, Zxid v) { return e.zxid < v; });
-    return it != log.end() && it->zxid == z ? &*it : nullptr;
-  }
 };
 
 struct Event {
@@ -268,7 +244,7 @@ void World::crash(Replica& r) {
   r.up = false;
   ++r.incarnation;
   // What was not durable is gone.
-  while (!r.log.empty() && r.log.back().zxid > r.durable_zxid) r.log.pop_back();
+  r.truncate_after(r.durable_zxid);
   r.writing = false;
   r.peer.reset();
   r.tree.reset();
@@ -302,7 +278,7 @@ void World::process(Replica& r) {
     if (t < r.applied && t < r.last_zxid())
       return fail(fmt::format("server {}: told to cut the log after {}, below what it applied ({})", r.id, hex(t),
                               hex(r.applied)));
-    while (!r.log.empty() && r.log.back().zxid > t) r.log.pop_back();
+    r.truncate_after(t);
     if (t < r.last_zxid()) return fail(fmt::format("server {}: a cut reaches into its snapshot", r.id));
     r.durable_zxid = std::min(r.durable_zxid, t);
     ++r.log_gen;
@@ -337,8 +313,7 @@ void World::process(Replica& r) {
 
 void World::apply_upto(Replica& r, Zxid c) {
   while (result_.ok && r.applied < c) {
-    auto it = std::upper_bound(r.log.begin(), r.log.end(), r.applied,
-                               [](Zxid v, const Entry& e) { return v < e.zxid; });
+    auto it = r.above(r.applied);
     if (it == r.log.end() || it->zxid > c) break;
     const Entry& e = *it;
     if (e.zxid <= r.applied) return fail(fmt::format("server {}: applies {} after {}", r.id, hex(e.zxid), hex(r.applied)));
@@ -384,8 +359,7 @@ void World::maybe_snapshot(Replica& r) {
   r.applies_since_snapshot = 0;
   r.snap = encode_tree(*r.tree);
   r.snap_zxid = r.applied;
-  r.log.erase(r.log.begin(), std::upper_bound(r.log.begin(), r.log.end(), r.applied,
-                                              [](Zxid v, const Entry& e) { return v < e.zxid; }));
+  r.log.erase(r.log.begin(), r.above(r.applied));
   trace(fmt::format("server {} snapshots at {}", r.id, hex(r.snap_zxid)));
 }
 

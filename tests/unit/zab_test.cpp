@@ -9,6 +9,7 @@
 #include <random>
 #include <set>
 
+#include "consensus/memory_log.hpp"
 #include "consensus/peer_codec.hpp"
 #include "consensus/zab_peer.hpp"
 
@@ -16,29 +17,7 @@ using namespace warden::consensus;
 
 namespace {
 
-struct MemLog final : LogView {
-  std::vector<Entry> log;
-  Zxid last_zxid() const override { return log.empty() ? 0 : log.back().zxid; }
-  Zxid snapshot_zxid() const override { return 0; }
-  bool contains(Zxid z) const override {
-    for (const auto& e : log)
-      if (e.zxid == z) return true;
-    return false;
-  }
-  Zxid floor(Zxid z) const override {
-    Zxid out = 0;
-    for (const auto& e : log)
-      if (e.zxid <= z) out = e.zxid;
-    return out;
-  }
-  std::vector<Entry> entries(Zxid after, Zxid upto, size_t max) const override {
-    std::vector<Entry> out;
-    for (const auto& e : log)
-      if (e.zxid > after && e.zxid <= upto && out.size() < max) out.push_back(e);
-    return out;
-  }
-  std::string snapshot() const override { return {}; }
-};
+using MemLog = MemoryLog;
 
 // Peers 1..n, all voters. Messages go through the codec; `cut` holds servers that send and
 // receive nothing; `auto_durable` makes every append durable at once.
@@ -67,7 +46,7 @@ struct Net {
     Ready r = peers[id]->ready();
     if (r.epochs) epochs[id] = *r.epochs;
     if (r.truncate_after)
-      while (!logs[id].log.empty() && logs[id].log.back().zxid > *r.truncate_after) logs[id].log.pop_back();
+      logs[id].truncate_after(*r.truncate_after);
     for (auto& e : r.append) logs[id].log.push_back(e);
     for (auto& [to, m] : r.messages)
       if (!cut.count(id) && !cut.count(to)) wire.push_back({to, {id, encode_peer_message(m)}});
