@@ -58,7 +58,7 @@ ZkServer::ZkServer(ServerOptions opts, consensus::Replicator& replicator, Clock 
       clock_(std::move(clock)),
       prep_(tree_, opts.extended_types, opts.enforce_quota),
       sessions_(opts.tick_ms),
-      rng_(std::random_device{}()) {
+      rng_(opts.random_seed ? *opts.random_seed : std::random_device{}()) {
   sessions_.seed_ids(clock_(), opts_.server_id);
   replicator_.set_commit_handler([this](Zxid z, std::string_view p) { on_commit(z, p); });
   next_container_check_ = clock_() + opts_.container_check_interval_ms;

@@ -20,6 +20,7 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <string_view>
@@ -64,6 +65,9 @@ struct ServerOptions {
   std::string super_digest;
   // Refuse changes past a hard quota (ZooKeeper's zookeeper.enforceQuota).
   bool enforce_quota = false;
+  // Seeds the source of session passwords; none: the system's entropy. A simulation or a test
+  // sets it so that a run replays exactly.
+  std::optional<uint64_t> random_seed;
 };
 
 class ZkServer {

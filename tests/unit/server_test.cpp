@@ -482,6 +482,38 @@ TEST_CASE("txns encode and decode to the same txn; garbage does not decode") {
   for (size_t cut = 0; cut < enc.size(); ++cut) CHECK_FALSE(server::decode_txn(enc.substr(0, cut)));
 }
 
+TEST_CASE("txn bodies carry fixed tags on disk, whatever the order of the variants in txn.hpp") {
+  // The log's format: these numbers are what logs written by earlier versions hold.
+  auto tag = [](const server::Txn& t) { return wire::Reader(server::encode_txn(t).substr(24, 4)).get_int(); };
+  auto with = [](server::TxnBody b) {
+    server::Txn t;
+    t.body = std::move(b);
+    return t;
+  };
+  CHECK(tag(with(server::CreateTxn{})) == 0);
+  CHECK(tag(with(server::DeleteTxn{})) == 1);
+  CHECK(tag(with(server::SetDataTxn{})) == 2);
+  CHECK(tag(with(server::SetAclTxn{})) == 3);
+  CHECK(tag(with(server::CheckTxn{})) == 4);
+  CHECK(tag(with(server::ErrorTxn{})) == 5);
+  CHECK(tag(with(server::CreateSessionTxn{})) == 6);
+  CHECK(tag(with(server::CloseSessionTxn{})) == 7);
+  server::MultiTxn m;
+  m.ops.push_back({13, server::CheckTxn{"/c"}});
+  m.ops.push_back({-1, server::ErrorTxn{0}});
+  std::string enc = server::encode_txn(with(m));
+  wire::Reader r(std::string_view(enc).substr(24));
+  CHECK(r.get_int() == 8);   // multi
+  CHECK(r.get_int() == 2);   // two ops
+  CHECK(r.get_int() == 13);  // the first op's type, then its tag inside a multi
+  CHECK(r.get_int() == 3);
+  r.get_string();  // its path
+  CHECK(r.get_int() == -1);
+  CHECK(r.get_int() == 4);  // an error op
+  REQUIRE(server::decode_txn(enc));
+  CHECK(std::holds_alternative<server::CheckTxn>(std::get<server::MultiTxn>(server::decode_txn(enc)->body).ops[0].body));
+}
+
 TEST_CASE("nodes with equal ACLs share one copy of the list") {
   Harness h;
   Client a(h);

@@ -169,3 +169,19 @@ TEST_CASE("session ids carry the server id and never repeat, across servers and 
   fresh.connect();
   for (auto s : seen) CHECK(fresh.session() > s);
 }
+
+TEST_CASE("with a random seed given, session passwords replay exactly") {
+  server::ServerOptions o;
+  o.random_seed = 42;
+  Harness h1(o), h2(o);
+  Client a(h1), b(h2);
+  a.connect();
+  b.connect();
+  CHECK(a.passwd() == b.passwd());
+  server::ServerOptions other = o;
+  other.random_seed = 43;
+  Harness h3(other);
+  Client c(h3);
+  c.connect();
+  CHECK(c.passwd() != a.passwd());
+}
