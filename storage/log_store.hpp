@@ -21,6 +21,16 @@ struct LogEntry {
   std::string payload;
 };
 
+// What replication keeps beside the log, synced when written: the epochs a member has accepted
+// and holds (ZooKeeper's acceptedEpoch and currentEpoch) and how far it knows txns committed.
+// Storage does not interpret them.
+struct ReplicaState {
+  uint32_t accepted_epoch = 0;
+  uint32_t current_epoch = 0;
+  Zxid commit_mark = 0;
+  bool operator==(const ReplicaState&) const = default;
+};
+
 class LogStore {
  public:
   virtual ~LogStore() = default;
@@ -29,6 +39,12 @@ class LogStore {
   virtual Zxid last_zxid() const = 0;
   // Entries with zxid > `after` that the store still holds, in zxid order.
   virtual std::vector<LogEntry> read_after(Zxid after) const = 0;
+  // The oldest entry the store still holds (0: none).
+  virtual Zxid first_zxid() const = 0;
+  // Removes every entry above `z` (a TRUNC), durably; `z` is 0 or an entry the store holds.
+  virtual void truncate_after(Zxid z) = 0;
+  virtual ReplicaState replica_state() const = 0;
+  virtual void set_replica_state(const ReplicaState& s) = 0;  // durable on return
 };
 
 class MemoryLogStore final : public LogStore {
@@ -42,8 +58,13 @@ class MemoryLogStore final : public LogStore {
   void append(std::vector<LogEntry> entries) override;
   Zxid last_zxid() const override { return last_; }
   std::vector<LogEntry> read_after(Zxid after) const override;
+  Zxid first_zxid() const override { return entries_.empty() ? 0 : entries_.front().zxid; }
+  void truncate_after(Zxid z) override;
+  ReplicaState replica_state() const override { return state_; }
+  void set_replica_state(const ReplicaState& s) override { state_ = s; }
 
  private:
+  ReplicaState state_;
   size_t retained_;
   std::deque<LogEntry> entries_;
   Zxid last_ = 0;

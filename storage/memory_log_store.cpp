@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cassert>
 #include <stdexcept>
 
@@ -12,6 +13,11 @@ void MemoryLogStore::append(std::vector<LogEntry> entries) {
     entries_.push_back(std::move(e));
     if (entries_.size() > retained_) entries_.pop_front();
   }
+}
+
+void MemoryLogStore::truncate_after(Zxid z) {
+  while (!entries_.empty() && entries_.back().zxid > z) entries_.pop_back();
+  last_ = std::min(last_, z);
 }
 
 std::vector<LogEntry> MemoryLogStore::read_after(Zxid after) const {

@@ -345,6 +345,61 @@ size_t RocksDbLogStore::purge(size_t retain) {
   return complete.size() - retain;
 }
 
+Zxid RocksDbLogStore::first_zxid() const {
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions()));
+  it->Seek(key_of(0));
+  if (it->Valid() && it->key().size() == 9 && it->key()[0] == log_prefix) return zxid_of(it->key());
+  return 0;
+}
+
+void RocksDbLogStore::truncate_after(Zxid z) {
+  if (z >= last_zxid()) return;
+  rocksdb::WriteBatch batch;
+  batch.DeleteRange(key_of(z + 1), key_of(INT64_MAX));
+  batch.Delete(key_of(INT64_MAX));
+  // A snapshot above z holds txns that are cut: it must never be loaded.
+  batch.DeleteRange(snapshot_range_start(z + 1), snapshot_range_start(INT64_MAX));
+  batch.DeleteRange(marker_key(z + 1), marker_key(INT64_MAX));
+  rocksdb::WriteOptions w;
+  w.sync = true;
+  auto st = db_->Write(w, &batch);
+  if (!st.ok()) throw StorageError("cannot truncate the log in " + dir_ + ": " + st.ToString());
+  last_.store(z, std::memory_order_release);
+}
+
+namespace {
+constexpr const char* replica_state_key = "R";
+}  // namespace
+
+ReplicaState RocksDbLogStore::replica_state() const {
+  std::string v;
+  auto st = db_->Get(rocksdb::ReadOptions(), replica_state_key, &v);
+  if (st.IsNotFound()) return {};
+  if (!st.ok() || v.size() != 16)
+    throw StorageError("the replica state in " + dir_ + " is damaged" + (st.ok() ? "" : ": " + st.ToString()));
+  auto get = [&](size_t at, size_t n) {
+    uint64_t x = 0;
+    for (size_t i = 0; i < n; ++i) x = (x << 8) | static_cast<unsigned char>(v[at + i]);
+    return x;
+  };
+  return ReplicaState{static_cast<uint32_t>(get(0, 4)), static_cast<uint32_t>(get(4, 4)),
+                      static_cast<Zxid>(get(8, 8))};
+}
+
+void RocksDbLogStore::set_replica_state(const ReplicaState& s) {
+  std::string v;
+  auto put = [&](uint64_t x, size_t n) {
+    for (size_t i = n; i-- > 0;) v.push_back(static_cast<char>((x >> (8 * i)) & 0xff));
+  };
+  put(s.accepted_epoch, 4);
+  put(s.current_epoch, 4);
+  put(static_cast<uint64_t>(s.commit_mark), 8);
+  rocksdb::WriteOptions w;
+  w.sync = true;
+  auto st = db_->Put(w, replica_state_key, v);
+  if (!st.ok()) throw StorageError("cannot write the replica state in " + dir_ + ": " + st.ToString());
+}
+
 std::vector<LogEntry> RocksDbLogStore::read_after(Zxid after) const {
   std::vector<LogEntry> out;
   for_each_after(after, [&](const LogEntry& e) { out.push_back(e); });

@@ -56,6 +56,12 @@ class RocksDbLogStore final : public LogStore {
   // Safe from any thread: the group committer's thread appends while the server's reads.
   Zxid last_zxid() const override { return last_.load(std::memory_order_acquire); }
   std::vector<LogEntry> read_after(Zxid after) const override;
+  Zxid first_zxid() const override;
+  // Also drops the snapshots taken above `z`: they hold what was cut. Synced.
+  void truncate_after(Zxid z) override;
+  // Under the key "R" (16 bytes, big-endian: accepted epoch, current epoch, commit mark).
+  ReplicaState replica_state() const override;
+  void set_replica_state(const ReplicaState& s) override;
   // ---- snapshots, kept in the same database ----
   // A snapshot taken from zxid `at` on: node records ("S" + zxid + 'n' + key), session records
   // ("S" + zxid + 's' + key) and, once all are in, a marker ("M" + zxid). Only a snapshot with its

@@ -155,8 +155,47 @@ struct CountingStore : storage::LogStore {
   }
   wire::Zxid last_zxid() const override { return inner.last_zxid(); }
   std::vector<storage::LogEntry> read_after(wire::Zxid a) const override { return inner.read_after(a); }
+  wire::Zxid first_zxid() const override { return inner.first_zxid(); }
+  void truncate_after(wire::Zxid z) override { inner.truncate_after(z); }
+  storage::ReplicaState replica_state() const override { return inner.replica_state(); }
+  void set_replica_state(const storage::ReplicaState& s) override { inner.set_replica_state(s); }
 };
 }  // namespace
+
+TEST_CASE("the RocksDB log cuts after a zxid durably, with the snapshots above it, and keeps the replica state") {
+  TempDir dir;
+  {
+    storage::RocksDbLogStore store(dir.str(), true);
+    std::vector<storage::LogEntry> entries;
+    for (wire::Zxid z = 0x100000001; z <= 0x100000008; ++z) entries.push_back({z, "t" + std::to_string(z)});
+    store.append(entries);
+    store.finish_snapshot(0x100000003, "below the cut");
+    store.finish_snapshot(0x100000006, "above the cut");
+    CHECK(store.first_zxid() == 0x100000001);
+    CHECK(store.replica_state() == storage::ReplicaState{});
+    store.set_replica_state({5, 4, 0x100000003});
+    store.truncate_after(0x100000004);
+    CHECK(store.last_zxid() == 0x100000004);
+    CHECK(store.complete_snapshots() == std::vector<wire::Zxid>{0x100000003});
+    store.append({{0x200000001, "new epoch"}});  // the leader's history continues after the cut
+  }
+  storage::RocksDbLogStore again(dir.str(), true);
+  CHECK(again.last_zxid() == 0x200000001);
+  auto rest = again.read_after(0x100000003);
+  REQUIRE(rest.size() == 2);
+  CHECK(rest[0].zxid == 0x100000004);
+  CHECK(rest[1].payload == "new epoch");
+  CHECK(again.complete_snapshots() == std::vector<wire::Zxid>{0x100000003});
+  CHECK(again.replica_state() == storage::ReplicaState{5, 4, 0x100000003});
+  CHECK(again.first_zxid() == 0x100000001);
+
+  storage::MemoryLogStore mem;
+  mem.append({{1, "a"}, {2, "b"}, {3, "c"}});
+  mem.truncate_after(1);
+  CHECK(mem.last_zxid() == 1);
+  CHECK(mem.read_after(0).size() == 1);
+  CHECK(mem.first_zxid() == 1);
+}
 
 TEST_CASE("group commit: one synced write covers everything queued meanwhile, reported in order") {
   CountingStore store;
