@@ -2,16 +2,20 @@
 // reply", step 3). The pipeline hands over a txn payload; replication gives it the next zxid,
 // makes it durable on a quorum and reports it committed, always in zxid order.
 //
-// SoloReplicator is the ensemble of one that a standalone server runs: the quorum is itself,
-// so a proposal commits once its own log has made it durable. Like the rest of consensus/ it
-// does no I/O: it hands each entry to a `persist` action and is told with durable() how far the
-// log is durable. A synchronous store calls durable() from inside persist; a group-commit store
-// calls it later, from the server's thread.
+// ZabReplicator is what a standalone server runs: the Zab core (zab_peer.hpp) as an ensemble of
+// one voter, hosted over the server's LogStore. The quorum is itself, so a proposal commits once
+// its own log holds it durably. It does no I/O of its own: each entry goes to a `persist`
+// action, and durable() says how far the log is durable. A synchronous store calls durable()
+// from inside persist; a group-commit store calls it later, from the server's thread. Every
+// start (and every take-back after a failed write) elects it again, in a new epoch, so a zxid
+// is never handed out twice.
 #pragma once
 
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -34,38 +38,47 @@ class Replicator {
 
   virtual ~Replicator() = default;
   virtual void set_commit_handler(CommitHandler h) = 0;
-  // Queues a txn for replication; returns the zxid it was given. The commit handler may run
-  // before this returns (a synchronous log) or later.
-  virtual Zxid propose(std::string payload) = 0;
+  // Queues a txn for replication; returns the zxid it was given, or nothing when this server
+  // cannot propose (it does not lead). The commit handler may run before this returns (a
+  // synchronous log) or later.
+  virtual std::optional<Zxid> propose(std::string payload) = 0;
   virtual Zxid last_committed() const = 0;
 };
 
-class SoloReplicator final : public Replicator {
+class ZabReplicator final : public Replicator {
  public:
   using Persist = std::function<void(storage::LogEntry)>;
 
-  // Continues the zxid counter after `last_logged` within `epoch`, or starts the epoch at 1.
-  SoloReplicator(Zxid last_logged, uint32_t epoch, Persist persist);
+  // Everything `store` holds is taken as committed (a lone voter's durable log is); the epochs
+  // come from its replica state, or from its last zxid for a log written before it had one.
+  ZabReplicator(storage::LogStore& store, Persist persist);
+  ~ZabReplicator() override;
 
   void set_commit_handler(CommitHandler h) override { on_commit_ = std::move(h); }
-  Zxid propose(std::string payload) override;
+  std::optional<Zxid> propose(std::string payload) override;
   Zxid last_committed() const override { return last_committed_; }
   // The log is durable up to `upto`: commit every proposal at or below it, in order.
   void durable(Zxid upto);
-  // The log could not make the proposals after last_committed() durable: forget them and give
-  // their zxids out again. Returns how many were dropped.
+  // The log could not make the proposals after last_committed() durable: forget them, and lead
+  // again in a new epoch. Returns how many were dropped.
   size_t abort();
   size_t in_flight() const { return unacked_.size(); }
+  uint32_t epoch() const;
 
  private:
-  uint32_t epoch_;
-  uint32_t counter_;
-  Zxid last_committed_;
-  Zxid durable_upto_;
+  // The core and its view of the log, defined in zab_replicator.cpp (this header stays free of
+  // protobuf, and of the simulator's planted copy of the core).
+  struct Core;
+  void elect();
+  void process();
+
+  storage::LogStore& store_;
   Persist persist_;
   CommitHandler on_commit_;
-  std::deque<storage::LogEntry> unacked_;  // proposed, not yet durable; ascending zxids
-  bool committing_ = false;
+  std::unique_ptr<Core> core_;
+  std::deque<storage::LogEntry> unacked_;  // proposed, not yet committed; ascending zxids
+  Zxid last_committed_ = 0;
+  bool processing_ = false, again_ = false;
 };
 
 }  // namespace warden::consensus

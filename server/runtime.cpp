@@ -205,7 +205,7 @@ struct ServerRuntime::Impl {
   Config config;
   asio::io_context io{1};
   std::unique_ptr<storage::LogStore> log;
-  std::unique_ptr<consensus::SoloReplicator> replicator;
+  std::unique_ptr<consensus::ZabReplicator> replicator;
   std::unique_ptr<ZkServer> server;
   std::unique_ptr<storage::GroupCommitter> committer;  // with a durable log only
   tcp::acceptor acceptor{io};
@@ -337,9 +337,8 @@ struct ServerRuntime::Impl {
       log = std::move(durable);
       if (!config.force_sync) spdlog::warn("forceSync=no: a machine crash may lose acknowledged writes");
     }
-    Zxid last = log->last_zxid();
-    replicator = std::make_unique<consensus::SoloReplicator>(
-        last, consensus::zxid_epoch(last), [this](storage::LogEntry e) { persist(std::move(e)); });
+    replicator = std::make_unique<consensus::ZabReplicator>(*log,
+                                                            [this](storage::LogEntry e) { persist(std::move(e)); });
     server = std::make_unique<ZkServer>(options_of(config), *replicator, wall_ms);
     if (auto* durable = dynamic_cast<storage::RocksDbLogStore*>(log.get())) {
       recover(*durable);

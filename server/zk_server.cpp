@@ -572,8 +572,20 @@ void ZkServer::handle_set_watches(ConnId id, Conn& c, int32_t xid, std::string_v
 void ZkServer::submit(Txn txn, Pending p) {
   if (Conn* c = p.conn ? conn(p.conn) : nullptr) ++c->in_flight;
   p.prep_mark = prep_.mark();
+  // Queued before proposing: a synchronous log commits it from inside propose().
   pending_.push_back(p);
-  replicator_.propose(encode_txn(txn));
+  if (replicator_.propose(encode_txn(txn))) return;
+  // Not proposed (this server does not lead): nothing was staged for it that may stay, and its
+  // client is treated as on a lost connection, as ZooKeeper's clients are on a leader change.
+  spdlog::warn("a txn could not be proposed (this server does not lead); closing its connection");
+  pending_.pop_back();
+  // Its staging in prep's overlay goes with the next txn that applies (retire() takes every
+  // mark up to that one's), or now when nothing else is in flight.
+  if (pending_.empty()) prep_.retire_all();
+  if (Conn* c = p.conn ? conn(p.conn) : nullptr) {
+    --c->in_flight;
+    close_conn(p.conn);
+  }
 }
 
 void ZkServer::on_commit(Zxid zxid, std::string_view payload) {

@@ -67,8 +67,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   int64_t now = 1'700'000'000'000;
   storage::MemoryLogStore log;
-  consensus::SoloReplicator* rep = nullptr;
-  consensus::SoloReplicator replicator{0, 0, [&](storage::LogEntry e) {
+  consensus::ZabReplicator* rep = nullptr;
+  consensus::ZabReplicator replicator{log, [&](storage::LogEntry e) {
                                          wire::Zxid z = e.zxid;
                                          log.append({std::move(e)});
                                          rep->durable(z);

@@ -53,7 +53,7 @@ struct Harness {
   // With `defer_sync`, proposals wait in `unsynced` until sync(): a log that syncs in groups.
   bool defer_sync = false;
   std::vector<storage::LogEntry> unsynced;
-  consensus::SoloReplicator replicator{0, 0, [this](storage::LogEntry e) {
+  consensus::ZabReplicator replicator{log, [this](storage::LogEntry e) {
                                          if (defer_sync) {
                                            unsynced.push_back(std::move(e));
                                            return;

@@ -11,7 +11,9 @@
 
 #include "consensus/memory_log.hpp"
 #include "consensus/peer_codec.hpp"
+#include "consensus/replicator.hpp"
 #include "consensus/zab_peer.hpp"
+#include "storage/log_store.hpp"
 
 using namespace warden::consensus;
 
@@ -210,4 +212,40 @@ TEST_CASE("a follower that loses its leader goes back to election, and the rest 
   CHECK(again != 0);
   CHECK(again != l);
   CHECK(net.peers[again]->epoch() > net.peers[l]->epoch());
+}
+
+TEST_CASE("the standalone server's ensemble of one: a new epoch at every start, above the log's") {
+  warden::storage::MemoryLogStore store;
+  store.append({{make_zxid(3, 7), "old"}});  // a log from before the replica state was kept
+  std::vector<Zxid> committed;
+  bool disk_ok = true;
+  auto start = [&] {
+    auto r = std::make_unique<ZabReplicator>(store, [&](warden::storage::LogEntry e) {
+      if (disk_ok) store.append({e});
+    });
+    r->set_commit_handler([&](Zxid z, std::string_view) { committed.push_back(z); });
+    return r;
+  };
+  auto first = start();
+  CHECK(first->epoch() == 4);
+  CHECK(store.replica_state().accepted_epoch == 4);
+  CHECK(store.replica_state().current_epoch == 4);
+  auto z = first->propose("a");
+  REQUIRE(z);
+  CHECK(*z == make_zxid(4, 1));
+  first->durable(*z);
+  CHECK(committed == std::vector<Zxid>{make_zxid(4, 1)});
+  first.reset();
+  auto second = start();  // a restart
+  CHECK(second->epoch() == 5);
+  CHECK(second->last_committed() == make_zxid(4, 1));
+  disk_ok = false;
+  z = second->propose("b");
+  REQUIRE(z);
+  CHECK(*z == make_zxid(5, 1));
+  CHECK(second->abort() == 1);  // the write failed: it is taken back, never handed out again
+  disk_ok = true;
+  z = second->propose("c");
+  REQUIRE(z);
+  CHECK(*z == make_zxid(6, 1));
 }

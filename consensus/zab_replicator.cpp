@@ -1,0 +1,125 @@
+#include <algorithm>
+#include <stdexcept>
+
+#include "consensus/replicator.hpp"
+#include "consensus/zab_peer.hpp"
+
+namespace warden::consensus {
+
+// The core's view of the log: the store, then the proposals not yet committed. A lone voter
+// never synchronises anyone, so the reads that sync needs (entries, floor) are simple scans.
+struct LogStoreView final : LogView {
+  const storage::LogStore& store;
+  const std::deque<storage::LogEntry>& unacked;
+  LogStoreView(const storage::LogStore& s, const std::deque<storage::LogEntry>& u) : store(s), unacked(u) {}
+
+  Zxid last_zxid() const override { return unacked.empty() ? store.last_zxid() : unacked.back().zxid; }
+  Zxid snapshot_zxid() const override { return 0; }
+  bool contains(Zxid z) const override { return floor(z) == z && z != 0; }
+  Zxid floor(Zxid z) const override {
+    Zxid out = 0;
+    for (const auto& e : entries(0, z, SIZE_MAX)) out = e.zxid;
+    return out;
+  }
+  std::vector<Entry> entries(Zxid after, Zxid upto, size_t max) const override {
+    std::vector<Entry> out;
+    for (auto& e : store.read_after(after))
+      if (e.zxid <= upto && out.size() < max) out.push_back(Entry{e.zxid, std::move(e.payload)});
+    for (const auto& e : unacked)
+      if (e.zxid > after && e.zxid <= upto && out.size() < max && (out.empty() || e.zxid > out.back().zxid))
+        out.push_back(Entry{e.zxid, e.payload});
+    return out;
+  }
+  std::string snapshot() const override { return {}; }
+};
+
+struct ZabReplicator::Core {
+  LogStoreView view;
+  std::unique_ptr<ZabPeer> peer;
+};
+
+ZabReplicator::ZabReplicator(storage::LogStore& store, Persist persist)
+    : store_(store), persist_(std::move(persist)), core_(new Core{LogStoreView(store_, unacked_), nullptr}) {
+  last_committed_ = store_.last_zxid();
+  elect();
+}
+
+ZabReplicator::~ZabReplicator() = default;
+
+uint32_t ZabReplicator::epoch() const { return core_->peer->epoch(); }
+
+void ZabReplicator::elect() {
+  storage::ReplicaState s = store_.replica_state();
+  // A log written before the state was kept: its last zxid's epoch is the one it holds.
+  uint32_t logged = zxid_epoch(store_.last_zxid());
+  Epochs epochs{std::max(s.accepted_epoch, logged), std::max(s.current_epoch, logged)};
+  PeerConfig cfg;
+  cfg.id = 1;
+  cfg.ensemble.voters = {1};
+  core_->peer = std::make_unique<ZabPeer>(cfg, core_->view, epochs, last_committed_);
+  // A lone voter agrees with itself at the first tick and is established at once: its log is
+  // durable and its quorum is itself.
+  for (int i = 0; i < 3 && !core_->peer->serving(); ++i) {
+    core_->peer->tick(0);
+    process();
+  }
+  if (!core_->peer->serving()) throw std::logic_error("a lone voter did not become leader");
+}
+
+std::optional<Zxid> ZabReplicator::propose(std::string payload) {
+  if (!core_->peer->serving()) elect();  // its epoch's counter ran out: lead again in a new epoch
+  auto z = core_->peer->propose(std::move(payload));
+  if (!z) {
+    elect();
+    z = core_->peer->propose(std::move(payload));
+  }
+  process();
+  return z;
+}
+
+void ZabReplicator::durable(Zxid upto) {
+  core_->peer->durable(upto);
+  process();
+}
+
+size_t ZabReplicator::abort() {
+  size_t n = unacked_.size();
+  unacked_.clear();
+  elect();
+  return n;
+}
+
+void ZabReplicator::process() {
+  // A commit handler may propose again, and a synchronous log then reports durability from
+  // inside persist: the outermost call does all the work, in order, never nested.
+  if (processing_) {
+    again_ = true;
+    return;
+  }
+  processing_ = true;
+  for (;;) {
+    again_ = false;
+    Ready r = core_->peer->ready();
+    bool work = !r.empty();
+    if (r.epochs) {
+      storage::ReplicaState s = store_.replica_state();
+      s.accepted_epoch = r.epochs->accepted;
+      s.current_epoch = r.epochs->current;
+      store_.set_replica_state(s);
+    }
+    for (auto& e : r.append) {
+      unacked_.push_back(storage::LogEntry{e.zxid, e.payload});
+      persist_(storage::LogEntry{e.zxid, std::move(e.payload)});
+    }
+    while (!unacked_.empty() && unacked_.front().zxid <= r.committed) {
+      storage::LogEntry e = std::move(unacked_.front());
+      unacked_.pop_front();
+      last_committed_ = e.zxid;
+      if (on_commit_) on_commit_(e.zxid, e.payload);
+    }
+    if (!work && !again_) break;
+  }
+  processing_ = false;
+}
+
+}  // namespace warden::consensus
