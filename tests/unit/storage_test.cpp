@@ -167,7 +167,7 @@ TEST_CASE("the RocksDB log cuts after a zxid durably, with the snapshots above i
   {
     storage::RocksDbLogStore store(dir.str(), true);
     std::vector<storage::LogEntry> entries;
-    for (wire::Zxid z = 0x100000001; z <= 0x100000008; ++z) entries.push_back({z, "t" + std::to_string(z)});
+    for (wire::Zxid z = 0x100000001; z <= 0x100000008; ++z) entries.push_back({z, std::to_string(z)});
     store.append(entries);
     store.finish_snapshot(0x100000003, "below the cut");
     store.finish_snapshot(0x100000006, "above the cut");
