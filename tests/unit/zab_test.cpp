@@ -79,6 +79,12 @@ struct Net {
       deliver_all();
     }
   }
+  // Lets the ensemble elect and establish a leader; returns it (0: none).
+  PeerId settle() {
+    deliver_all();
+    ticks(10);
+    return leader();
+  }
   PeerId leader() const {
     for (const auto& [id, p] : peers)
       if (p->role() == Role::leading && p->serving() && !cut.count(id)) return id;
@@ -164,9 +170,7 @@ TEST_CASE("the server with the newest history wins, and a follower's uncommitted
 
 TEST_CASE("a proposal commits once a quorum holds it durably, and the commit reaches followers") {
   Net net(3);
-  net.deliver_all();
-  net.ticks(10);
-  PeerId l = net.leader();
+  PeerId l = net.settle();
   REQUIRE(l != 0);
   net.auto_durable = false;
   auto z = net.peers[l]->propose("w");
@@ -175,7 +179,7 @@ TEST_CASE("a proposal commits once a quorum holds it durably, and the commit rea
   net.deliver_all();
   CHECK(net.committed[l] < *z);  // no one is durable yet
   PeerId f = l == 1 ? 2 : 1;
-  net.peers[f]->durable(*z);  // one follower's disk, and the leader's
+  net.peers[f]->durable(*z);  // one follower's disk only
   net.drain(f);
   net.deliver_all();
   CHECK(net.committed[l] < *z);  // the follower alone, without the leader, is one of three
@@ -189,9 +193,7 @@ TEST_CASE("a proposal commits once a quorum holds it durably, and the commit rea
 
 TEST_CASE("a leader that cannot hear a quorum within syncLimit stops leading and takes no writes") {
   Net net(3);
-  net.deliver_all();
-  net.ticks(10);
-  PeerId l = net.leader();
+  PeerId l = net.settle();
   REQUIRE(l != 0);
   for (PeerId i = 1; i <= 3; ++i)
     if (i != l) net.cut.insert(i);  // the leader is alone
@@ -202,9 +204,7 @@ TEST_CASE("a leader that cannot hear a quorum within syncLimit stops leading and
 
 TEST_CASE("a follower that loses its leader goes back to election, and the rest elect a new one") {
   Net net(3);
-  net.deliver_all();
-  net.ticks(10);
-  PeerId l = net.leader();
+  PeerId l = net.settle();
   REQUIRE(l != 0);
   net.cut.insert(l);
   net.ticks(25);
