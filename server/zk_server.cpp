@@ -572,9 +572,18 @@ void ZkServer::handle_set_watches(ConnId id, Conn& c, int32_t xid, std::string_v
 void ZkServer::submit(Txn txn, Pending p) {
   if (Conn* c = p.conn ? conn(p.conn) : nullptr) ++c->in_flight;
   p.prep_mark = prep_.mark();
-  // Queued before proposing: a synchronous log commits it from inside propose().
+  p.seq = ++submitted_;
+  // Queued before proposing (its zxid unknown yet): a synchronous log commits it from inside
+  // propose(), and a commit while the front's zxid is unknown is that one.
   pending_.push_back(p);
-  if (replicator_.propose(encode_txn(txn))) return;
+  if (auto z = replicator_.propose(encode_txn(txn))) {
+    for (auto it = pending_.rbegin(); it != pending_.rend(); ++it)
+      if (it->seq == p.seq) {
+        it->zxid = *z;
+        break;
+      }
+    return;
+  }
   // Not proposed (this server does not lead): nothing was staged for it that may stay, and its
   // client is treated as on a lost connection, as ZooKeeper's clients are on a leader change.
   spdlog::warn("a txn could not be proposed (this server does not lead); closing its connection");
@@ -610,7 +619,16 @@ void ZkServer::on_commit(Zxid zxid, std::string_view payload) {
     }
   }
 
-  assert(!pending_.empty());
+  // Commits come in zxid order. A proposal of ours below this zxid was lost (the history of a
+  // new leader does not hold it): its client sees a lost connection, since it never applied.
+  while (!pending_.empty() && pending_.front().zxid != 0 && pending_.front().zxid < zxid) lose(pending_.front());
+  bool ours = !pending_.empty() && (pending_.front().zxid == zxid || pending_.front().zxid == 0);
+  if (!ours) {
+    // A txn this server did not prepare (a follower applies the leader's): it answers nobody
+    // here, but a closed session's connection still closes.
+    reply_write(Pending{Kind::request}, *txn, r, zxid);
+    return;
+  }
   Pending p = pending_.front();
   pending_.pop_front();
   prep_.retire(p.prep_mark);
@@ -619,6 +637,24 @@ void ZkServer::on_commit(Zxid zxid, std::string_view payload) {
     --c->in_flight;
     drain(p.conn);
   }
+}
+
+void ZkServer::lose(Pending p) {
+  pending_.pop_front();
+  if (pending_.empty()) prep_.retire_all();
+  if (Conn* c = p.conn ? conn(p.conn) : nullptr) {
+    --c->in_flight;
+    close_conn(p.conn);
+  }
+}
+
+void ZkServer::leadership_lost() {
+  // Whatever is in flight may still commit under the next leader, or not: no answer is true, so
+  // clients see a lost connection (as ZooKeeper's do on a leader change) and learn the outcome
+  // from the tree. What prep assumed goes; a commit that still comes is applied as any other.
+  while (!pending_.empty()) lose(pending_.front());
+  prep_.retire_all();
+  sessions_.reopen_closing(clock_());
 }
 
 ApplyResult ZkServer::apply(const Txn& txn, Zxid zxid, std::vector<WatchTrigger>& triggers) {

@@ -12,7 +12,9 @@
 // the runtime lets in only between commits (runtime.cpp's tree lock); nothing else is shared.
 //
 // Invariants: `owner_` maps each attached session to its one live connection; `pending_` holds
-// one entry per proposed txn not yet applied, in zxid order.
+// one entry per txn this server proposed and has not applied, in zxid order. Commits are matched
+// to it by zxid: a commit of a txn this server did not prepare (a follower's case) is applied
+// and answers nobody; a proposal of ours that a commit passed by was lost.
 #pragma once
 
 #include <algorithm>
@@ -100,6 +102,9 @@ class ZkServer {
   // The log failed to make the txns in flight durable (and the replicator forgot them): answer
   // each waiting client with `err`, undo what prep assumed, and serve what waits behind them.
   void abort_in_flight(wire::Err err);
+  // This server stopped leading: its proposals in flight may or may not commit. Their clients'
+  // connections close; prep's overlay and closing sessions are forgotten.
+  void leadership_lost();
 
   const DataTree& tree() const { return tree_; }
   int64_t packets_received() const { return packets_received_; }
@@ -158,6 +163,8 @@ class ZkServer {
     int32_t xid = 0;
     int64_t started_ms = 0;  // when the request arrived: its latency runs to the reply
     uint64_t prep_mark = 0;  // prep's mark once this txn was prepared: retired when it applies
+    uint64_t seq = 0;        // submission order, to find it again after propose()
+    Zxid zxid = 0;           // what propose() gave it; 0 until then
   };
 
   bool must_wait(const Conn& c, std::string_view payload) const;
@@ -176,6 +183,8 @@ class ZkServer {
   static std::vector<std::string> children_of(const Node& n);
   void submit(Txn txn, Pending p);
   void on_commit(Zxid zxid, std::string_view payload);
+  // Drops the front proposal, whose outcome its client cannot be told: closes its connection.
+  void lose(Pending p);
   ApplyResult apply(const Txn& txn, Zxid zxid, std::vector<WatchTrigger>& triggers);
   void reply_write(const Pending& p, const Txn& txn, const ApplyResult& r, Zxid zxid);
   void attach(ConnId id, Conn& c, SessionId s);
@@ -201,6 +210,7 @@ class ZkServer {
   std::unordered_map<ConnId, Conn> conns_;
   std::unordered_map<SessionId, ConnId> owner_;
   std::deque<Pending> pending_;
+  uint64_t submitted_ = 0;
   ConnId next_conn_ = 1;
   int64_t packets_received_ = 0, packets_sent_ = 0;
   size_t held_total_ = 0;  // frames in every connection's `held`

@@ -1,0 +1,117 @@
+// The pipeline's side of the consensus seam, with a replicator the test drives: commits are
+// matched to this server's proposals by zxid; txns it did not prepare (a follower's case) are
+// applied and answer nobody; proposals a commit passed by, or in flight when leadership is lost,
+// end their clients' connections (their outcome is not known to this server).
+#include "harness.hpp"
+#include "server/txn.hpp"
+
+using namespace test;
+
+namespace {
+// Hands out zxids and commits only when the test says so.
+struct ScriptedReplicator final : consensus::Replicator {
+  CommitHandler on_commit;
+  std::map<wire::Zxid, std::string> proposed;
+  wire::Zxid next = consensus::make_zxid(1, 1), committed = 0;
+  void set_commit_handler(CommitHandler h) override { on_commit = std::move(h); }
+  std::optional<wire::Zxid> propose(std::string payload) override {
+    proposed[next] = std::move(payload);
+    return next++;
+  }
+  wire::Zxid last_committed() const override { return committed; }
+  void commit(wire::Zxid z, const std::string& payload) {
+    committed = z;
+    on_commit(z, payload);
+  }
+  void commit_own(wire::Zxid z) { commit(z, proposed.at(z)); }
+};
+
+std::string foreign_create(const std::string& path) {
+  server::Txn t;
+  t.session = 0x7700000000000001;
+  t.time = 1'700'000'000'000;
+  t.type = static_cast<int32_t>(OpCode::create);
+  t.body = server::CreateTxn{path, std::string("from the leader"), Client::open_acl(), 0, 1};
+  return server::encode_txn(t);
+}
+
+struct Scripted {
+  int64_t now = 1'700'000'000'000;
+  ScriptedReplicator rep;
+  server::ZkServer server{server::ServerOptions{}, rep, [this] { return now; }};
+};
+
+// A client of the scripted server: the harness's Client needs a Harness, so this one is raw.
+struct Conn {
+  FakeLink link;
+  server::ConnId id;
+  Scripted& s;
+  explicit Conn(Scripted& sc) : s(sc) { id = s.server.open(&link); }
+  void send(OpCode op, const std::string& body, int32_t xid) {
+    s.server.receive(id, wire::encode(wire::RequestHeader{xid, static_cast<int32_t>(op)}) + body);
+  }
+};
+
+// Connects `c`: its session is a txn, committed at once.
+void connect(Conn& c) {
+  c.s.server.receive(c.id, wire::encode_connect_request({0, 0, 30000, 0, std::string(16, '\0'), false}));
+  c.s.rep.commit_own(c.s.rep.next - 1);
+  REQUIRE(c.link.frames.size() == 1);
+  c.link.frames.clear();
+}
+}  // namespace
+
+TEST_CASE("a txn this server did not prepare is applied, fires watches and answers nobody") {
+  Scripted s;
+  Conn c(s);
+  connect(c);
+  c.send(OpCode::exists, wire::encode(wire::PathWatchRequest{"/from-leader", true}), 5);
+  REQUIRE(c.link.frames.size() == 1);  // NoNode, and a watch
+  c.link.frames.clear();
+  s.rep.commit(consensus::make_zxid(1, 50), foreign_create("/from-leader"));
+  REQUIRE(s.server.tree().find("/from-leader"));
+  CHECK(s.server.tree().last_applied() == consensus::make_zxid(1, 50));
+  REQUIRE(c.link.frames.size() == 1);  // the event, and no reply to anyone
+  auto scan = wire::scan_frame(c.link.frames.front(), wire::default_max_buffer);
+  wire::Reader r(scan.payload);
+  wire::ReplyHeader h;
+  h.visit(r);
+  CHECK(h.xid == wire::xid::notification);
+}
+
+TEST_CASE("commits are matched by zxid: a proposal of ours that a commit passed by ends its connection") {
+  Scripted s;
+  Conn c(s), d(s);
+  connect(c);
+  connect(d);
+  c.send(OpCode::create, wire::encode(wire::CreateRequest{"/mine", std::nullopt, Client::open_acl(), 0}), 7);
+  wire::Zxid mine = s.rep.next - 1;
+  CHECK(c.link.frames.empty());
+  // The new leader's history holds another txn at a higher zxid, and not ours.
+  s.rep.commit(mine + 1, foreign_create("/theirs"));
+  CHECK(c.link.closed);  // its outcome is unknown here: a lost connection
+  CHECK(c.link.frames.empty());
+  CHECK_FALSE(s.server.tree().find("/mine"));
+  CHECK(s.server.tree().find("/theirs"));
+  CHECK(s.server.outstanding() == 0);
+  // The other client's next write goes on as usual.
+  d.send(OpCode::create, wire::encode(wire::CreateRequest{"/d", std::nullopt, Client::open_acl(), 0}), 8);
+  s.rep.commit_own(s.rep.next - 1);
+  CHECK(s.server.tree().find("/d"));
+  CHECK(d.link.frames.size() == 1);
+}
+
+TEST_CASE("when leadership is lost, clients with writes in flight see a lost connection") {
+  Scripted s;
+  Conn c(s);
+  connect(c);
+  c.send(OpCode::create, wire::encode(wire::CreateRequest{"/p", std::nullopt, Client::open_acl(), 0}), 9);
+  c.send(OpCode::create, wire::encode(wire::CreateRequest{"/p/child", std::nullopt, Client::open_acl(), 0}), 10);
+  s.server.leadership_lost();
+  CHECK(c.link.closed);
+  CHECK(s.server.outstanding() == 0);
+  CHECK(s.server.prep_overlay_size() == 0);
+  // If the next leader commits the first after all, it applies as any txn would.
+  s.rep.commit_own(consensus::make_zxid(1, 2));
+  CHECK(s.server.tree().find("/p"));
+}
