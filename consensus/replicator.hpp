@@ -49,10 +49,13 @@ class ZabReplicator final : public Replicator {
  public:
   using Persist = std::function<void(storage::LogEntry)>;
 
-  // Everything `store` holds is taken as committed (a lone voter's durable log is); the epochs
-  // come from its replica state, or from its last zxid for a log written before it had one.
   ZabReplicator(storage::LogStore& store, Persist persist);
   ~ZabReplicator() override;
+  // Leads, once the server has applied what it knows committed (`applied`: the snapshot and the
+  // log up to the store's commit mark). The epochs come from the store's replica state, or from
+  // its last zxid for a log written before it had one. A lone voter's log is its history: the
+  // txns after `applied` are committed as it is established, through the commit handler.
+  void start(Zxid applied);
 
   void set_commit_handler(CommitHandler h) override { on_commit_ = std::move(h); }
   std::optional<Zxid> propose(std::string payload) override;
@@ -71,6 +74,7 @@ class ZabReplicator final : public Replicator {
   struct Core;
   void elect();
   void process();
+  void save_state();
 
   storage::LogStore& store_;
   Persist persist_;

@@ -39,9 +39,21 @@ struct ZabReplicator::Core {
 };
 
 ZabReplicator::ZabReplicator(storage::LogStore& store, Persist persist)
-    : store_(store), persist_(std::move(persist)), core_(new Core{LogStoreView(store_, unacked_), nullptr}) {
-  last_committed_ = store_.last_zxid();
+    : store_(store), persist_(std::move(persist)), core_(new Core{LogStoreView(store_, unacked_), nullptr}) {}
+
+void ZabReplicator::start(Zxid applied) {
+  last_committed_ = applied;
   elect();
+}
+
+void ZabReplicator::save_state() {
+  storage::ReplicaState s;
+  s.accepted_epoch = core_->peer->epochs().accepted;
+  s.current_epoch = core_->peer->epochs().current;
+  // How far txns are applied: a restart replays the log up to here and leaves the rest to the
+  // core. It may lag (a lone voter commits the rest of its log as it leads again).
+  s.commit_mark = last_committed_;
+  store_.set_replica_state(s);
 }
 
 ZabReplicator::~ZabReplicator() = default;
@@ -64,6 +76,7 @@ void ZabReplicator::elect() {
     process();
   }
   if (!core_->peer->serving()) throw std::logic_error("a lone voter did not become leader");
+  save_state();
 }
 
 std::optional<Zxid> ZabReplicator::propose(std::string payload) {
@@ -106,6 +119,17 @@ void ZabReplicator::process() {
       s.accepted_epoch = r.epochs->accepted;
       s.current_epoch = r.epochs->current;
       store_.set_replica_state(s);
+    }
+    if (r.committed > last_committed_) {
+      // The history this server led with, committed at establishment: what the store holds
+      // before its own proposals.
+      Zxid upto = unacked_.empty() ? r.committed : std::min(r.committed, unacked_.front().zxid - 1);
+      if (upto > last_committed_)
+        store_.for_each_after(last_committed_, [&](const storage::LogEntry& e) {
+          if (e.zxid > upto || e.zxid <= last_committed_) return;
+          last_committed_ = e.zxid;
+          if (on_commit_) on_commit_(e.zxid, e.payload);
+        });
     }
     for (auto& e : r.append) {
       unacked_.push_back(storage::LogEntry{e.zxid, e.payload});

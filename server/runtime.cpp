@@ -340,7 +340,9 @@ struct ServerRuntime::Impl {
     replicator = std::make_unique<consensus::ZabReplicator>(*log,
                                                             [this](storage::LogEntry e) { persist(std::move(e)); });
     server = std::make_unique<ZkServer>(options_of(config), *replicator, wall_ms);
-    if (auto* durable = dynamic_cast<storage::RocksDbLogStore*>(log.get())) {
+    auto* durable = dynamic_cast<storage::RocksDbLogStore*>(log.get());
+    if (!durable) replicator->start(0);  // an in-memory log starts empty
+    if (durable) {
       recover(*durable);
       return_free_memory();  // what loading the snapshot and replaying the log left behind
       plan_next_snapshot();
@@ -377,14 +379,21 @@ struct ServerRuntime::Impl {
       spdlog::info("loaded the snapshot at 0x{:x}: {} nodes, {} sessions", from, server->tree().size(),
                    server->session_count());
     }
+    // Only what is known committed replays here; the rest of the log is the replicator's to
+    // commit (a lone voter commits all of it as it leads again; a follower what its leader says).
+    Zxid mark = durable.replica_state().commit_mark;
     size_t n = 0;
     durable.for_each_after(from, [&](const storage::LogEntry& e) {
+      if (e.zxid > mark) return;
       server->replay(e.zxid, e.payload);
       if (++n % 1000000 == 0) spdlog::info("replaying the log: {} txns so far", n);
     });
-    if (n > 0 || from > 0)
-      spdlog::info("recovered up to zxid 0x{:x} ({} txns replayed after the snapshot); {} nodes, {} sessions",
-                   durable.last_zxid(), n, server->tree().size(), server->session_count());
+    Zxid replayed = server->tree().last_applied();
+    replicator->start(replayed);
+    if (n > 0 || from > 0 || durable.last_zxid() > 0)
+      spdlog::info("recovered up to zxid 0x{:x} ({} txns replayed after the snapshot up to the commit mark 0x{:x}, "
+                   "the rest committed as this server leads); {} nodes, {} sessions",
+                   server->tree().last_applied(), n, replayed, server->tree().size(), server->session_count());
   }
 
   // ZooKeeper's rule: the next snapshot after snapCount/2 plus a random part of snapCount/2

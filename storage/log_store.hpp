@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,10 @@ class LogStore {
   virtual Zxid last_zxid() const = 0;
   // Entries with zxid > `after` that the store still holds, in zxid order.
   virtual std::vector<LogEntry> read_after(Zxid after) const = 0;
+  // The same, one at a time, without holding them all.
+  virtual void for_each_after(Zxid after, const std::function<void(const LogEntry&)>& fn) const {
+    for (const auto& e : read_after(after)) fn(e);
+  }
   // The oldest entry the store still holds (0: none).
   virtual Zxid first_zxid() const = 0;
   // Removes every entry above `z` (a TRUNC), durably; `z` is 0 or an entry the store holds.

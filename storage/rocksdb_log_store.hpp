@@ -88,7 +88,7 @@ class RocksDbLogStore final : public LogStore {
   // Calls `fn` for every record after `after` in zxid order. Throws StorageError naming the
   // first damaged record: a record that does not parse, sits under the wrong key, or leaves
   // a gap in the zxid counter of its epoch.
-  void for_each_after(Zxid after, const std::function<void(const LogEntry&)>& fn) const;
+  void for_each_after(Zxid after, const std::function<void(const LogEntry&)>& fn) const override;
 
  private:
   std::string dir_;

@@ -78,6 +78,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   opts.extended_types = true;
   opts.enforce_quota = true;
   server::ZkServer zk(opts, replicator, [&] { return now; });
+  replicator.start(0);
   Link link;
   server::ConnId id = zk.open(&link);
 

@@ -64,7 +64,9 @@ struct Harness {
                                        }};
   server::ZkServer server;
   explicit Harness(server::ServerOptions o = {}, int64_t start = 1'700'000'000'000)
-      : now(start), server(o, replicator, [this] { return now; }) {}
+      : now(start), server(o, replicator, [this] { return now; }) {
+    replicator.start(0);
+  }
   // Makes every deferred proposal durable in one group.
   void sync() {
     if (unsynced.empty()) return;

@@ -219,14 +219,17 @@ TEST_CASE("the standalone server's ensemble of one: a new epoch at every start, 
   store.append({{make_zxid(3, 7), "old"}});  // a log from before the replica state was kept
   std::vector<Zxid> committed;
   bool disk_ok = true;
-  auto start = [&] {
+  auto start = [&](Zxid applied) {
     auto r = std::make_unique<ZabReplicator>(store, [&](warden::storage::LogEntry e) {
       if (disk_ok) store.append({e});
     });
     r->set_commit_handler([&](Zxid z, std::string_view) { committed.push_back(z); });
+    r->start(applied);
     return r;
   };
-  auto first = start();
+  // Nothing applied yet: the log is its history, committed as it leads.
+  auto first = start(0);
+  CHECK(committed == std::vector<Zxid>{make_zxid(3, 7)});
   CHECK(first->epoch() == 4);
   CHECK(store.replica_state().accepted_epoch == 4);
   CHECK(store.replica_state().current_epoch == 4);
@@ -234,9 +237,10 @@ TEST_CASE("the standalone server's ensemble of one: a new epoch at every start, 
   REQUIRE(z);
   CHECK(*z == make_zxid(4, 1));
   first->durable(*z);
-  CHECK(committed == std::vector<Zxid>{make_zxid(4, 1)});
+  CHECK(committed == std::vector<Zxid>{make_zxid(3, 7), make_zxid(4, 1)});
   first.reset();
-  auto second = start();  // a restart
+  CHECK(store.replica_state().commit_mark == make_zxid(3, 7));  // saved when it led: it may lag
+  auto second = start(make_zxid(4, 1));  // a restart that replayed everything
   CHECK(second->epoch() == 5);
   CHECK(second->last_committed() == make_zxid(4, 1));
   disk_ok = false;
