@@ -340,13 +340,13 @@ struct ServerRuntime::Impl {
     replicator = std::make_unique<consensus::ZabReplicator>(*log,
                                                             [this](storage::LogEntry e) { persist(std::move(e)); });
     server = std::make_unique<ZkServer>(options_of(config), *replicator, wall_ms);
-    auto* durable = dynamic_cast<storage::RocksDbLogStore*>(log.get());
-    if (!durable) replicator->start(0);  // an in-memory log starts empty
-    if (durable) {
-      recover(*durable);
+    auto* snapshots = log->snapshots();
+    if (!snapshots) replicator->start(0);  // an in-memory log starts empty
+    if (snapshots) {
+      recover(*snapshots);
       return_free_memory();  // what loading the snapshot and replaying the log left behind
       plan_next_snapshot();
-      snapshot_writer = std::make_unique<storage::SnapshotWriter>(*durable, [this](Zxid at, uint64_t attempt,
+      snapshot_writer = std::make_unique<storage::SnapshotWriter>(*snapshots, [this](Zxid at, uint64_t attempt,
                                                                                   std::string error) {
         asio::post(io, [this, at, attempt, error] {
           heap_to_trim = true;
@@ -367,11 +367,12 @@ struct ServerRuntime::Impl {
     }
   }
 
-  void recover(storage::RocksDbLogStore& durable) {
+  void recover(const storage::SnapshotStore& snapshots) {
+    const storage::LogStore& durable = *log;
     SnapshotSink sink{[this] { server->start_snapshot_load(); },
                       [this](std::string_view p, std::string_view r) { return server->load_snapshot_node(p, r); },
                       [this](std::string_view k, std::string_view r) { return server->load_snapshot_session(k, r); }};
-    Zxid from = load_newest_snapshot(durable, sink, [](Zxid at, size_t nodes) {
+    Zxid from = load_newest_snapshot(snapshots, sink, [](Zxid at, size_t nodes) {
       spdlog::info("loading the snapshot at 0x{:x}: {} nodes so far", at, nodes);
     });
     if (from) {
@@ -417,7 +418,7 @@ struct ServerRuntime::Impl {
     }
     walk = std::make_unique<SnapshotWalk>(server->tree());
     spdlog::info("snapshot at 0x{:x} started: {} nodes", walk->at(), server->tree().size());
-    walk_attempt = snapshot_writer->produce(walk->at(), storage::RocksDbLogStore::SnapshotPart::node,
+    walk_attempt = snapshot_writer->produce(walk->at(), storage::SnapshotStore::SnapshotPart::node,
                                             [this, w = walk.get()] { return snapshot_chunks(*w); });
   }
 
@@ -454,7 +455,7 @@ struct ServerRuntime::Impl {
 
   void finish_snapshot(Zxid at) {
     if (!walk || walk->at() != at) return;
-    using Part = storage::RocksDbLogStore::SnapshotPart;
+    using Part = storage::SnapshotStore::SnapshotPart;
     snapshot_writer->put(at, Part::session, server->session_records());
     snapshot_writer->finish(at, fmt::format("{} nodes", walk->written()));
     walk.reset();
@@ -462,13 +463,12 @@ struct ServerRuntime::Impl {
 
   // As ZooKeeper's DatadirCleanupManager: once at start, then every purgeInterval hours.
   void schedule_purge(std::chrono::hours after) {
-    if (config.purge_interval_hours <= 0 || !dynamic_cast<storage::RocksDbLogStore*>(log.get())) return;
+    if (config.purge_interval_hours <= 0 || !log->snapshots()) return;
     purge_timer.expires_after(after);
     purge_timer.async_wait([this](boost::system::error_code ec) {
       if (ec || stopping) return;
       try {
-        size_t dropped = static_cast<storage::RocksDbLogStore*>(log.get())->purge(
-            static_cast<size_t>(config.snap_retain_count));
+        size_t dropped = log->snapshots()->purge(static_cast<size_t>(config.snap_retain_count));
         if (dropped) spdlog::info("purged {} old snapshots and the log before the oldest kept one", dropped);
       } catch (const std::exception& e) {
         spdlog::error("purge failed: {}", e.what());

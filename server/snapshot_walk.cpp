@@ -90,9 +90,9 @@ bool for_each_in_chunk(std::string_view chunk,
   return true;
 }
 
-Zxid load_newest_snapshot(const storage::RocksDbLogStore& log, const SnapshotSink& sink,
+Zxid load_newest_snapshot(const storage::SnapshotStore& log, const SnapshotSink& sink,
                           const std::function<void(Zxid, size_t)>& progress, size_t progress_every) {
-  using Part = storage::RocksDbLogStore::SnapshotPart;
+  using Part = storage::SnapshotStore::SnapshotPart;
   auto snaps = log.complete_snapshots();
   if (snaps.empty()) return 0;
   Zxid at = snaps.back();

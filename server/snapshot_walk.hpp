@@ -70,7 +70,7 @@ struct SnapshotSink {
 // Loads the newest complete snapshot in `log` through `sink`, calling `progress` (when set)
 // after every `progress_every` nodes. Returns its zxid, or 0 when there is none. Throws
 // storage::StorageError naming the snapshot and the damaged record.
-Zxid load_newest_snapshot(const storage::RocksDbLogStore& log, const SnapshotSink& sink,
+Zxid load_newest_snapshot(const storage::SnapshotStore& log, const SnapshotSink& sink,
                           const std::function<void(Zxid at, size_t nodes)>& progress = {},
                           size_t progress_every = 1000000);
 

@@ -11,6 +11,8 @@
 #include <deque>
 #include <functional>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 namespace warden::storage {
@@ -32,6 +34,24 @@ struct ReplicaState {
   bool operator==(const ReplicaState&) const = default;
 };
 
+// Snapshots kept beside the log: a store that has them (the durable one) offers them through
+// LogStore::snapshots(); the in-memory one has none.
+class SnapshotStore {
+ public:
+  using Records = std::vector<std::pair<std::string, std::string>>;
+  enum class SnapshotPart : char { node = 'n', session = 's' };
+  virtual ~SnapshotStore() = default;
+  // A snapshot taken from zxid `at` on, written part by part and completed by its marker.
+  virtual void put_snapshot_records(Zxid at, SnapshotPart part, Records recs) = 0;
+  virtual void finish_snapshot(Zxid at, const std::string& summary) = 0;  // synced
+  virtual std::vector<Zxid> complete_snapshots() const = 0;                // ascending
+  virtual void for_each_snapshot_record(
+      Zxid at, SnapshotPart part, const std::function<void(std::string_view key, std::string_view value)>& fn) const = 0;
+  // Keeps the newest `retain` complete snapshots, drops the rest and the log below the oldest
+  // kept one; returns how many snapshots it dropped.
+  virtual size_t purge(size_t retain) = 0;
+};
+
 class LogStore {
  public:
   virtual ~LogStore() = default;
@@ -50,6 +70,8 @@ class LogStore {
   virtual void truncate_after(Zxid z) = 0;
   virtual ReplicaState replica_state() const = 0;
   virtual void set_replica_state(const ReplicaState& s) = 0;  // durable on return
+  // Its snapshots, if it keeps any.
+  virtual SnapshotStore* snapshots() { return nullptr; }
 };
 
 class MemoryLogStore final : public LogStore {

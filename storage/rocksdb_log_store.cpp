@@ -235,8 +235,7 @@ void RocksDbLogStore::abandon_building() {
   building_at_ = -1;
 }
 
-void RocksDbLogStore::put_snapshot_records(Zxid at, SnapshotPart part,
-                                           std::vector<std::pair<std::string, std::string>> recs) {
+void RocksDbLogStore::put_snapshot_records(Zxid at, SnapshotPart part, Records recs) {
   if (building_ && building_at_ != at) abandon_building();
   if (!building_) {
     std::error_code ec;

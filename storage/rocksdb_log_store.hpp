@@ -31,7 +31,7 @@ class DiskFullError : public StorageError {
   using StorageError::StorageError;
 };
 
-class RocksDbLogStore final : public LogStore {
+class RocksDbLogStore final : public LogStore, public SnapshotStore {
  public:
   // RocksDB's memtable size, and the free space every append leaves behind it: room for the
   // memtable flushes and the write-ahead log switch that follow. RocksDB must never meet a full
@@ -74,16 +74,17 @@ class RocksDbLogStore final : public LogStore {
   // at the bottom of the tree without a rewrite, and then writes the marker, synced. A file
   // left by a crash is removed at the next open. One snapshot is built at a time: records for
   // another zxid abandon the one being built.
-  enum class SnapshotPart : char { node = 'n', session = 's' };
-  void put_snapshot_records(Zxid at, SnapshotPart part, std::vector<std::pair<std::string, std::string>> recs);
-  void finish_snapshot(Zxid at, const std::string& summary);  // synced: the snapshot is complete
-  std::vector<Zxid> complete_snapshots() const;                 // ascending
+  void put_snapshot_records(Zxid at, SnapshotPart part, Records recs) override;
+  void finish_snapshot(Zxid at, const std::string& summary) override;  // synced: the snapshot is complete
+  std::vector<Zxid> complete_snapshots() const override;                 // ascending
   void for_each_snapshot_record(Zxid at, SnapshotPart part,
-                                const std::function<void(std::string_view key, std::string_view value)>& fn) const;
+                                const std::function<void(std::string_view key, std::string_view value)>& fn)
+      const override;
+  SnapshotStore* snapshots() override { return this; }
   // Keeps the newest `retain` complete snapshots; drops older and unfinished ones, and the log
   // records below the oldest kept snapshot (never the last record: zxids must continue).
   // Returns how many snapshots it dropped.
-  size_t purge(size_t retain);
+  size_t purge(size_t retain) override;
 
   // Calls `fn` for every record after `after` in zxid order. Throws StorageError naming the
   // first damaged record: a record that does not parse, sits under the wrong key, or leaves

@@ -2,7 +2,7 @@
 
 namespace warden::storage {
 
-SnapshotWriter::SnapshotWriter(RocksDbLogStore& store, Done done)
+SnapshotWriter::SnapshotWriter(SnapshotStore& store, Done done)
     : store_(store), done_(std::move(done)), thread_([this] { run(); }) {}
 
 SnapshotWriter::~SnapshotWriter() {
@@ -15,7 +15,7 @@ SnapshotWriter::~SnapshotWriter() {
   thread_.join();
 }
 
-void SnapshotWriter::put(Zxid at, RocksDbLogStore::SnapshotPart part, Records records) {
+void SnapshotWriter::put(Zxid at, SnapshotStore::SnapshotPart part, Records records) {
   {
     std::lock_guard<std::mutex> l(mu_);
     jobs_.push_back(Job{attempt_, at, false, part, std::move(records), {}, {}});
@@ -23,7 +23,7 @@ void SnapshotWriter::put(Zxid at, RocksDbLogStore::SnapshotPart part, Records re
   cv_.notify_one();
 }
 
-uint64_t SnapshotWriter::produce(Zxid at, RocksDbLogStore::SnapshotPart part, Producer next) {
+uint64_t SnapshotWriter::produce(Zxid at, SnapshotStore::SnapshotPart part, Producer next) {
   uint64_t attempt;
   {
     std::lock_guard<std::mutex> l(mu_);
@@ -42,7 +42,7 @@ bool SnapshotWriter::stopping() const {
 void SnapshotWriter::finish(Zxid at, std::string summary) {
   {
     std::lock_guard<std::mutex> l(mu_);
-    jobs_.push_back(Job{attempt_, at, true, RocksDbLogStore::SnapshotPart::node, {}, std::move(summary), {}});
+    jobs_.push_back(Job{attempt_, at, true, SnapshotStore::SnapshotPart::node, {}, std::move(summary), {}});
   }
   cv_.notify_one();
 }

@@ -19,7 +19,7 @@
 #include <utility>
 #include <vector>
 
-#include "storage/rocksdb_log_store.hpp"
+#include "storage/log_store.hpp"
 
 namespace warden::storage {
 
@@ -29,17 +29,17 @@ class SnapshotWriter {
   // Called on the writer's thread once a snapshot is complete, or failed (with the reason).
   using Done = std::function<void(Zxid at, uint64_t attempt, std::string error)>;
 
-  SnapshotWriter(RocksDbLogStore& store, Done done);
+  SnapshotWriter(SnapshotStore& store, Done done);
   ~SnapshotWriter();  // abandons what is queued: a snapshot without its marker is never used
   SnapshotWriter(const SnapshotWriter&) = delete;
   SnapshotWriter& operator=(const SnapshotWriter&) = delete;
 
-  void put(Zxid at, RocksDbLogStore::SnapshotPart part, Records records);
+  void put(Zxid at, SnapshotStore::SnapshotPart part, Records records);
   // Records made on the writer's thread: `next` is called there until it returns nothing
   // (or the writer stops), and each batch it gives is written before the next call.
   using Producer = std::function<std::optional<Records>()>;
   // Starts an attempt, and returns its number (Done names it).
-  uint64_t produce(Zxid at, RocksDbLogStore::SnapshotPart part, Producer next);
+  uint64_t produce(Zxid at, SnapshotStore::SnapshotPart part, Producer next);
   void finish(Zxid at, std::string summary);
 
  private:
@@ -47,7 +47,7 @@ class SnapshotWriter {
     uint64_t attempt;
     Zxid at;
     bool finish;
-    RocksDbLogStore::SnapshotPart part;
+    SnapshotStore::SnapshotPart part;
     Records records;
     std::string summary;
     Producer producer;
@@ -55,7 +55,7 @@ class SnapshotWriter {
   bool stopping() const;
   void run();
 
-  RocksDbLogStore& store_;
+  SnapshotStore& store_;
   Done done_;
   mutable std::mutex mu_;
   std::condition_variable cv_;

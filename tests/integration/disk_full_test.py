@@ -117,6 +117,12 @@ def main():
         c.equal(len(present), len(acked) + 2, "and no failed write appeared")
         zk.stop()
         zk.close()
+    except BaseException:
+        # Whatever went wrong, the server's side of it (a failure seen once in a parallel run,
+        # not reproduced since, would have needed this).
+        if os.path.exists(log_path):
+            print("server log (last 3000 bytes):\n" + open(log_path, errors="replace").read()[-3000:], flush=True)
+        raise
     finally:
         if proc and proc.poll() is None:
             proc.send_signal(signal.SIGTERM)
