@@ -114,12 +114,7 @@ void ZabReplicator::process() {
     again_ = false;
     Ready r = core_->peer->ready();
     bool work = !r.empty();
-    if (r.epochs) {
-      storage::ReplicaState s = store_.replica_state();
-      s.accepted_epoch = r.epochs->accepted;
-      s.current_epoch = r.epochs->current;
-      store_.set_replica_state(s);
-    }
+    if (r.epochs) save_state();  // before anything that follows from them
     if (r.committed > last_committed_) {
       // The history this server led with, committed at establishment: what the store holds
       // before its own proposals.
