@@ -527,6 +527,8 @@ void ZabPeer::lead_receive(PeerId from, const pb::PeerMessage& m) {
     if (l.phase != Link::Phase::synced) return;
     l.acked = std::max(l.acked, m.ack().zxid());
     advance_commit();
+  } else if (m.has_request()) {
+    if (l.phase == Link::Phase::synced && established_) ready_.requests.emplace_back(from, m.request().payload());
   } else if (m.has_ping()) {
     if (l.phase == Link::Phase::synced && !l.observer) {
       l.acked = std::max(l.acked, m.ping().zxid());
@@ -569,6 +571,14 @@ void ZabPeer::send_to_leader(pb::PeerMessage m) {
   m.set_link(link_);
   m.set_seq(++sent_);
   send(leader_, std::move(m));
+}
+
+bool ZabPeer::forward(std::string payload) {
+  if ((role_ != Role::following && role_ != Role::observing) || !serving_) return false;
+  pb::PeerMessage m;
+  m.mutable_request()->set_payload(std::move(payload));
+  send_to_leader(std::move(m));
+  return true;
 }
 
 void ZabPeer::set_committed(Zxid z) {

@@ -112,8 +112,11 @@ struct Ready {
   std::vector<std::pair<PeerId, pb::PeerMessage>> messages;
   Zxid committed = 0;
   bool role_changed = false;  // role(), epoch(), leader() or serving() changed
+  // Leader: requests its synchronised followers and observers forwarded, in each link's order.
+  std::vector<std::pair<PeerId, std::string>> requests;
   bool empty() const {
-    return !epochs && !truncate_after && !snapshot && append.empty() && messages.empty() && !role_changed;
+    return !epochs && !truncate_after && !snapshot && append.empty() && messages.empty() && !role_changed &&
+           requests.empty();
   }
 };
 
@@ -128,6 +131,10 @@ class ZabPeer {
   void durable(Zxid upto);
   // A txn to replicate: its zxid, or nothing when this peer is not an established leader.
   std::optional<Zxid> propose(std::string payload);
+  // Follower or observer that serves: sends `payload` to the leader on the link, where it comes
+  // out of the leader's ready() in order. False when there is no such link (a lost link loses
+  // what it carried, as a broken connection would: the host must not wait for it).
+  bool forward(std::string payload);
   Ready ready();
 
   Role role() const { return role_; }

@@ -90,6 +90,19 @@ std::optional<std::string> parse_peer(std::string_view value, PeerEntry& e) {
     e.role = std::string(parts[2]);
   }
   e.client_address = std::string(trim(client));
+  if (!e.client_address.empty()) {
+    std::string_view ca = e.client_address, port = ca;
+    if (auto colon = ca.rfind(':'); colon != std::string_view::npos) {
+      std::string_view host = ca.substr(0, colon);
+      if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+      e.client_host = std::string(host);
+      port = ca.substr(colon + 1);
+      if (!is_ip_address(e.client_host)) return "the client address '" + shown(e.client_host) + "' is not an IP address";
+    }
+    auto cp = parse_number<int32_t>(port);
+    if (!cp || *cp < 0 || *cp > 65535) return "the client port after ';' is not a port number";
+    e.client_port = *cp;
+  }
   return std::nullopt;
 }
 
@@ -110,7 +123,7 @@ bool known_unused(std::string_view key) {
   return key == "admin.enableServer" || key == "admin.serverPort" ||
          key == "preAllocSize" ||
          key == "standaloneEnabled" || key == "reconfigEnabled" || key == "metricsProvider.className" ||
-         key == "electionAlg" || key == "peerType" || key == "quorumListenOnAllIPs";
+         key == "electionAlg" || key == "quorumListenOnAllIPs";
 }
 }  // namespace
 
@@ -149,6 +162,10 @@ ConfigResult parse_config(std::string_view text, std::string_view file_name) {
       err = set_int(c.sync_limit, 1, 1 << 30);
     } else if (key == "dataDir") {
       c.data_dir = std::string(value);
+      c.data_dir_origin = std::string(file_name) + ":" + std::to_string(line_no);
+    } else if (key == "peerType") {
+      if (value != "participant" && value != "observer") err = bad("must be participant or observer");
+      c.peer_type = std::string(value);
     } else if (key == "dataLogDir") {
       c.data_log_dir = std::string(value);
     } else if (key == "clientPort") {
@@ -207,6 +224,7 @@ ConfigResult parse_config(std::string_view text, std::string_view file_name) {
       if (!id || *id < 0 || *id > 254) return bad("the server id must be a number from 0 to 254");
       PeerEntry e;
       e.id = *id;
+      e.origin = std::string(file_name) + ":" + std::to_string(line_no);
       if (auto why = parse_peer(value, e)) return bad(*why);
       if (c.servers.count(*id)) return bad("server id " + std::to_string(*id) + " is given twice");
       c.servers[*id] = e;
@@ -215,8 +233,69 @@ ConfigResult parse_config(std::string_view text, std::string_view file_name) {
     }
     if (err) return *err;
   }
-  if (auto why = validate_config(c, file_name)) return *why;
+  if (c.ensemble()) {
+    // The client port may come from this member's server line instead; check_ensemble sees to it.
+    Config probe = c;
+    if (probe.client_port < 0) probe.client_port = 0;
+    if (auto why = validate_config(probe, file_name)) return *why;
+  } else if (auto why = validate_config(c, file_name)) {
+    return *why;
+  }
   return c;
+}
+
+std::optional<std::string> check_ensemble(Config& c) {
+  if (!c.ensemble()) return std::nullopt;
+  std::string ids;
+  for (const auto& [id, e] : c.servers) ids += (ids.empty() ? "" : ", ") + std::to_string(id);
+  std::string myid_file = c.data_dir + "/myid";
+  if (!c.my_id)
+    return c.data_dir_origin + ": " + myid_file + " is missing: each member of an ensemble needs it, holding its own "
+           "server id (one of " + ids + ")";
+  const PeerEntry* self = c.self();
+  if (!self)
+    return myid_file + ":1: server id " + std::to_string(*c.my_id) + " has no server." + std::to_string(*c.my_id) +
+           " line in the configuration (its servers are " + ids + ")";
+  // Every address a member listens on, once: two members (or two ports of one) on one address
+  // and port could never both start.
+  struct Use {
+    const PeerEntry* e;
+    const char* what;
+  };
+  std::map<std::pair<std::string, int32_t>, Use> used;
+  size_t voters = 0;
+  for (const auto& [id, e] : c.servers) {
+    if (!e.observer()) ++voters;
+    std::vector<std::pair<int32_t, const char*>> ports{{e.quorum_port, "quorum port"},
+                                                       {e.election_port, "election port"}};
+    if (e.client_port > 0) ports.emplace_back(e.client_port, "client port");
+    for (auto [port, what] : ports) {
+      auto host = std::string(what) == "client port" && !e.client_host.empty() ? e.client_host : e.host;
+      auto [it, fresh] = used.emplace(std::make_pair(host, port), Use{&e, what});
+      if (!fresh)
+        return e.origin + ": server." + std::to_string(id) + ": its " + what + " " + host + ":" + std::to_string(port) +
+               " is already server." + std::to_string(it->second.e->id) + "'s " + it->second.what + " (" +
+               it->second.e->origin + ")";
+    }
+  }
+  if (voters == 0) return c.data_dir_origin + ": every server.N line is an observer: an ensemble needs voters";
+  if (self->client_port >= 0) {
+    if (!self->client_host.empty()) c.client_port_address = self->client_host;
+    c.client_port = self->client_port;
+    c.client_port_origin = self->origin;
+  }
+  if (c.client_port < 0)
+    return self->origin + ": server." + std::to_string(*c.my_id) + " has no client port: set clientPort, or add "
+           "';clientPort' to this line";
+  if (c.peer_type != self->role)
+    c.warnings.push_back("peerType=" + c.peer_type + " does not match " + self->origin + " (" + self->role +
+                         "): the server line wins, as in ZooKeeper");
+  if (voters <= 2)
+    c.warnings.push_back("an ensemble of " + std::to_string(voters) + " voters tolerates no failure: you need at least 3");
+  else if (voters % 2 == 0)
+    c.warnings.push_back(std::to_string(voters) + " voters tolerate no more failures than " + std::to_string(voters - 1) +
+                         ": consider an odd number of servers");
+  return std::nullopt;
 }
 
 std::optional<std::string> validate_config(const Config& c, std::string_view origin) {
@@ -256,8 +335,10 @@ ConfigResult load_config(const std::string& file_name) {
   std::stringstream ss;
   ss << f.rdbuf();
   auto parsed = parse_config(ss.str(), file_name);
-  if (auto* c = std::get_if<Config>(&parsed))
+  if (auto* c = std::get_if<Config>(&parsed)) {
     if (auto why = read_my_id(*c)) return *why;
+    if (auto why = check_ensemble(*c)) return *why;
+  }
   return parsed;
 }
 

@@ -19,7 +19,11 @@ struct PeerEntry {
   int32_t quorum_port = 0;
   int32_t election_port = 0;
   std::string role = "participant";
-  std::string client_address;  // after ';', empty when absent
+  std::string client_address;  // after ';' ("[address:]port"), empty when absent
+  std::string client_host;     // from client_address; empty: clientPortAddress
+  int32_t client_port = -1;    // from client_address; -1: absent
+  std::string origin;          // "FILE:LINE" of its server.N line, for messages
+  bool observer() const { return role == "observer"; }
 };
 
 struct Config {
@@ -27,6 +31,7 @@ struct Config {
   int32_t init_limit = 10;
   int32_t sync_limit = 5;
   std::string data_dir;
+  std::string data_dir_origin;  // "FILE:LINE" of dataDir, for messages
   std::string data_log_dir;  // defaults to data_dir
   int32_t client_port = -1;
   // Where clientPort was set ("FILE:LINE", or the command-line option), for messages.
@@ -63,6 +68,15 @@ struct Config {
   // Four-letter words that run (4lw.commands.whitelist); "*" for all. ZooKeeper's default.
   std::vector<std::string> four_letter_whitelist{"srvr"};
   std::map<int64_t, PeerEntry> servers;
+  // peerType: this server's role, which its own server.N line decides in the end (as ZooKeeper).
+  std::string peer_type = "participant";
+  // An ensemble: more than one server.N line (one alone runs standalone, as ZooKeeper does
+  // with its default standaloneEnabled=true).
+  bool ensemble() const { return servers.size() > 1; }
+  const PeerEntry* self() const {
+    auto it = my_id ? servers.find(*my_id) : servers.end();
+    return it == servers.end() ? nullptr : &it->second;
+  }
   // The server's id, from the file `myid` in dataDir (ZooKeeper's), when there is one. It is
   // the top byte of every session id this server creates, so two servers of one ensemble never
   // create the same id; without a myid, a standalone server uses 1, as ZooKeeper's does.
@@ -85,6 +99,10 @@ ConfigResult parse_config(std::string_view text, std::string_view file_name);
 ConfigResult load_config(const std::string& file_name);
 // Reads DIR/myid into c.my_id when the file exists; an error names the file, line and reason.
 std::optional<std::string> read_my_id(Config& c);
+// For an ensemble: myid present and one of the server.N lines, no address used twice, this
+// member's client port known. Adds ZooKeeper's warnings (an even number of voters, a peerType
+// its server line contradicts) to c.warnings. An error names the file, the line and the reason.
+std::optional<std::string> check_ensemble(Config& c);
 // Checks a config assembled from command-line options as well as from a file.
 std::optional<std::string> validate_config(const Config& c, std::string_view origin);
 

@@ -1,5 +1,9 @@
 // Paths, ACL primitives and zoo.cfg parsing.
 #include <catch2/catch.hpp>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
 
 #include "hex.hpp"
 #include "server/acl.hpp"
@@ -168,4 +172,95 @@ TEST_CASE("quota StatsTrack text: ZooKeeper's forms, and garbage read as no limi
   CHECK(quota_target("/zookeeper/quota/zookeeper_limits", quota_limits_node).empty());
   CHECK(quota_target("/zookeeper/quota/a/xzookeeper_limits", quota_limits_node).empty());
   CHECK(quota_target("/other/a/zookeeper_limits", quota_limits_node).empty());
+}
+
+namespace {
+// A config file and its dataDir (with `myid` unless it is empty) in a fresh directory.
+struct EnsembleDir {
+  std::filesystem::path dir;
+  EnsembleDir(const std::string& cfg_body, const std::string& myid) {
+    dir = std::filesystem::temp_directory_path() / ("warden-ens-" + std::to_string(::getpid()) + "-" +
+                                                     std::to_string(reinterpret_cast<uintptr_t>(this)));
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir / "data");
+    std::ofstream(dir / "zoo.cfg") << "tickTime=100\ndataDir=" << (dir / "data").string() << "\n" << cfg_body;
+    if (!myid.empty()) std::ofstream(dir / "data" / "myid") << myid;
+  }
+  ~EnsembleDir() { std::filesystem::remove_all(dir); }
+  std::string cfg() const { return (dir / "zoo.cfg").string(); }
+  std::string myid() const { return (dir / "data" / "myid").string(); }
+  ConfigResult load() const { return load_config(cfg()); }
+};
+const char* three = "clientPort=2181\nserver.1=127.0.0.1:2888:3888\nserver.2=127.0.0.2:2888:3888\n"
+                    "server.3=127.0.0.3:2888:3888\n";
+}  // namespace
+
+TEST_CASE("zoo.cfg: an ensemble member is checked against its myid and its servers") {
+  {
+    EnsembleDir d(three, "2\n");
+    auto r = d.load();
+    REQUIRE(std::holds_alternative<Config>(r));
+    auto c = std::get<Config>(r);
+    CHECK(c.ensemble());
+    REQUIRE(c.self());
+    CHECK(c.self()->host == "127.0.0.2");
+    CHECK(c.client_port == 2181);
+    CHECK(c.warnings.empty());
+  }
+  {  // the client port from the server's own line
+    EnsembleDir d("server.1=127.0.0.1:2888:3888;127.0.0.9:2191\nserver.2=127.0.0.1:2889:3889;2192\n"
+                  "server.3=127.0.0.1:2890:3890:observer\npeerType=observer\n",
+                  "1");
+    auto c = std::get<Config>(d.load());
+    CHECK(c.client_port == 2191);
+    CHECK(c.client_port_address == "127.0.0.9");
+    CHECK(c.servers[3].observer());
+    // two voters tolerate no failure; peerType contradicts the server line (which wins)
+    REQUIRE(c.warnings.size() == 2);
+    CHECK(c.warnings[0].find("does not match") != std::string::npos);
+    CHECK(c.warnings[1].find("tolerates no failure") != std::string::npos);
+  }
+  {  // four voters: the odd-number warning
+    EnsembleDir d(std::string(three) + "server.4=127.0.0.4:2888:3888\n", "4");
+    auto c = std::get<Config>(d.load());
+    REQUIRE(c.warnings.size() == 1);
+    CHECK(c.warnings[0].find("consider an odd number") != std::string::npos);
+  }
+  {  // one server line: standalone, no myid needed
+    EnsembleDir d("clientPort=0\nserver.1=127.0.0.1:2888:3888\n", "");
+    auto c = std::get<Config>(d.load());
+    CHECK_FALSE(c.ensemble());
+  }
+}
+
+TEST_CASE("zoo.cfg: a bad ensemble names the file, the line and the reason") {
+  auto err = [](const std::string& body, const std::string& myid) {
+    EnsembleDir d(body, myid);
+    auto r = d.load();
+    REQUIRE(std::holds_alternative<std::string>(r));
+    std::string e = std::get<std::string>(r);
+    // Messages name the files by path: replace them so the checks read plainly.
+    for (auto [from, to] : {std::pair{d.myid(), std::string("MYID")}, std::pair{d.cfg(), std::string("CFG")}})
+      for (size_t at; (at = e.find(from)) != std::string::npos;) e.replace(at, from.size(), to);
+    return e;
+  };
+  CHECK(err(three, "") == "CFG:2: MYID is missing: each member of an ensemble needs it, holding its own server id "
+                          "(one of 1, 2, 3)");
+  CHECK(err(three, "7") == "MYID:1: server id 7 has no server.7 line in the configuration (its servers are 1, 2, 3)");
+  CHECK(err(three, "two") == "MYID:1: 'two' is not a server id (a whole number from 0 to 255)");
+  CHECK(err(three, "\x01\x02garbage") ==
+        "MYID:1: '\\x01\\x02garbage' is not a server id (a whole number from 0 to 255)");
+  CHECK(err("clientPort=1\nserver.1=127.0.0.1:2888:3888\nserver.2=127.0.0.1:2888:3889\n", "1") ==
+        "CFG:5: server.2: its quorum port 127.0.0.1:2888 is already server.1's quorum port (CFG:4)");
+  CHECK(err("clientPort=1\nserver.1=127.0.0.1:2888:3888\nserver.2=127.0.0.1:3888:2889\n", "1") ==
+        "CFG:5: server.2: its quorum port 127.0.0.1:3888 is already server.1's election port (CFG:4)");
+  CHECK(err("clientPort=1\nserver.1=127.0.0.1:2888:3888;2888\nserver.2=127.0.0.2:2888:3888\n", "1") ==
+        "CFG:4: server.1: its client port 127.0.0.1:2888 is already server.1's quorum port (CFG:4)");
+  CHECK(err("server.1=127.0.0.1:2888:3888\nserver.2=127.0.0.2:2888:3888\n", "1") ==
+        "CFG:3: server.1 has no client port: set clientPort, or add ';clientPort' to this line");
+  CHECK(err("clientPort=1\nserver.1=127.0.0.1:2888:3888:observer\nserver.2=127.0.0.2:2888:3888:observer\n", "1") ==
+        "CFG:2: every server.N line is an observer: an ensemble needs voters");
+  CHECK(err("clientPort=1\nserver.1=127.0.0.1:2888:3888;nohost:x\nserver.2=127.0.0.2:2888:3888\n", "1") ==
+        "CFG:4: server.1=127.0.0.1:2888:3888;nohost:x: the client address 'nohost' is not an IP address");
+  CHECK(err("clientPort=1\npeerType=leader\n", "1") == "CFG:4: peerType=leader: must be participant or observer");
 }

@@ -31,6 +31,7 @@ struct Net {
   std::deque<std::pair<PeerId, std::pair<PeerId, std::string>>> wire;  // (to, (from, bytes))
   std::set<PeerId> cut;
   bool auto_durable = true;
+  std::map<PeerId, std::vector<std::pair<PeerId, std::string>>> requests;  // what each leader was forwarded
 
   explicit Net(int n, std::map<PeerId, std::vector<Entry>> start = {}, std::map<PeerId, Epochs> e = {}) {
     PeerConfig base;
@@ -53,6 +54,7 @@ struct Net {
     for (auto& [to, m] : r.messages)
       if (!cut.count(id) && !cut.count(to)) wire.push_back({to, {id, encode_peer_message(m)}});
     committed[id] = r.committed;
+    for (auto& q : r.requests) requests[id].push_back(std::move(q));
     if (auto_durable && (!r.append.empty() || r.truncate_after)) {
       peers[id]->durable(logs[id].last_zxid());
       drain(id);
@@ -189,6 +191,35 @@ TEST_CASE("a proposal commits once a quorum holds it durably, and the commit rea
   CHECK(net.committed[l] == *z);
   net.ticks(1);  // the commit travels
   CHECK(net.committed[f] == *z);
+}
+
+TEST_CASE("a follower forwards requests to its leader on the link, in order; without a leader it cannot") {
+  Net net(3);
+  PeerId l = net.settle();
+  REQUIRE(l != 0);
+  PeerId f = l == 1 ? 2 : 1;
+  CHECK_FALSE(net.peers[l]->forward("the leader has no one to forward to"));
+  REQUIRE(net.peers[f]->forward("first"));
+  REQUIRE(net.peers[f]->forward("second"));
+  net.drain(f);
+  net.deliver_all();
+  REQUIRE(net.requests[l].size() == 2);
+  CHECK(net.requests[l][0] == std::make_pair(f, std::string("first")));
+  CHECK(net.requests[l][1] == std::make_pair(f, std::string("second")));
+  // Cut off, the follower gives up its leader and refuses to forward until it follows again.
+  net.cut.insert(l);
+  net.ticks(8);
+  CHECK_FALSE(net.peers[l]->forward("x"));
+  PeerId again = net.settle();
+  REQUIRE(again != 0);
+  PeerId g = 0;
+  for (PeerId i = 1; i <= 3; ++i)
+    if (i != again && i != l) g = i;
+  CHECK(net.peers[g]->forward("to the new leader"));
+  net.drain(g);
+  net.deliver_all();
+  REQUIRE_FALSE(net.requests[again].empty());
+  CHECK(net.requests[again].back().second == "to the new leader");
 }
 
 TEST_CASE("a leader that cannot hear a quorum within syncLimit stops leading and takes no writes") {
