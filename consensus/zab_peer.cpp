@@ -573,6 +573,13 @@ void ZabPeer::send_to_leader(pb::PeerMessage m) {
   send(leader_, std::move(m));
 }
 
+size_t ZabPeer::synced() const {
+  if (role_ != Role::leading) return 0;
+  size_t n = 0;
+  for (const auto& [id, l] : links_) n += l.phase == Link::Phase::synced ? 1 : 0;
+  return n;
+}
+
 bool ZabPeer::forward(std::string payload) {
   if ((role_ != Role::following && role_ != Role::observing) || !serving_) return false;
   pb::PeerMessage m;

@@ -146,6 +146,10 @@ class ZabPeer {
   Zxid committed() const { return committed_; }
   Zxid durable_upto() const { return durable_; }
   PeerId id() const { return cfg_.id; }
+  // Leader: members with a link to it, and those of them synchronised (mntr's zk_followers and
+  // zk_synced_followers).
+  size_t linked() const { return role_ == Role::leading ? links_.size() : 0; }
+  size_t synced() const;
 
  private:
   struct Vote {

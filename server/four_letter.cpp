@@ -64,10 +64,10 @@ std::string ZkServer::four_letter(std::string_view word, ConnId self, const Four
                        java_double(latency_.avg()), latency_.max);
   };
   auto server_lines = [&] {
-    return fmt::format("Received: {}\nSent: {}\nConnections: {}\nOutstanding: {}\nZxid: {}\nMode: standalone\n"
+    return fmt::format("Received: {}\nSent: {}\nConnections: {}\nOutstanding: {}\nZxid: {}\nMode: {}\n"
                        "Node count: {}\n",
                        packets_received_, packets_sent_, conns_.size(), pending_.size(), hex(tree_.last_applied()),
-                       node_count);
+                       env.mode, node_count);
   };
   auto connection_line = [&](ConnId id, const Conn& c, bool full) {
     std::string s = fmt::format(" {}[{}](queued={},recved={},sent={}", c.link->peer_endpoint(), id == self ? 0 : 1,
@@ -93,6 +93,8 @@ std::string ZkServer::four_letter(std::string_view word, ConnId self, const Four
   };
 
   std::string out;
+  if (!env.serving && word != "ruok" && word != "isro" && word != "conf" && word != "envi")
+    return std::string(not_serving_text);
   if (word == "ruok") return "imok";
   if (word == "isro") return "rw";
   if (word == "srvr") return "Zookeeper version: " + four_letter_version() + "\n" + latency_line() + server_lines();
@@ -180,7 +182,7 @@ std::string ZkServer::four_letter(std::string_view word, ConnId self, const Four
     for (const auto& [s, paths] : tree_.ephemerals()) ephemerals += paths.size();
     std::vector<std::pair<std::string, std::string>> m{
         {"zk_version", four_letter_version()},
-        {"zk_server_state", "standalone"},
+        {"zk_server_state", env.mode},
         {"zk_ephemerals_count", std::to_string(ephemerals)},
         {"zk_num_alive_connections", std::to_string(conns_.size())},
         {"zk_avg_latency", java_double(latency_.avg())},
@@ -198,6 +200,12 @@ std::string ZkServer::four_letter(std::string_view word, ConnId self, const Four
         {"zk_approximate_data_size", std::to_string(tree_.approximate_data_size())},
         {"zk_uptime", std::to_string(env.uptime_ms)},
     };
+    if (!env.peer_state.empty()) m.emplace_back("zk_peer_state", env.peer_state);
+    if (env.mode == "leader") {
+      m.emplace_back("zk_followers", std::to_string(env.followers));
+      m.emplace_back("zk_synced_followers", std::to_string(env.synced_followers));
+      m.emplace_back("zk_pending_syncs", std::to_string(env.pending_syncs));
+    }
     for (const auto& [k, v] : m) out += fmt::format("{}\t{}\n", k, v);
     return out;
   }

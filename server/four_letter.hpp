@@ -27,7 +27,16 @@ struct FourLetterEnv {
   int64_t data_dir_bytes = 0, log_dir_bytes = 0;
   int64_t open_fds = 0, max_fds = 0;
   int64_t uptime_ms = 0;
+  // The member's role as srvr shows it ("standalone", "leader", "follower", "observer"), and
+  // whether it serves clients (a member without a quorum does not).
+  std::string mode = "standalone";
+  bool serving = true;
+  std::string peer_state;  // mntr's zk_peer_state, e.g. "leading - broadcast"; empty standalone
+  int64_t followers = 0, synced_followers = 0, pending_syncs = 0;  // a leader's
 };
+
+// What ZooKeeper answers for a word that needs a serving server when it does not serve.
+inline constexpr std::string_view not_serving_text = "This ZooKeeper instance is not currently serving requests\n";
 
 // The version string 4lw output carries, in ZooKeeper's form "X.Y.Z-..., built on ..." so
 // that tools that parse it (zktop) read it.

@@ -157,9 +157,9 @@ int main(int argc, char** argv) {
     if (auto* err = std::get_if<std::string>(&loaded)) return fail(*err);
     config = std::get<Config>(loaded);
     for (const auto& w : config.warnings) spdlog::warn("{}", w);
-    if (!config.servers.empty())
-      spdlog::warn("{}: server.N lines are read, but this version runs them as a standalone server (no ensemble)",
-                   file);
+    if (config.ensemble())
+      spdlog::info("{}: server {} of an ensemble of {} ({})", file, *config.my_id, config.servers.size(),
+                   config.self()->observer() ? "observer" : "voter");
   }
   try {
     warden::server::ServerRuntime runtime(config);

@@ -15,6 +15,8 @@
 #include <random>
 #include <unordered_map>
 
+#include "consensus/ensemble_replicator.hpp"
+#include "consensus/peer_transport.hpp"
 #include "consensus/replicator.hpp"
 #include "server/four_letter.hpp"
 #include "server/snapshot_walk.hpp"
@@ -201,11 +203,32 @@ class Connection final : public ClientLink, public std::enable_shared_from_this<
 };
 }  // namespace
 
+
+// The pipeline's view of this member (zk_server.hpp's Ensemble), over the replicator.
+struct MemberView final : Ensemble {
+  consensus::EnsembleReplicator* r = nullptr;
+  bool leads() const override { return r->leading(); }
+  bool serving() const override { return r->serving(); }
+  bool forward(std::string request) override { return r->forward(std::move(request)); }
+  std::string mode() const override {
+    std::string role = r->role_name();
+    if (role == "leading") return "leader";
+    if (role == "following") return "follower";
+    if (role == "observing") return "observer";
+    return role;
+  }
+};
+
 struct ServerRuntime::Impl {
   Config config;
   asio::io_context io{1};
   std::unique_ptr<storage::LogStore> log;
-  std::unique_ptr<consensus::ZabReplicator> replicator;
+  std::unique_ptr<consensus::ZabReplicator> replicator;  // standalone
+  // An ensemble member: the replicator, its transport, its tick and the pipeline's view of it.
+  std::unique_ptr<consensus::EnsembleReplicator> ensemble;
+  std::unique_ptr<consensus::PeerTransport> transport;
+  asio::steady_timer peer_ticker{io};
+  MemberView member_view;
   std::unique_ptr<ZkServer> server;
   std::unique_ptr<storage::GroupCommitter> committer;  // with a durable log only
   tcp::acceptor acceptor{io};
@@ -258,6 +281,14 @@ struct ServerRuntime::Impl {
   FourLetterEnv four_letter_env(std::string_view word) const {
     FourLetterEnv env;
     env.uptime_ms = wall_ms() - started_ms;
+    if (ensemble) {
+      env.mode = member_view.mode();
+      env.serving = ensemble->serving();
+      env.peer_state = std::string(ensemble->role_name()) + " - " +
+                       (ensemble->serving() ? "broadcast" : ensemble->leader() ? "synchronization" : "election");
+      env.followers = static_cast<int64_t>(ensemble->followers());
+      env.synced_followers = static_cast<int64_t>(ensemble->synced_followers());
+    }
     std::string data_dir = config.in_memory ? std::string() : config.data_dir;
     std::string log_dir = config.in_memory ? std::string()
                                            : log_dir_of(config.data_log_dir.empty() ? config.data_dir : config.data_log_dir);
@@ -337,11 +368,18 @@ struct ServerRuntime::Impl {
       log = std::move(durable);
       if (!config.force_sync) spdlog::warn("forceSync=no: a machine crash may lose acknowledged writes");
     }
-    replicator = std::make_unique<consensus::ZabReplicator>(*log,
-                                                            [this](storage::LogEntry e) { persist(std::move(e)); });
-    server = std::make_unique<ZkServer>(options_of(config), *replicator, wall_ms);
+    if (config.ensemble()) {
+      make_member();
+      server = std::make_unique<ZkServer>(options_of(config), *ensemble, wall_ms);
+      member_view.r = ensemble.get();
+      server->set_ensemble(&member_view);
+    } else {
+      replicator = std::make_unique<consensus::ZabReplicator>(*log,
+                                                              [this](storage::LogEntry e) { persist(std::move(e)); });
+      server = std::make_unique<ZkServer>(options_of(config), *replicator, wall_ms);
+    }
     auto* snapshots = log->snapshots();
-    if (!snapshots) replicator->start(0);  // an in-memory log starts empty
+    if (!snapshots) start_replication(0);  // an in-memory log starts empty
     if (snapshots) {
       recover(*snapshots);
       return_free_memory();  // what loading the snapshot and replaying the log left behind
@@ -390,11 +428,74 @@ struct ServerRuntime::Impl {
       if (++n % 1000000 == 0) spdlog::info("replaying the log: {} txns so far", n);
     });
     Zxid replayed = server->tree().last_applied();
-    replicator->start(replayed);
+    start_replication(replayed);
     if (n > 0 || from > 0 || durable.last_zxid() > 0)
       spdlog::info("recovered up to zxid 0x{:x} ({} txns replayed after the snapshot up to the commit mark 0x{:x}, "
                    "the rest committed as this server leads); {} nodes, {} sessions",
                    server->tree().last_applied(), n, replayed, server->tree().size(), server->session_count());
+  }
+
+  void start_replication(Zxid applied) {
+    if (ensemble)
+      ensemble->start(applied);
+    else
+      replicator->start(applied);
+  }
+
+  // This member's replicator and peer transport, from the server.N lines.
+  void make_member() {
+    consensus::EnsembleReplicator::Settings s;
+    s.id = *config.my_id;
+    std::vector<consensus::PeerTransport::Member> members;
+    for (const auto& [id, e] : config.servers) {
+      (e.observer() ? s.observers : s.voters).push_back(id);
+      members.push_back({id, e.host, static_cast<uint16_t>(e.quorum_port), static_cast<uint16_t>(e.election_port)});
+    }
+    s.init_limit = config.init_limit;
+    s.sync_limit = config.sync_limit;
+    consensus::EnsembleReplicator::Hooks h;
+    h.send = [this](int64_t to, std::string m, bool vote) { transport->send(to, std::move(m), vote); };
+    h.persist = [this](storage::LogEntry e) { persist(std::move(e)); };
+    h.finish_writes = [this] {
+      if (committer) committer->wait_idle();
+    };
+    h.request = [this](int64_t, std::string payload) { server->receive_forwarded(payload); };
+    h.role_changed = [this] { on_role_changed(); };
+    ensemble = std::make_unique<consensus::EnsembleReplicator>(*log, s, h);
+    transport = std::make_unique<consensus::PeerTransport>(io, s.id, members, [this](int64_t from, std::string_view b) {
+      std::string error;
+      bool ok;
+      {
+        // A peer message may commit txns: never while the snapshot writer reads the tree.
+        std::lock_guard<std::mutex> hold(tree_mutex);
+        ok = ensemble->receive(from, b, &error);
+      }
+      if (!ok) spdlog::warn("closing the connection from server {}: {}", from, error);
+      resume_reading();
+      return ok;
+    });
+  }
+
+  void on_role_changed() {
+    if (ensemble->serving())
+      spdlog::info("serving as {} in epoch {}{}", member_view.mode(), ensemble->epoch(),
+                   ensemble->leading() ? std::string() : fmt::format(" (leader: server {})", ensemble->leader()));
+    else
+      spdlog::info("not serving clients: {} (no quorum yet)", ensemble->role_name());
+    server->role_changed();
+  }
+
+  void schedule_peer_tick() {
+    peer_ticker.expires_after(std::chrono::milliseconds(config.tick_time));
+    peer_ticker.async_wait([this](boost::system::error_code ec) {
+      if (ec || stopping) return;
+      {
+        std::lock_guard<std::mutex> hold(tree_mutex);
+        ensemble->tick(rng());
+      }
+      resume_reading();
+      schedule_peer_tick();
+    });
   }
 
   // ZooKeeper's rule: the next snapshot after snapCount/2 plus a random part of snapCount/2
@@ -485,7 +586,10 @@ struct ServerRuntime::Impl {
     }
     Zxid z = e.zxid;
     log->append({std::move(e)});
-    replicator->durable(z);
+    if (ensemble)
+      ensemble->durable(z);
+    else
+      replicator->durable(z);
     resume_reading();
   }
 
@@ -512,10 +616,21 @@ struct ServerRuntime::Impl {
     {
       // Commits change the tree: never while the snapshot writer's thread reads it.
       std::lock_guard<std::mutex> hold(tree_mutex);
-      replicator->durable(upto);
+      if (ensemble)
+        ensemble->durable(upto);
+      else
+        replicator->durable(upto);
     }
     resume_reading();
     if (!failure) return;
+    if (ensemble && failure->retryable) {
+      // A member whose disk is full cannot acknowledge anything: it stops, and the others go
+      // on without it (it recovers what was durable when it is started again).
+      spdlog::critical("{}; this member stops (restart it once there is room)", failure->message);
+      failed = true;
+      shutdown();
+      return;
+    }
     if (!failure->retryable) {
       // RocksDB failed a write: the log must not be written again by this process. Stop; a
       // restart recovers everything that was durable, and nothing after it was acknowledged.
@@ -575,6 +690,8 @@ struct ServerRuntime::Impl {
     boost::system::error_code ec;
     acceptor.close(ec);
     ticker.cancel();
+    peer_ticker.cancel();
+    if (transport) transport->stop();
     purge_timer.cancel();
     signals.cancel();
     auto live = registry.live;  // finish() edits the registry
@@ -599,6 +716,7 @@ void ServerRuntime::bind() {
   if (ec)
     throw ListenError(impl_->config.client_port_address, impl_->config.client_port, ec.message(),
                       ec == asio::error::address_in_use);
+  if (impl_->transport) impl_->transport->start();
 }
 
 uint16_t ServerRuntime::port() const { return impl_->acceptor.local_endpoint().port(); }
@@ -622,6 +740,7 @@ bool ServerRuntime::run(bool handle_signals) {
   }
   impl_->accept();
   impl_->schedule_tick();
+  if (impl_->ensemble) impl_->schedule_peer_tick();
   impl_->schedule_purge(std::chrono::hours(0));
   impl_->io.run();
   impl_->snapshot_writer.reset();  // an unfinished snapshot has no marker and is never used

@@ -62,6 +62,13 @@ Session* SessionTable::find(SessionId id) {
   return it == sessions_.end() ? nullptr : &it->second;
 }
 
+void SessionTable::touch_all(int64_t now_ms) {
+  std::vector<SessionId> ids;
+  ids.reserve(sessions_.size());
+  for (const auto& [id, s] : sessions_) ids.push_back(id);
+  for (SessionId id : ids) touch(id, now_ms);
+}
+
 bool SessionTable::touch(SessionId id, int64_t now_ms) {
   Session* s = find(id);
   if (!s || s->closing) return false;

@@ -44,6 +44,9 @@ class SessionTable {
   // Pushes the session's deadline out to now + its timeout; false for an unknown or closing one.
   bool touch(SessionId id, int64_t now_ms);
   void remove(SessionId id);
+  // Every open session expires no sooner than its whole timeout from now (a new leader's rule:
+  // it cannot know when followers last heard from them).
+  void touch_all(int64_t now_ms);
   // Sessions whose close txn was lost (the log failed) are open again and expire at the next
   // check, so the close is tried again.
   void reopen_closing(int64_t now_ms);

@@ -149,6 +149,10 @@ void ZkServer::drain(ConnId id) {
 
 void ZkServer::handle_connect(ConnId id, Conn& c, std::string_view payload) {
   if (c.session != 0) return;  // a session is being created for this connection: ignore extras
+  if (!serving()) {
+    close_conn(id);  // as ZooKeeper's member without a quorum: the client tries another
+    return;
+  }
   auto req = wire::decode_connect_request(payload);
   if (!req) {
     spdlog::warn("closing connection from {}: malformed connect request of {} bytes", c.link->peer_address(),
@@ -171,6 +175,17 @@ void ZkServer::handle_connect(ConnId id, Conn& c, std::string_view payload) {
     std::string passwd(16, '\0');
     for (auto& ch : passwd) ch = static_cast<char>(rng_());
     c.session = s;
+    if (!leads()) {
+      Forwarded f;
+      f.kind = Forwarded::create_session;
+      f.session = s;
+      f.timeout = timeout;
+      f.passwd = passwd;
+      Pending p{Kind::connect, id, 0};
+      p.session = s;
+      forward(std::move(f), std::move(p));
+      return;
+    }
     Txn t;
     t.session = s;
     t.time = clock_();
@@ -294,6 +309,29 @@ void ZkServer::handle_request(ConnId id, Conn& c, std::string_view payload) {
     send_reply(id, h.xid, last, Err::sessionExpired);
     close_conn(id);
     return;
+  }
+  if (!leads()) {
+    touched_.push_back(c.session);  // the leader, which expires sessions, hears of it each tick
+    if (is_write(op) || op == OpCode::closeSession || op == OpCode::sync) {
+      Forwarded f;
+      f.kind = Forwarded::request;
+      f.session = c.session;
+      f.cxid = h.xid;
+      f.type = h.type;
+      f.body = std::string(body);
+      f.auth = c.auth;
+      Pending p{Kind::request, id, h.xid, clock_()};
+      p.session = c.session;
+      if (op == OpCode::sync) {
+        // Answered once the leader's no-op commits here: by then this server has applied every
+        // txn the leader committed before it.
+        auto req = wire::decode<wire::SyncRequest>(body);
+        if (!req) return send_reply(id, h.xid, last, Err::marshallingError);
+        p.sync_path = req->path;
+      }
+      forward(std::move(f), std::move(p));
+      return;
+    }
   }
   if (op == OpCode::auth) {
     handle_auth(id, c, body);
@@ -622,7 +660,7 @@ void ZkServer::on_commit(Zxid zxid, std::string_view payload) {
   // Commits come in zxid order. A proposal of ours below this zxid was lost (the history of a
   // new leader does not hold it): its client sees a lost connection, since it never applied.
   while (!pending_.empty() && pending_.front().zxid != 0 && pending_.front().zxid < zxid) lose(pending_.front());
-  bool ours = !pending_.empty() && (pending_.front().zxid == zxid || pending_.front().zxid == 0);
+  bool ours = !pending_.empty() && matches(pending_.front(), *txn, zxid);
   if (!ours) {
     // A txn this server did not prepare (a follower applies the leader's): it answers nobody
     // here, but a closed session's connection still closes.
@@ -637,6 +675,94 @@ void ZkServer::on_commit(Zxid zxid, std::string_view payload) {
     --c->in_flight;
     drain(p.conn);
   }
+}
+
+bool ZkServer::matches(const Pending& p, const Txn& txn, Zxid zxid) {
+  if (p.forwarded) {
+    // The leader proposes a member's requests in the order they came: the next of ours to
+    // commit is the front one.
+    if (txn.session != p.session) return false;
+    if (p.kind == Kind::connect) return txn.type == static_cast<int32_t>(OpCode::createSession);
+    return txn.cxid == p.xid && txn.type != static_cast<int32_t>(OpCode::createSession);
+  }
+  return p.zxid == zxid || p.zxid == 0;
+}
+
+void ZkServer::forward(Forwarded f, Pending p) {
+  p.forwarded = true;
+  p.seq = ++submitted_;
+  if (!ensemble_->forward(encode_forwarded(f))) {
+    // No leader to take it: the client sees a lost connection and tries another server.
+    if (p.conn) close_conn(p.conn);
+    return;
+  }
+  if (Conn* c = p.conn ? conn(p.conn) : nullptr) ++c->in_flight;
+  pending_.push_back(std::move(p));
+}
+
+void ZkServer::receive_forwarded(std::string_view bytes) {
+  auto f = decode_forwarded(bytes);
+  if (!f) {
+    spdlog::warn("a forwarded request of {} bytes does not decode; dropped", bytes.size());
+    return;
+  }
+  int64_t now = clock_();
+  switch (f->kind) {
+    case Forwarded::touch:
+      for (SessionId s : f->sessions) sessions_.touch(s, now);
+      return;
+    case Forwarded::create_session: {
+      Txn t;
+      t.session = f->session;
+      t.time = now;
+      t.type = static_cast<int32_t>(OpCode::createSession);
+      t.body = CreateSessionTxn{f->timeout, f->passwd};
+      submit(std::move(t), Pending{Kind::request, 0, f->cxid});
+      return;
+    }
+    case Forwarded::request: {
+      auto op = static_cast<OpCode>(f->type);
+      sessions_.touch(f->session, now);
+      if (op == OpCode::closeSession) {
+        Session* s = sessions_.find(f->session);
+        if (s) s->closing = true;
+        submit(prep_.close_session(f->session, f->cxid, now), Pending{Kind::request, 0, f->cxid});
+      } else if (op == OpCode::sync || !is_write(op)) {
+        // A sync is a no-op txn: its commit reaches the member after every commit before it.
+        Txn t;
+        t.session = f->session;
+        t.cxid = f->cxid;
+        t.time = now;
+        t.type = f->type;
+        t.body = ErrorTxn{static_cast<int32_t>(op == OpCode::sync ? Err::ok : Err::unimplemented)};
+        submit(std::move(t), Pending{Kind::request, 0, f->cxid});
+      } else {
+        PrepRequest pr{f->session, f->cxid, op, f->body, &f->auth, now};
+        submit(prep_.prepare(pr), Pending{Kind::request, 0, f->cxid});
+      }
+      return;
+    }
+    default:
+      spdlog::warn("a forwarded request of unknown kind {}; dropped", f->kind);
+  }
+}
+
+void ZkServer::role_changed() {
+  if (!ensemble_) return;
+  bool leading = ensemble_->leads() && ensemble_->serving();
+  if (!ensemble_->serving() || !leading) {
+    // Whatever this server proposed or forwarded may or may not commit: its clients see a lost
+    // connection (leadership_lost), as ZooKeeper's do.
+    leadership_lost();
+  }
+  if (!ensemble_->serving()) {
+    std::vector<ConnId> all;
+    for (const auto& [id, c] : conns_) all.push_back(id);
+    for (ConnId id : all) close_conn(id);
+    touched_.clear();
+    return;
+  }
+  if (leading) sessions_.touch_all(clock_());
 }
 
 void ZkServer::lose(Pending p) {
@@ -718,6 +844,8 @@ void ZkServer::reply_write(const Pending& p, const Txn& txn, const ApplyResult& 
   }
   if (r.err != Err::ok) return send_reply(p.conn, p.xid, zxid, r.err);
   switch (static_cast<OpCode>(txn.type)) {
+    case OpCode::sync:
+      return send_reply(p.conn, p.xid, zxid, wire::SyncResponse{p.sync_path});
     case OpCode::create:
       return send_reply(p.conn, p.xid, zxid, wire::CreateResponse{r.path});
     case OpCode::create2:
@@ -746,6 +874,18 @@ void ZkServer::expire_nodes(int64_t now) {
 
 void ZkServer::tick() {
   int64_t now = clock_();
+  if (!leads()) {
+    if (!touched_.empty() && ensemble_->serving()) {
+      std::sort(touched_.begin(), touched_.end());
+      touched_.erase(std::unique(touched_.begin(), touched_.end()), touched_.end());
+      Forwarded f;
+      f.kind = Forwarded::touch;
+      f.sessions = std::move(touched_);
+      ensemble_->forward(encode_forwarded(f));
+    }
+    touched_.clear();
+    return;  // only the leader expires sessions, containers and TTL nodes
+  }
   for (SessionId s : sessions_.take_expired(now))
     submit(prep_.close_session(s, 0, now), Pending{Kind::internal, 0, 0});
   if (now >= next_container_check_) {

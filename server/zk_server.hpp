@@ -32,6 +32,7 @@
 #include "server/acl.hpp"
 #include "server/four_letter.hpp"
 #include "server/data_tree.hpp"
+#include "server/forward.hpp"
 #include "server/prep.hpp"
 #include "server/session_table.hpp"
 #include "server/watch_manager.hpp"
@@ -52,6 +53,21 @@ class ClientLink {
   virtual std::string peer_endpoint() const { return "/" + peer_address() + ":0"; }
   // Frames queued and not yet written to the socket.
   virtual size_t queued() const { return 0; }
+};
+
+// This server as a member of an ensemble, as the pipeline needs it (the runtime implements it
+// over consensus::EnsembleReplicator). A standalone server has none: it always leads.
+class Ensemble {
+ public:
+  virtual ~Ensemble() = default;
+  virtual bool leads() const = 0;
+  // Leads with a quorum, or follows (observes) a leader it is synchronised with.
+  virtual bool serving() const = 0;
+  // Follower or observer: an encoded Forwarded (forward.hpp) to the leader, in order; false
+  // when no leader can be reached (it is lost, as on a broken connection).
+  virtual bool forward(std::string request) = 0;
+  // srvr's Mode: "leader", "follower" or "observer".
+  virtual std::string mode() const = 0;
 };
 
 struct ServerOptions {
@@ -77,6 +93,18 @@ class ZkServer {
   using Clock = std::function<int64_t()>;  // ms since the Unix epoch
 
   ZkServer(ServerOptions opts, consensus::Replicator& replicator, Clock clock);
+
+  // Makes this server a member of an ensemble (before any connection).
+  void set_ensemble(Ensemble* e) { ensemble_ = e; }
+  // Leader: a request a follower or observer forwarded (forward.hpp); garbage is logged and
+  // dropped.
+  void receive_forwarded(std::string_view bytes);
+  // The member's role or its serving changed. Not serving: every client connection closes
+  // (as ZooKeeper's do when their server loses its leader) and new ones are refused until it
+  // serves again; leading anew: every session gets a full timeout from now.
+  void role_changed();
+  // A member that does not serve answers no client.
+  bool serving() const { return !ensemble_ || ensemble_->serving(); }
 
   ConnId open(ClientLink* link);
   // One frame's payload (without its length prefix) from a connection.
@@ -156,8 +184,11 @@ class ZkServer {
   // Frames one connection may have waiting behind its in-flight writes; past it the client is
   // not reading its replies or is flooding, and the connection is closed.
   static constexpr size_t max_held_frames = 100000;
+  // connect: a session being created for a connection; request: a client's write; internal: a
+  // txn of this server's own (an expiry), or on a leader a member's forwarded request.
   enum class Kind { connect, request, internal };
   struct Pending {
+    Pending(Kind k, ConnId c = 0, int32_t x = 0, int64_t started = 0) : kind(k), conn(c), xid(x), started_ms(started) {}
     Kind kind;
     ConnId conn = 0;
     int32_t xid = 0;
@@ -165,6 +196,10 @@ class ZkServer {
     uint64_t prep_mark = 0;  // prep's mark once this txn was prepared: retired when it applies
     uint64_t seq = 0;        // submission order, to find it again after propose()
     Zxid zxid = 0;           // what propose() gave it; 0 until then
+    // Forwarded to the leader (a follower's): matched to its commit by session and cxid.
+    bool forwarded = false;
+    SessionId session = 0;
+    std::string sync_path;   // a forwarded sync: the path its reply names
   };
 
   bool must_wait(const Conn& c, std::string_view payload) const;
@@ -182,6 +217,11 @@ class ZkServer {
   wire::Err readable(const Node* n, const Conn& c) const;
   static std::vector<std::string> children_of(const Node& n);
   void submit(Txn txn, Pending p);
+  // Follower: sends a request to the leader and waits for its commit in `pending_`.
+  void forward(Forwarded f, Pending p);
+  bool leads() const { return !ensemble_ || ensemble_->leads(); }
+  // Whether the commit of `txn` is the one `p` waits for.
+  static bool matches(const Pending& p, const Txn& txn, Zxid zxid);
   void on_commit(Zxid zxid, std::string_view payload);
   // Drops the front proposal, whose outcome its client cannot be told: closes its connection.
   void lose(Pending p);
@@ -202,6 +242,8 @@ class ZkServer {
 
   ServerOptions opts_;
   consensus::Replicator& replicator_;
+  Ensemble* ensemble_ = nullptr;
+  std::vector<SessionId> touched_;  // follower: sessions its clients kept alive since the last tick
   Clock clock_;
   DataTree tree_;
   Prep prep_;

@@ -26,6 +26,11 @@ void GroupCommitter::submit(LogEntry e) {
   cv_.notify_one();
 }
 
+void GroupCommitter::wait_idle() {
+  std::unique_lock<std::mutex> l(mu_);
+  idle_.wait(l, [&] { return (queue_.empty() || failed_) && !writing_; });
+}
+
 void GroupCommitter::reset() {
   std::lock_guard<std::mutex> l(mu_);
   queue_.clear();
@@ -39,6 +44,7 @@ void GroupCommitter::run() {
       std::unique_lock<std::mutex> l(mu_);
       cv_.wait(l, [&] { return stopping_ || (!queue_.empty() && !failed_); });
       if (queue_.empty() || failed_) return;  // stopping, and nothing left that may be written
+      writing_ = true;
       while (!queue_.empty() && batch.size() < max_batch) {
         batch.push_back(std::move(queue_.front()));
         queue_.pop_front();
@@ -53,6 +59,11 @@ void GroupCommitter::run() {
     } catch (const std::exception& e) {
       fail(Failure{e.what(), false});
     }
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      writing_ = false;
+    }
+    idle_.notify_all();
   }
 }
 

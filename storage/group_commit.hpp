@@ -40,6 +40,9 @@ class GroupCommitter {
   GroupCommitter& operator=(const GroupCommitter&) = delete;
 
   void submit(LogEntry e);
+  // Returns once everything submitted so far is written (or failed): before the owner changes
+  // the log itself (a truncation).
+  void wait_idle();
   // Forgets every entry not yet written and accepts new ones again after a failure.
   void reset();
 
@@ -54,6 +57,8 @@ class GroupCommitter {
   std::deque<LogEntry> queue_;
   bool stopping_ = false;
   bool failed_ = false;
+  bool writing_ = false;
+  std::condition_variable idle_;
   std::thread thread_;
 };
 

@@ -61,8 +61,15 @@ class LogStore {
   // Entries with zxid > `after` that the store still holds, in zxid order.
   virtual std::vector<LogEntry> read_after(Zxid after) const = 0;
   // The same, one at a time, without holding them all.
-  virtual void for_each_after(Zxid after, const std::function<void(const LogEntry&)>& fn) const {
-    for (const auto& e : read_after(after)) fn(e);
+  void for_each_after(Zxid after, const std::function<void(const LogEntry&)>& fn) const {
+    for_each_in(after, INT64_MAX, SIZE_MAX, fn);
+  }
+  // Entries in (after, upto], at most `max`, in order: what a sync sends reads only that.
+  virtual void for_each_in(Zxid after, Zxid upto, size_t max, const std::function<void(const LogEntry&)>& fn) const {
+    for (const auto& e : read_after(after)) {
+      if (e.zxid > upto || max-- == 0) return;
+      fn(e);
+    }
   }
   // The oldest entry the store still holds (0: none).
   virtual Zxid first_zxid() const = 0;

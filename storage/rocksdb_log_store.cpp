@@ -184,7 +184,8 @@ void RocksDbLogStore::check_room(uint64_t bytes, const std::string& what) const 
                         std::to_string(need) + " needed to write " + what + " and keep the reserve");
 }
 
-void RocksDbLogStore::for_each_after(Zxid after, const std::function<void(const LogEntry&)>& fn) const {
+void RocksDbLogStore::for_each_in(Zxid after, Zxid upto, size_t max,
+                                  const std::function<void(const LogEntry&)>& fn) const {
   rocksdb::ReadOptions ro;
   ro.verify_checksums = true;
   std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro));
@@ -194,6 +195,7 @@ void RocksDbLogStore::for_each_after(Zxid after, const std::function<void(const 
     auto k = it->key();
     if (k.size() != 9 || k[0] != log_prefix) break;
     Zxid z = zxid_of(k);
+    if (z > upto || max-- == 0) break;
     if (!rec.ParseFromArray(it->value().data(), static_cast<int>(it->value().size())) || rec.zxid() != z)
       throw StorageError("the log in " + dir_ + " is damaged: record " + hex_zxid(z) + " does not parse");
     // Within an epoch the counter has no holes: a hole is a lost record.

@@ -89,7 +89,7 @@ class RocksDbLogStore final : public LogStore, public SnapshotStore {
   // Calls `fn` for every record after `after` in zxid order. Throws StorageError naming the
   // first damaged record: a record that does not parse, sits under the wrong key, or leaves
   // a gap in the zxid counter of its epoch.
-  void for_each_after(Zxid after, const std::function<void(const LogEntry&)>& fn) const override;
+  void for_each_in(Zxid after, Zxid upto, size_t max, const std::function<void(const LogEntry&)>& fn) const override;
 
  private:
   std::string dir_;

@@ -1,0 +1,73 @@
+// The peer transport: the members of an ensemble talk over TCP on their quorum and election
+// ports (zoo.cfg's server.N=host:quorumPort:electionPort). Each member connects out to every
+// other member's two ports and sends on those connections only; what it receives comes in on
+// the connections the others made to it. So a pair of members has its own connection each way
+// and no one decides who connects: there is nothing to tie-break. Votes go to the election
+// port, everything else to the quorum port.
+//
+// A connection opens with a hello: "WRDP", the protocol version, the sender's id and the id it
+// expects to reach (all big-endian). A sender the configuration does not name, itself, a hello
+// meant for another member or any other version is refused, logged and closed. Then frames: a
+// 4-byte big-endian length and that many bytes of one encoded peer message; a length above
+// max_frame, or a message the receiver cannot decode, closes that connection and nothing else.
+//
+// Outgoing connections come back by themselves after a failure, with backoff; what was queued
+// for a member whose connection failed is dropped (the consensus core treats it as lost, as it
+// treats a broken connection). Each member's queue is bounded: past max_queued bytes (a member
+// that is stopped and does not read) its connection is closed and the queue dropped.
+//
+// Everything runs on the io_context given, the server's thread; Asio stays in the .cpp.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace boost::asio {
+class io_context;
+}
+
+namespace warden::consensus {
+
+class PeerTransport {
+ public:
+  struct Member {
+    int64_t id = 0;
+    std::string host;  // an address or a name, resolved at each connection attempt
+    uint16_t quorum_port = 0;
+    uint16_t election_port = 0;
+  };
+  // A frame from a member; false when it is garbage: that connection closes.
+  using Receive = std::function<bool(int64_t from, std::string_view bytes)>;
+
+  static constexpr uint32_t version = 1;
+  static constexpr size_t max_frame = 256u << 20;
+  static constexpr size_t max_queued = 64u << 20;
+
+  PeerTransport(boost::asio::io_context& io, int64_t self, std::vector<Member> members, Receive receive);
+  ~PeerTransport();
+  PeerTransport(const PeerTransport&) = delete;
+  PeerTransport& operator=(const PeerTransport&) = delete;
+
+  // Binds this member's quorum and election ports (from its Member entry; a port of 0 picks a
+  // free one) and starts accepting and connecting. Throws std::runtime_error naming the
+  // address and the system's reason when a port cannot be bound.
+  void start();
+  // Queues an encoded message for `to`; `vote` picks the election port's connection.
+  void send(int64_t to, std::string bytes, bool vote);
+  void stop();
+  // The ports bound (after start()).
+  uint16_t quorum_port() const;
+  uint16_t election_port() const;
+  // Connections refused at their hello, and closed for garbage, since start (for tests).
+  uint64_t refused() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace warden::consensus
