@@ -1,0 +1,164 @@
+"""A Warden ensemble of real processes on loopback, for the ensemble and fault tests.
+
+Each member gets its own directory (zoo.cfg, data/myid, server.log) and three ports probed
+free at run time. Members are started, SIGKILLed, SIGSTOPped, continued and restarted by the
+PID this module started, and nothing else.
+"""
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+
+from support import free_port, handshake_ok
+
+
+def four_letter(port, word, timeout=3):
+    """A four-letter word's answer, or '' when the member does not answer."""
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+            s.sendall(word.encode())
+            out = b""
+            while True:
+                chunk = s.recv(65536)
+                if not chunk:
+                    return out.decode(errors="replace")
+                out += chunk
+    except OSError:
+        return ""
+
+
+def mode_of(port):
+    """'leader', 'follower', 'observer', 'not serving' or '' (down or stopped)."""
+    text = four_letter(port, "srvr", timeout=1)
+    if "not currently serving" in text:
+        return "not serving"
+    for line in text.splitlines():
+        if line.startswith("Mode: "):
+            return line[6:]
+    return ""
+
+
+class Member:
+    def __init__(self, ens, sid, observer=False):
+        self.ens, self.id, self.observer = ens, sid, observer
+        self.dir = os.path.join(ens.dir, str(sid))
+        self.client_port, self.quorum_port, self.election_port = free_port(), free_port(), free_port()
+        self.proc = None
+
+    @property
+    def cfg(self):
+        return os.path.join(self.dir, "zoo.cfg")
+
+    @property
+    def hosts(self):
+        return f"127.0.0.1:{self.client_port}"
+
+    def log(self):
+        try:
+            with open(os.path.join(self.dir, "server.log"), errors="replace") as f:
+                return f.read()
+        except OSError:
+            return ""
+
+    def start(self):
+        binary = os.environ["WARDEN_SERVER"]
+        log = open(os.path.join(self.dir, "server.log"), "a")
+        self.proc = subprocess.Popen([binary, self.cfg], stdout=log, stderr=subprocess.STDOUT)
+
+    def alive(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def kill(self):
+        if self.alive():
+            self.proc.send_signal(signal.SIGKILL)
+            self.proc.wait()
+
+    def pause(self):
+        self.proc.send_signal(signal.SIGSTOP)
+
+    def resume(self):
+        self.proc.send_signal(signal.SIGCONT)
+
+    def terminate(self):
+        if self.alive():
+            self.proc.send_signal(signal.SIGCONT)
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+    def mode(self):
+        return mode_of(self.client_port) if self.alive() else ""
+
+
+class Ensemble:
+    def __init__(self, n, observers=0, tick_ms=200, init_limit=10, sync_limit=5, extra_cfg=""):
+        self.dir = tempfile.mkdtemp(prefix="warden-ens-")
+        self.tick_ms, self.sync_limit = tick_ms, sync_limit
+        self.members = [Member(self, i + 1) for i in range(n)]
+        self.members += [Member(self, n + i + 1, observer=True) for i in range(observers)]
+        lines = []
+        for m in self.members:
+            role = ":observer" if m.observer else ""
+            lines.append(f"server.{m.id}=127.0.0.1:{m.quorum_port}:{m.election_port}{role};127.0.0.1:{m.client_port}")
+        for m in self.members:
+            os.makedirs(os.path.join(m.dir, "data"))
+            with open(os.path.join(m.dir, "data", "myid"), "w") as f:
+                f.write(f"{m.id}\n")
+            with open(m.cfg, "w") as f:
+                f.write(f"tickTime={tick_ms}\ninitLimit={init_limit}\nsyncLimit={sync_limit}\n"
+                        f"dataDir={m.dir}/data\n4lw.commands.whitelist=*\n"
+                        f"{'peerType=observer' if m.observer else ''}\n{extra_cfg}\n" + "\n".join(lines) + "\n")
+
+    @property
+    def connect_string(self):
+        return ",".join(m.hosts for m in self.members)
+
+    def hosts_of(self, members):
+        return ",".join(m.hosts for m in members)
+
+    def start(self, wait=True, timeout=60):
+        for m in self.members:
+            m.start()
+        if wait:
+            self.wait_serving(self.members, timeout)
+        return self
+
+    def wait_serving(self, members, timeout=60):
+        """Waits until each of `members` completes a client handshake (it serves)."""
+        deadline = time.time() + timeout
+        for m in members:
+            while not handshake_ok(m.client_port):
+                if not m.alive():
+                    raise RuntimeError(f"server {m.id} exited with {m.proc.returncode}:\n{m.log()[-3000:]}")
+                if time.time() > deadline:
+                    raise RuntimeError(f"server {m.id} does not serve after {timeout}s:\n{m.log()[-3000:]}")
+                time.sleep(0.05)
+
+    def leader(self, timeout=30):
+        """The member that says it leads (waits for one)."""
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            for m in self.members:
+                if m.alive() and m.mode() == "leader":
+                    return m
+            time.sleep(0.05)
+        raise RuntimeError("no leader within %ss:\n%s" % (timeout, "\n".join(
+            f"--- server {m.id}\n{m.log()[-2000:]}" for m in self.members)))
+
+    def stop(self, keep=False):
+        for m in self.members:
+            m.terminate()
+        if not keep:
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop(keep=exc[0] is not None)

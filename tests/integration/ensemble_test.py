@@ -1,0 +1,197 @@
+"""A 3-member Warden ensemble (and one with an observer) driven by kazoo: configuration errors
+of the real binary, the peer ports under garbage, writes through every member, sync, roles in
+srvr and mntr, sessions that move between members, ephemerals that vanish everywhere at one
+zxid, and a member that stops serving without a quorum and comes back by itself."""
+import os
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+
+from kazoo.client import KazooClient
+from kazoo.exceptions import NodeExistsError
+
+from ensemble import Ensemble, four_letter
+from support import Checks
+
+c = Checks("ensemble")
+binary = os.environ["WARDEN_SERVER"]
+
+
+def client(hosts, timeout=10.0, **kw):
+    k = KazooClient(hosts=hosts, timeout=timeout, randomize_hosts=False, **kw)
+    k.start(timeout=20)
+    return k
+
+
+# ---- configuration errors of the real binary: the file, the line, the reason, no start
+with tempfile.TemporaryDirectory() as d:
+    os.makedirs(f"{d}/data")
+    cfg = f"{d}/zoo.cfg"
+    with open(cfg, "w") as f:
+        f.write(f"dataDir={d}/data\nclientPort=0\nserver.1=127.0.0.1:1:2\nserver.2=127.0.0.1:3:4\n"
+                "server.3=127.0.0.1:5:6\n")
+    r = subprocess.run([binary, cfg], capture_output=True, text=True, timeout=30)
+    c.equal(r.returncode, 2, "a member without myid does not start")
+    c.check(f"{cfg}:1: {d}/data/myid is missing" in r.stderr, f"the message names dataDir's line and myid: {r.stderr!r}")
+    with open(f"{d}/data/myid", "w") as f:
+        f.write("9\n")
+    r = subprocess.run([binary, cfg], capture_output=True, text=True, timeout=30)
+    c.equal(r.returncode, 2, "a foreign myid does not start")
+    c.check(f"{d}/data/myid:1: server id 9 has no server.9 line" in r.stderr, f"foreign myid: {r.stderr!r}")
+    with open(cfg, "a") as f:
+        f.write("server.4=127.0.0.1:1:7\n")
+    with open(f"{d}/data/myid", "w") as f:
+        f.write("1\n")
+    r = subprocess.run([binary, cfg], capture_output=True, text=True, timeout=30)
+    c.equal(r.returncode, 2, "a port used twice does not start")
+    c.check(f"{cfg}:6: server.4: its quorum port 127.0.0.1:1 is already server.1's quorum port ({cfg}:3)" in r.stderr,
+            f"port twice: {r.stderr!r}")
+
+with Ensemble(3) as ens:
+    ens.start()
+    leader = ens.leader()
+    modes = sorted(m.mode() for m in ens.members)
+    c.equal(modes, ["follower", "follower", "leader"], "srvr shows one leader and two followers")
+    mntr = dict(line.split("\t", 1) for line in four_letter(leader.client_port, "mntr").splitlines() if "\t" in line)
+    c.equal(mntr.get("zk_server_state"), "leader", "mntr: zk_server_state")
+    c.equal(mntr.get("zk_followers"), "2", "mntr: zk_followers")
+    c.equal(mntr.get("zk_synced_followers"), "2", "mntr: zk_synced_followers")
+    c.equal(mntr.get("zk_pending_syncs"), "0", "mntr: zk_pending_syncs")
+    c.equal(mntr.get("zk_peer_state"), "leading - broadcast", "mntr: zk_peer_state")
+    follower = next(m for m in ens.members if m is not leader)
+    fm = dict(line.split("\t", 1) for line in four_letter(follower.client_port, "mntr").splitlines() if "\t" in line)
+    c.equal(fm.get("zk_server_state"), "follower", "a follower's mntr")
+    c.check("zk_followers" not in fm, "a follower's mntr has no zk_followers")
+
+    # ---- writes through every member; reads after sync see them all
+    ks = [client(m.hosts) for m in ens.members]
+    for i in range(60):
+        ks[i % 3].create(f"/w{i}", b"%d" % i)
+    seqs = [ks[i % 3].create("/s-", b"", sequence=True) for i in range(30)]
+    c.equal(len(set(seqs)), 30, "sequential names never repeat across members")
+    for k in ks:
+        k.sync("/")
+    children = [sorted(k.get_children("/")) for k in ks]
+    c.check(children[0] == children[1] == children[2], "every member holds the same children")
+    c.equal(len([x for x in children[0] if x.startswith("w")]), 60, "every write is on every member")
+    try:
+        ks[1].create("/w0", b"")
+        c.check(False, "a create of an existing node through a follower fails")
+    except NodeExistsError:
+        c.check(True, "NodeExists comes back through a follower")
+    stat0 = ks[0].set("/w1", b"new")
+    c.equal(stat0.version, 1, "a set through member 1 gives version 1")
+    # read-your-writes on one session, and sync makes another session see it
+    ks[2].set("/w2", b"x")
+    c.equal(ks[2].get("/w2")[0], b"x", "a session reads its own write on its member")
+    ks[1].sync("/w2")
+    c.equal(ks[1].get("/w2")[0], b"x", "after sync another member's session sees it")
+
+    # ---- a watch set on one member fires for a write through another
+    fired = []
+    ks[0].get("/w3", watch=lambda e: fired.append(e.type))
+    ks[2].set("/w3", b"changed")
+    deadline = time.time() + 10
+    while not fired and time.time() < deadline:
+        time.sleep(0.02)
+    c.equal(fired, ["CHANGED"], "a data watch on member 1 fires for a write through member 3")
+
+    # ---- ephemerals of a closed session vanish on every member at one zxid
+    k_e = client(follower.hosts)
+    k_e.create("/eph", b"", ephemeral=True)
+    k_e.stop()
+    k_e.close()
+    for k in ks:
+        k.sync("/")
+    c.check(all(k.exists("/eph") is None for k in ks), "a closed session's ephemeral is gone everywhere")
+    pz = {k.get("/")[1].pzxid for k in ks}
+    c.equal(len(pz), 1, "every member shows the same pzxid of / after the close")
+
+    # ---- a session expires on the leader's clock: its ephemeral vanishes everywhere
+    raw = socket.create_connection(("127.0.0.1", follower.client_port))
+    req = struct.pack(">iqiqi", 0, 0, 1000, 0, 16) + b"\0" * 16 + b"\0"
+    raw.sendall(struct.pack(">i", len(req)) + req)
+    resp = raw.recv(64)
+    sid, = struct.unpack(">q", resp[12:20])
+    path = b"/expiring"
+    create = struct.pack(">ii", 1, 1) + struct.pack(">i", len(path)) + path + struct.pack(">i", -1) + \
+        struct.pack(">i", 1) + struct.pack(">i", 31) + struct.pack(">i", 5) + b"world" + struct.pack(">i", 6) + \
+        b"anyone" + struct.pack(">i", 1)
+    raw.sendall(struct.pack(">i", len(create)) + create)
+    raw.recv(256)
+    ks[0].sync("/")
+    c.check(ks[0].exists("/expiring") is not None, "the raw session's ephemeral exists")
+    deadline = time.time() + 15
+    while time.time() < deadline and ks[0].exists("/expiring") is not None:
+        time.sleep(0.1)  # no pings: it expires after its 1000 ms timeout
+    for k in ks:
+        k.sync("/")
+    c.check(all(k.exists("/expiring") is None for k in ks), "an expired session's ephemeral is gone everywhere")
+    raw.close()
+
+    # ---- a session moves when its member dies: same session, ephemerals kept
+    victim = next(m for m in ens.members if m is not leader)
+    others = [m for m in ens.members if m is not victim]
+    kv = KazooClient(hosts=ens.hosts_of([victim] + others), timeout=6.0, randomize_hosts=False)
+    kv.start(timeout=20)
+    kv.create("/moving", b"", ephemeral=True)
+    sid_before = kv.client_id[0]
+    victim.kill()
+    deadline = time.time() + 20
+    while time.time() < deadline:
+        try:
+            kv.exists("/moving")
+            if kv.connected and kv._connection._socket is not None:
+                break
+        except Exception:
+            pass
+        time.sleep(0.1)
+    c.equal(kv.client_id[0], sid_before, "the client kept its session on another member")
+    c.check(kv.exists("/moving") is not None, "its ephemeral is still there")
+    kv.stop()
+    kv.close()
+    for k in ks:
+        try:
+            k.stop()
+            k.close()
+        except Exception:
+            pass
+
+    # ---- without a quorum a member stops serving, and comes back by itself
+    survivor = next(m for m in ens.members if m.alive())
+    for m in ens.members:
+        if m is not survivor:
+            m.kill()
+    deadline = time.time() + 10
+    while time.time() < deadline and survivor.mode() != "not serving":
+        time.sleep(0.05)
+    c.equal(survivor.mode(), "not serving", "a member alone says it is not serving")
+    c.check("not currently serving" in four_letter(survivor.client_port, "srvr"), "srvr's words are ZooKeeper's")
+    for m in ens.members:
+        if m is not survivor:
+            m.start()
+    ens.wait_serving(ens.members, timeout=60)
+    k = client(ens.connect_string)
+    c.equal(len([x for x in k.get_children("/") if x.startswith("w")]), 60, "after the restart nothing is lost")
+    k.stop()
+
+# ---- an observer serves reads and forwards writes, and does not vote
+with Ensemble(3, observers=1) as ens:
+    ens.start()
+    obs = ens.members[-1]
+    c.equal(obs.mode(), "observer", "srvr on the observer says observer")
+    ko = client(obs.hosts)
+    ko.create("/via-observer", b"o")
+    kl = client(ens.leader().hosts)
+    kl.sync("/")
+    c.equal(kl.get("/via-observer")[0], b"o", "a write through the observer reaches the leader")
+    kl.create("/via-leader", b"l")
+    ko.sync("/")
+    c.equal(ko.get("/via-leader")[0], b"l", "the observer sees the leader's write after sync")
+    ko.stop()
+    kl.stop()
+
+c.finish()
