@@ -97,23 +97,31 @@ class Member:
 
 
 class Ensemble:
-    def __init__(self, n, observers=0, tick_ms=200, init_limit=10, sync_limit=5, extra_cfg=""):
+    """With `proxied`, each member's configuration reaches the others through a PeerProxy
+    (self.proxy), so that a test can partition them."""
+
+    def __init__(self, n, observers=0, tick_ms=200, init_limit=10, sync_limit=5, extra_cfg="", proxied=False):
         self.dir = tempfile.mkdtemp(prefix="warden-ens-")
         self.tick_ms, self.sync_limit = tick_ms, sync_limit
         self.members = [Member(self, i + 1) for i in range(n)]
         self.members += [Member(self, n + i + 1, observer=True) for i in range(observers)]
-        lines = []
-        for m in self.members:
-            role = ":observer" if m.observer else ""
-            lines.append(f"server.{m.id}=127.0.0.1:{m.quorum_port}:{m.election_port}{role};127.0.0.1:{m.client_port}")
-        for m in self.members:
-            os.makedirs(os.path.join(m.dir, "data"))
-            with open(os.path.join(m.dir, "data", "myid"), "w") as f:
-                f.write(f"{m.id}\n")
-            with open(m.cfg, "w") as f:
+        self.proxy = PeerProxy() if proxied else None
+        for me in self.members:
+            lines = []
+            for m in self.members:
+                role = ":observer" if m.observer else ""
+                q, e = m.quorum_port, m.election_port
+                if self.proxy and m is not me:
+                    q = self.proxy.add(me.id, m.id, "quorum", q)
+                    e = self.proxy.add(me.id, m.id, "election", e)
+                lines.append(f"server.{m.id}=127.0.0.1:{q}:{e}{role};127.0.0.1:{m.client_port}")
+            os.makedirs(os.path.join(me.dir, "data"))
+            with open(os.path.join(me.dir, "data", "myid"), "w") as f:
+                f.write(f"{me.id}\n")
+            with open(me.cfg, "w") as f:
                 f.write(f"tickTime={tick_ms}\ninitLimit={init_limit}\nsyncLimit={sync_limit}\n"
-                        f"dataDir={m.dir}/data\n4lw.commands.whitelist=*\n"
-                        f"{'peerType=observer' if m.observer else ''}\n{extra_cfg}\n" + "\n".join(lines) + "\n")
+                        f"dataDir={me.dir}/data\n4lw.commands.whitelist=*\n"
+                        f"{'peerType=observer' if me.observer else ''}\n{extra_cfg}\n" + "\n".join(lines) + "\n")
 
     @property
     def connect_string(self):
@@ -154,6 +162,8 @@ class Ensemble:
     def stop(self, keep=False):
         for m in self.members:
             m.terminate()
+        if self.proxy:
+            self.proxy.stop()
         if not keep:
             shutil.rmtree(self.dir, ignore_errors=True)
 
@@ -162,3 +172,93 @@ class Ensemble:
 
     def __exit__(self, *exc):
         self.stop(keep=exc[0] is not None)
+
+
+class PeerProxy:
+    """Sits between members on their peer ports, one listener per (from, to, port), so a test
+    can cut members apart while their clients still reach them (a partition). A cut pair's
+    connections are closed and new ones are closed at once; heal() lets them through again."""
+
+    def __init__(self):
+        import threading
+        self.lock = threading.Lock()
+        self.cut_pairs = set()
+        self.links = {}  # (src, dst, kind) -> (listen socket, target port)
+        self.conns = {}  # (src, dst) -> sockets of live connections
+        self.stopping = False
+
+    def add(self, src, dst, kind, target_port):
+        import threading
+        ls = socket.socket()
+        ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        ls.bind(("127.0.0.1", 0))
+        ls.listen(16)
+        self.links[(src, dst, kind)] = (ls, target_port)
+        threading.Thread(target=self._accept, args=(ls, src, dst, target_port), daemon=True).start()
+        return ls.getsockname()[1]
+
+    def _accept(self, ls, src, dst, target_port):
+        import threading
+        while not self.stopping:
+            try:
+                a, _ = ls.accept()
+            except OSError:
+                return
+            with self.lock:
+                blocked = (src, dst) in self.cut_pairs
+            if blocked:
+                a.close()
+                continue
+            try:
+                b = socket.create_connection(("127.0.0.1", target_port), timeout=2)
+                b.settimeout(None)
+            except OSError:
+                a.close()
+                continue
+            with self.lock:
+                self.conns.setdefault((src, dst), []).extend([a, b])
+            for x, y in ((a, b), (b, a)):
+                threading.Thread(target=self._pump, args=(x, y), daemon=True).start()
+
+    @staticmethod
+    def _pump(x, y):
+        try:
+            while True:
+                data = x.recv(65536)
+                if not data:
+                    break
+                y.sendall(data)
+        except OSError:
+            pass
+        for s in (x, y):
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            s.close()
+
+    def cut(self, group_a, group_b):
+        """No peer traffic between any member of group_a and any of group_b, either way."""
+        with self.lock:
+            for a in group_a:
+                for b in group_b:
+                    self.cut_pairs |= {(a, b), (b, a)}
+            doomed = [s for pair, socks in self.conns.items() if pair in self.cut_pairs for s in socks]
+            for pair in list(self.conns):
+                if pair in self.cut_pairs:
+                    del self.conns[pair]
+        for s in doomed:
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            s.close()
+
+    def heal(self):
+        with self.lock:
+            self.cut_pairs.clear()
+
+    def stop(self):
+        self.stopping = True
+        for ls, _ in self.links.values():
+            ls.close()

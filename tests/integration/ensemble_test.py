@@ -66,6 +66,38 @@ with Ensemble(3) as ens:
     c.equal(fm.get("zk_server_state"), "follower", "a follower's mntr")
     c.check("zk_followers" not in fm, "a follower's mntr has no zk_followers")
 
+    # ---- garbage on a peer port closes that connection and nothing else
+    def peer_bytes(port, data, wait=3.0):
+        """Sends `data` to a peer port; True when the member closed the connection."""
+        with socket.create_connection(("127.0.0.1", port), timeout=wait) as s:
+            s.sendall(data)
+            try:
+                return s.recv(16) == b""
+            except socket.timeout:
+                return False
+
+    def hello(sender, target, version=1):
+        return b"WRDP" + struct.pack(">Iqq", version, sender, target)
+
+    victim_port = follower.quorum_port
+    c.check(peer_bytes(victim_port, b"GET / HTTP/1.0\r\n\r\n" + os.urandom(64)), "garbage on the quorum port is closed")
+    c.check(peer_bytes(follower.election_port, os.urandom(200)), "garbage on the election port is closed")
+    c.check(peer_bytes(victim_port, hello(42, follower.id)), "an unknown server id is refused")
+    c.check(peer_bytes(victim_port, hello(follower.id, follower.id)), "a hello claiming the member's own id is refused")
+    other = next(m for m in ens.members if m is not follower)
+    c.check(peer_bytes(victim_port, hello(other.id, 77)), "a hello meant for another member is refused")
+    c.check(peer_bytes(victim_port, hello(other.id, follower.id, version=9)), "another protocol version is refused")
+    c.check(peer_bytes(victim_port, hello(other.id, follower.id) + struct.pack(">I", 0x7fffffff)),
+            "a frame length above the limit closes the connection")
+    c.check(peer_bytes(victim_port, hello(other.id, follower.id) + struct.pack(">I", 5) + b"\xff\xff\xff\xff\xff"),
+            "a frame that is not a peer message closes the connection")
+    flog = follower.log()
+    c.check("refusing a peer connection" in flog and "server id 42 is not another member" in flog,
+            "the refusal is logged with the unknown id")
+    c.check("meant to reach server 77" in flog and "version 9" in flog, "each refusal names its reason")
+    c.equal(sorted(m.mode() for m in ens.members), ["follower", "follower", "leader"],
+            "the ensemble is unchanged by the garbage")
+
     # ---- writes through every member; reads after sync see them all
     ks = [client(m.hosts) for m in ens.members]
     for i in range(60):
