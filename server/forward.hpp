@@ -15,8 +15,15 @@
 
 namespace warden::server {
 
+// The txn type of a re-attach the leader checked: not a client opcode (ZooKeeper has no such
+// txn; it answers a revalidation on the side). Logged so that the member that asked learns the
+// answer in order with everything else, and every member closes an older connection of it.
+constexpr int32_t reattach_txn_type = -100;
+
 struct Forwarded {
-  enum Kind : int32_t { request = 1, create_session = 2, touch = 3 };
+  // reattach: a client asks this member for a session it had elsewhere (password included):
+  // the leader checks the session lives and makes this member its owner.
+  enum Kind : int32_t { request = 1, create_session = 2, touch = 3, reattach = 4 };
   int32_t kind = 0;
   int64_t session = 0;
   int32_t cxid = 0;
@@ -24,7 +31,7 @@ struct Forwarded {
   std::string body;               // request: the record after the request header
   std::vector<wire::Id> auth;     // request: the connection's auth ids, for prep's ACL checks
   int32_t timeout = 0;            // create_session
-  std::string passwd;             // create_session
+  std::string passwd;             // create_session, reattach
   std::vector<int64_t> sessions;  // touch
   WIRE_FIELDS(kind, session, cxid, type, body, auth, timeout, passwd, sessions)
 };

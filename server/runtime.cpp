@@ -459,7 +459,7 @@ struct ServerRuntime::Impl {
     h.finish_writes = [this] {
       if (committer) committer->wait_idle();
     };
-    h.request = [this](int64_t, std::string payload) { server->receive_forwarded(payload); };
+    h.request = [this](int64_t from, std::string payload) { server->receive_forwarded(from, payload); };
     h.role_changed = [this] { on_role_changed(); };
     ensemble = std::make_unique<consensus::EnsembleReplicator>(*log, s, h);
     transport = std::make_unique<consensus::PeerTransport>(io, s.id, members, [this](int64_t from, std::string_view b) {

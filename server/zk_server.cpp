@@ -202,6 +202,20 @@ void ZkServer::handle_connect(ConnId id, Conn& c, std::string_view payload) {
     close_conn(id);
     return;
   }
+  if (!leads()) {
+    // The leader confirms the session lives and moves it here; the answer comes in order.
+    Forwarded f;
+    f.kind = Forwarded::reattach;
+    f.session = s->id;
+    f.passwd = s->passwd;
+    Pending p{Kind::connect, id, 0};
+    p.session = s->id;
+    p.reattach = true;
+    c.session = s->id;
+    forward(std::move(f), std::move(p));
+    return;
+  }
+  session_owner_[s->id] = 0;
   if (auto o = owner_.find(s->id); o != owner_.end() && o->second != id) close_conn(o->second);
   sessions_.touch(s->id, clock_());
   attach(id, c, s->id);
@@ -384,6 +398,16 @@ void ZkServer::handle_request(ConnId id, Conn& c, std::string_view payload) {
       break;
   }
   if (is_write(op)) {
+    if (!owns(c.session, 0)) {
+      Txn t;
+      t.session = c.session;
+      t.cxid = h.xid;
+      t.time = clock_();
+      t.type = h.type;
+      t.body = ErrorTxn{static_cast<int32_t>(Err::sessionMoved)};
+      submit(std::move(t), Pending{Kind::request, id, h.xid, clock_()});
+      return;
+    }
     PrepRequest pr{c.session, h.xid, op, body, &c.auth, clock_()};
     submit(prep_.prepare(pr), Pending{Kind::request, id, h.xid, clock_()});
     return;
@@ -682,8 +706,10 @@ bool ZkServer::matches(const Pending& p, const Txn& txn, Zxid zxid) {
     // The leader proposes a member's requests in the order they came: the next of ours to
     // commit is the front one.
     if (txn.session != p.session) return false;
-    if (p.kind == Kind::connect) return txn.type == static_cast<int32_t>(OpCode::createSession);
-    return txn.cxid == p.xid && txn.type != static_cast<int32_t>(OpCode::createSession);
+    if (p.kind == Kind::connect)
+      return txn.type == (p.reattach ? reattach_txn_type : static_cast<int32_t>(OpCode::createSession));
+    return txn.cxid == p.xid && txn.type != static_cast<int32_t>(OpCode::createSession) &&
+           txn.type != reattach_txn_type;
   }
   return p.zxid == zxid || p.zxid == 0;
 }
@@ -700,7 +726,12 @@ void ZkServer::forward(Forwarded f, Pending p) {
   pending_.push_back(std::move(p));
 }
 
-void ZkServer::receive_forwarded(std::string_view bytes) {
+bool ZkServer::owns(SessionId s, int64_t member) {
+  auto [it, fresh] = session_owner_.emplace(s, member);
+  return fresh || it->second == member;
+}
+
+void ZkServer::receive_forwarded(int64_t from, std::string_view bytes) {
   auto f = decode_forwarded(bytes);
   if (!f) {
     spdlog::warn("a forwarded request of {} bytes does not decode; dropped", bytes.size());
@@ -711,7 +742,24 @@ void ZkServer::receive_forwarded(std::string_view bytes) {
     case Forwarded::touch:
       for (SessionId s : f->sessions) sessions_.touch(s, now);
       return;
+    case Forwarded::reattach: {
+      // As ZooKeeper's revalidation: a live session with this password moves to `from`.
+      Session* s = sessions_.find(f->session);
+      bool valid = s && !s->closing && s->passwd == f->passwd;
+      if (valid) {
+        session_owner_[f->session] = from;
+        sessions_.touch(f->session, now);
+      }
+      Txn t;
+      t.session = f->session;
+      t.time = now;
+      t.type = reattach_txn_type;
+      t.body = ErrorTxn{static_cast<int32_t>(valid ? Err::ok : Err::sessionExpired)};
+      submit(std::move(t), Pending{Kind::request, 0, 0});
+      return;
+    }
     case Forwarded::create_session: {
+      session_owner_[f->session] = from;
       Txn t;
       t.session = f->session;
       t.time = now;
@@ -723,7 +771,16 @@ void ZkServer::receive_forwarded(std::string_view bytes) {
     case Forwarded::request: {
       auto op = static_cast<OpCode>(f->type);
       sessions_.touch(f->session, now);
-      if (op == OpCode::closeSession) {
+      if (!owns(f->session, from)) {
+        // The session moved to another member since this request's connection was made.
+        Txn t;
+        t.session = f->session;
+        t.cxid = f->cxid;
+        t.time = now;
+        t.type = f->type;
+        t.body = ErrorTxn{static_cast<int32_t>(Err::sessionMoved)};
+        submit(std::move(t), Pending{Kind::request, 0, f->cxid});
+      } else if (op == OpCode::closeSession) {
         Session* s = sessions_.find(f->session);
         if (s) s->closing = true;
         submit(prep_.close_session(f->session, f->cxid, now), Pending{Kind::request, 0, f->cxid});
@@ -830,6 +887,26 @@ void ZkServer::reply_write(const Pending& p, const Txn& txn, const ApplyResult& 
       close_conn(o->second);
       owner_.erase(o);
     }
+    return;
+  }
+  if (txn.type == reattach_txn_type) {
+    // The session moved to the member that asked: any other connection of it here closes
+    // (its client has gone elsewhere), and the one that asked is answered.
+    if (auto o = owner_.find(txn.session); o != owner_.end() && o->second != p.conn) {
+      close_conn(o->second);
+      owner_.erase(o);
+    }
+    Conn* c = p.conn ? conn(p.conn) : nullptr;
+    if (!c) return;
+    Session* s = sessions_.find(txn.session);
+    if (r.err != Err::ok || !s) {
+      spdlog::info("session 0x{:x} from {} is expired (the leader says so)", txn.session, c->link->peer_address());
+      send_connect_response(*c, 0, 0, std::string(16, '\0'));
+      close_conn(p.conn);
+      return;
+    }
+    attach(p.conn, *c, txn.session);
+    send_connect_response(*c, c->negotiated_timeout, txn.session, s->passwd);
     return;
   }
   if (p.kind == Kind::internal || p.conn == 0) return;

@@ -98,7 +98,8 @@ class ZkServer {
   void set_ensemble(Ensemble* e) { ensemble_ = e; }
   // Leader: a request a follower or observer forwarded (forward.hpp); garbage is logged and
   // dropped.
-  void receive_forwarded(std::string_view bytes);
+  // `from`: the member (its server id) it came from.
+  void receive_forwarded(int64_t from, std::string_view bytes);
   // The member's role or its serving changed. Not serving: every client connection closes
   // (as ZooKeeper's do when their server loses its leader) and new ones are refused until it
   // serves again; leading anew: every session gets a full timeout from now.
@@ -200,6 +201,7 @@ class ZkServer {
     bool forwarded = false;
     SessionId session = 0;
     std::string sync_path;   // a forwarded sync: the path its reply names
+    bool reattach = false;   // a connect for a session the leader must confirm
   };
 
   bool must_wait(const Conn& c, std::string_view payload) const;
@@ -244,6 +246,12 @@ class ZkServer {
   consensus::Replicator& replicator_;
   Ensemble* ensemble_ = nullptr;
   std::vector<SessionId> touched_;  // follower: sessions its clients kept alive since the last tick
+  // Leader: the member whose client connection holds each session (0: this server), as
+  // ZooKeeper's session owner. A request from a member that is not the owner fails with
+  // SessionMoved. A new leader knows no owners: the first member to speak for a session is it.
+  std::unordered_map<SessionId, int64_t> session_owner_;
+  // Leader: true when `member` may speak for session `s` (and it is then its owner).
+  bool owns(SessionId s, int64_t member);
   Clock clock_;
   DataTree tree_;
   Prep prep_;

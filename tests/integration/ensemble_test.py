@@ -15,6 +15,7 @@ from kazoo.exceptions import NodeExistsError
 
 from ensemble import Ensemble, four_letter
 from support import Checks
+import zkproto as zp
 
 c = Checks("ensemble")
 binary = os.environ["WARDEN_SERVER"]
@@ -163,6 +164,50 @@ with Ensemble(3) as ens:
         k.sync("/")
     c.check(all(k.exists("/expiring") is None for k in ks), "an expired session's ephemeral is gone everywhere")
     raw.close()
+
+    # ---- a re-attach on another member is checked with the leader, and moves the session
+    a, b = [m for m in ens.members if m is not leader]
+    sa = zp.Session(a.client_port, timeout_ms=6000)
+    err, _, _ = sa.call(zp.CREATE, zp.jstr("/owned") + zp.jbuf(b"") + zp.jacl(zp.OPEN_ACL) + zp.jint(1))
+    c.equal(err, 0, "an ephemeral through member a")
+
+    def reattach(port, sid, passwd):
+        s = socket.create_connection(("127.0.0.1", port), timeout=10)
+        s.sendall(zp.frame(zp.connect_request(6000, sid, passwd)))
+        resp = zp.read_frame(s)
+        if resp is None:
+            return s, None
+        r = zp.Reader(resp)
+        r.int()
+        r.int()
+        return s, r.long()
+
+    bad_sock, got = reattach(b.client_port, sa.session_id, b"x" * 16)
+    c.check(got in (0, None), f"a wrong password on member b is refused (session {got})")
+    bad_sock.close()
+    sb, got = reattach(b.client_port, sa.session_id, sa.passwd)
+    c.equal(got, sa.session_id, "the session re-attaches on member b with its password")
+    c.check(zp.read_frame(sa.sock) is None, "member a closes the session's old connection once it moved")
+    xid = 7
+    sb.sendall(zp.frame(struct.pack(">ii", xid, zp.EXISTS) + zp.jstr("/owned") + zp.jbool(False)))
+    f = zp.read_frame(sb)
+    c.check(f is not None and struct.unpack(">iqi", f[:16])[2] == 0, "the moved session reads its ephemeral on b")
+    sb.sendall(zp.frame(struct.pack(">ii", xid + 1, zp.SET_DATA) + zp.jstr("/owned") + zp.jbuf(b"v") + zp.jint(-1)))
+    f = zp.read_frame(sb)
+    c.check(f is not None and struct.unpack(">iqi", f[:16])[2] == 0, "and writes through b")
+    sl, got = reattach(leader.client_port, sa.session_id, sa.passwd)
+    c.equal(got, sa.session_id, "the session moves on to the leader")
+    sb.sendall(zp.frame(struct.pack(">ii", xid + 2, zp.SET_DATA) + zp.jstr("/owned") + zp.jbuf(b"w") + zp.jint(-1)))
+    f = zp.read_frame(sb)
+    moved = f is None or struct.unpack(">iqi", f[:16])[2] == -118
+    c.check(moved, "a write on the connection the session left fails with SessionMoved (or the connection closed)")
+    sl.sendall(zp.frame(struct.pack(">ii", 1, -11)))
+    zp.read_frame(sl)
+    for s_ in (sa.sock, sb, sl):
+        s_.close()
+    expired_sock, got = reattach(b.client_port, sa.session_id, sa.passwd)
+    c.check(got in (0, None), "a closed session cannot re-attach anywhere")
+    expired_sock.close()
 
     # ---- a session moves when its member dies: same session, ephemerals kept
     victim = next(m for m in ens.members if m is not leader)
