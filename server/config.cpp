@@ -192,6 +192,8 @@ ConfigResult parse_config(std::string_view text, std::string_view file_name) {
       err = set_int(c.jute_max_buffer, 1024, 1 << 30);
     } else if (key == "extendedTypesEnabled") {
       if (!parse_bool(value, c.extended_types)) err = bad("must be true or false");
+    } else if (key == "linearizableReads") {
+      if (!parse_bool(value, c.linearizable_reads)) err = bad("must be true or false");
     } else if (key == "enforceQuota" || key == "zookeeper.enforceQuota") {
       if (!parse_bool(value, c.enforce_quota)) err = bad("must be true or false");
     } else if (key == "4lw.commands.whitelist") {

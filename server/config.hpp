@@ -63,6 +63,11 @@ struct Config {
   // on every node (ZooKeeper's zookeeper.DigestAuthenticationProvider.superDigest, which
   // ZooKeeper also takes from zoo.cfg as DigestAuthenticationProvider.superDigest).
   std::string super_digest;
+  // Beyond ZooKeeper (off by default, as ZooKeeper has no such mode): every read first waits
+  // for a no-op txn of its own to commit through the leader, a quorum round, so that it sees
+  // every write acknowledged anywhere before the read was sent (a linearizable read). Without
+  // it a read on a follower may lag the leader, as in ZooKeeper; `sync` then read closes the gap.
+  bool linearizable_reads = false;
   // Refuse creates and sets past a hard quota with QuotaExceeded (ZooKeeper's enforceQuota).
   bool enforce_quota = false;
   // Four-letter words that run (4lw.commands.whitelist); "*" for all. ZooKeeper's default.

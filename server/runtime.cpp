@@ -273,6 +273,7 @@ struct ServerRuntime::Impl {
     o.container_check_interval_ms = c.container_check_interval_ms;
     o.super_digest = c.super_digest;
     o.enforce_quota = c.enforce_quota;
+    o.linearizable_reads = c.linearizable_reads;
     o.server_id = static_cast<uint8_t>(c.session_id_byte());
     return o;
   }

@@ -351,6 +351,7 @@ void ZkServer::handle_request(ConnId id, Conn& c, std::string_view payload) {
     handle_auth(id, c, body);
     return;
   }
+  if (opts_.linearizable_reads && hold_for_barrier(id, c, op, h.xid, payload)) return;
   // Everything but a write or a close is answered in this call: its latency is what it took.
   if (!is_write(op) && op != OpCode::closeSession) note_reply(c, op, h.xid, last, clock_());
   switch (op) {
@@ -694,11 +695,64 @@ void ZkServer::on_commit(Zxid zxid, std::string_view payload) {
   Pending p = pending_.front();
   pending_.pop_front();
   prep_.retire(p.prep_mark);
-  reply_write(p, *txn, r, zxid);
+  if (p.barrier) {
+    if (Conn* c = p.conn ? conn(p.conn) : nullptr) c->barrier_passed = true;
+  } else {
+    reply_write(p, *txn, r, zxid);
+  }
   if (Conn* c = p.conn ? conn(p.conn) : nullptr) {
     --c->in_flight;
     drain(p.conn);
   }
+}
+
+bool ZkServer::hold_for_barrier(ConnId id, Conn& c, OpCode op, int32_t xid, std::string_view payload) {
+  switch (op) {
+    case OpCode::exists:
+    case OpCode::getData:
+    case OpCode::getChildren:
+    case OpCode::getChildren2:
+    case OpCode::getACL:
+    case OpCode::multiRead:
+    case OpCode::getAllChildrenNumber:
+    case OpCode::getEphemerals:
+      break;
+    default:
+      return false;
+  }
+  if (c.barrier_passed) {
+    c.barrier_passed = false;
+    return false;
+  }
+  // The barrier goes out after the read arrived, so its commit follows every write
+  // acknowledged before the read was sent; the read is answered once it is applied here. It is
+  // a sync's no-op, through the leader from any member (a leader's commit of it also proves it
+  // still leads).
+  Pending p{Kind::request, id, xid, clock_()};
+  p.barrier = true;
+  p.session = c.session;
+  if (leads()) {
+    Txn t;
+    t.session = c.session;
+    t.cxid = xid;
+    t.time = clock_();
+    t.type = static_cast<int32_t>(OpCode::sync);
+    t.body = ErrorTxn{0};
+    submit(std::move(t), std::move(p));
+  } else {
+    Forwarded f;
+    f.kind = Forwarded::request;
+    f.session = c.session;
+    f.cxid = xid;
+    f.type = static_cast<int32_t>(OpCode::sync);
+    f.auth = c.auth;
+    forward(std::move(f), std::move(p));
+  }
+  if (c.closing) return true;  // it could not be sent: the connection is closing
+  // The read waits at the front of `held`, the frames after it behind it.
+  c.held.emplace_front(payload);
+  ++held_total_;
+  return true;
 }
 
 bool ZkServer::matches(const Pending& p, const Txn& txn, Zxid zxid) {

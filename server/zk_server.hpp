@@ -83,6 +83,8 @@ struct ServerOptions {
   std::string super_digest;
   // Refuse changes past a hard quota (ZooKeeper's zookeeper.enforceQuota).
   bool enforce_quota = false;
+  // Config::linearizable_reads: each read waits for a no-op txn of its own (a barrier).
+  bool linearizable_reads = false;
   // Seeds the source of session passwords; none: the system's entropy. A simulation or a test
   // sets it so that a run replays exactly.
   std::optional<uint64_t> random_seed;
@@ -181,6 +183,7 @@ class ZkServer {
     AuthIds auth;
     int in_flight = 0;              // this connection's txns proposed and not yet applied
     std::deque<std::string> held;   // frames waiting behind them, in arrival order
+    bool barrier_passed = false;    // the read at the front of `held` had its barrier applied
   };
   // Frames one connection may have waiting behind its in-flight writes; past it the client is
   // not reading its replies or is flooding, and the connection is closed.
@@ -202,9 +205,13 @@ class ZkServer {
     SessionId session = 0;
     std::string sync_path;   // a forwarded sync: the path its reply names
     bool reattach = false;   // a connect for a session the leader must confirm
+    bool barrier = false;    // a linearizable read's no-op: answers nobody
   };
 
   bool must_wait(const Conn& c, std::string_view payload) const;
+  // linearizable_reads: sends the read's barrier and holds the read behind it; false when the
+  // read may be answered now (its barrier was applied).
+  bool hold_for_barrier(ConnId id, Conn& c, wire::OpCode op, int32_t xid, std::string_view payload);
   void process(ConnId id, Conn& c, std::string_view payload);
   void drain(ConnId id);
   void handle_connect(ConnId id, Conn& c, std::string_view payload);

@@ -186,6 +186,12 @@ class PeerProxy:
         self.links = {}  # (src, dst, kind) -> (listen socket, target port)
         self.conns = {}  # (src, dst) -> sockets of live connections
         self.stopping = False
+        self.delays = {}  # (src, dst) -> seconds each chunk waits before it is passed on
+
+    def delay(self, src, dst, seconds):
+        """Peer traffic from src to dst arrives `seconds` late (0: on time)."""
+        with self.lock:
+            self.delays[(src, dst)] = seconds
 
     def add(self, src, dst, kind, target_port):
         import threading
@@ -217,16 +223,18 @@ class PeerProxy:
                 continue
             with self.lock:
                 self.conns.setdefault((src, dst), []).extend([a, b])
-            for x, y in ((a, b), (b, a)):
-                threading.Thread(target=self._pump, args=(x, y), daemon=True).start()
+            for x, y, pair in ((a, b, (src, dst)), (b, a, None)):
+                threading.Thread(target=self._pump, args=(x, y, pair), daemon=True).start()
 
-    @staticmethod
-    def _pump(x, y):
+    def _pump(self, x, y, pair):
         try:
             while True:
                 data = x.recv(65536)
                 if not data:
                     break
+                late = self.delays.get(pair, 0) if pair else 0
+                if late:
+                    time.sleep(late)
                 y.sendall(data)
         except OSError:
             pass

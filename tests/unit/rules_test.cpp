@@ -138,6 +138,8 @@ TEST_CASE("zoo.cfg: bad input names the file, the line and the key") {
         "my.cfg:3: server.1=host: expected host:quorumPort:electionPort");
   CHECK(err("dataDir=/d\nclientPort=1\nserver.x=h:1:2\n") ==
         "my.cfg:3: server.x=h:1:2: the server id must be a number from 0 to 254");
+  CHECK(err("dataDir=/d\nclientPort=1\nlinearizableReads=maybe\n") ==
+        "my.cfg:3: linearizableReads=maybe: must be true or false");
   CHECK(err("dataDir=/d\nclientPort=1\nextendedTypesEnabled=maybe\n") ==
         "my.cfg:3: extendedTypesEnabled=maybe: must be true or false");
   CHECK(err("dataDir=/d\nclientPort=1\nclientPortAddress=localhost\n") ==
