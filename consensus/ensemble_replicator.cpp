@@ -68,8 +68,10 @@ void EnsembleReplicator::start(Zxid applied) {
   cfg.id = settings_.id;
   cfg.ensemble.voters = settings_.voters;
   cfg.ensemble.observers = settings_.observers;
-  cfg.init_limit = settings_.init_limit;
-  cfg.sync_limit = settings_.sync_limit;
+  cfg.init_limit = settings_.init_limit * settings_.subticks;
+  cfg.sync_limit = settings_.sync_limit * settings_.subticks;
+  // Votes go out again every 2 core ticks, a decision waits 1 for a better vote: as in the
+  // simulation, whatever the length of a tick.
   core_->peer = std::make_unique<ZabPeer>(cfg, core_->view, epochs, applied_);
   core_->peer->durable(durable_);
   process();
@@ -101,6 +103,11 @@ void EnsembleReplicator::durable(Zxid upto) {
   if (z <= durable_) return;
   durable_ = z;
   core_->peer->durable(z);
+  process();
+}
+
+void EnsembleReplicator::peer_lost(PeerId member) {
+  core_->peer->peer_lost(member);
   process();
 }
 

@@ -35,6 +35,10 @@ class EnsembleReplicator final : public Replicator {
     std::vector<PeerId> voters, observers;
     int init_limit = 10;  // ticks, as in zoo.cfg
     int sync_limit = 5;
+    // Core ticks per zoo.cfg tick: the core decides elections and sends heartbeats at its own
+    // ticks, so a finer one makes fail-over a fraction of a tickTime (ZooKeeper's election is
+    // not bound to ticks either); the limits stay tickTime multiples.
+    int subticks = 1;
   };
   struct Hooks {
     // An encoded peer message; `vote`: an election message (the transport's election port).
@@ -56,6 +60,8 @@ class EnsembleReplicator final : public Replicator {
   bool receive(PeerId from, std::string_view bytes, std::string* error);
   // The log holds everything submitted up to `upto` durably.
   void durable(Zxid upto);
+  // The connection to `member` broke (ZabPeer::peer_lost).
+  void peer_lost(PeerId member);
   // Follower or observer that serves: hands `payload` to the leader's request hook, in order.
   bool forward(std::string payload);
 

@@ -47,6 +47,7 @@ struct PeerTransport::Impl {
   tcp::acceptor quorum{io}, election{io};
   bool stopping = false;
   uint64_t refused = 0;
+  std::function<void(int64_t)> on_lost;
 
   // A connection another member made to us: hello, then frames.
   struct Incoming : std::enable_shared_from_this<Incoming> {
@@ -196,6 +197,10 @@ struct PeerTransport::Impl {
       retry.async_wait([this](boost::system::error_code ec2) {
         if (!ec2 && !t.stopping) connect();
       });
+      // Posted: failed() may run inside send(), inside the owner's own call.
+      if (!vote && t.on_lost) asio::post(t.io, [&impl = t, id = to.id] {
+        if (!impl.stopping && impl.on_lost) impl.on_lost(id);
+      });
     }
     void send(std::string bytes) {
       if (pending.size() + writing_buf.size() + bytes.size() + 4 > PeerTransport::max_queued) {
@@ -296,6 +301,8 @@ void PeerTransport::start() {
     }
   }
 }
+
+void PeerTransport::set_on_lost(std::function<void(int64_t)> lost) { impl_->on_lost = std::move(lost); }
 
 void PeerTransport::send(int64_t to, std::string bytes, bool vote) {
   auto it = impl_->out.find({to, vote});

@@ -56,6 +56,8 @@ class PeerTransport {
   // free one) and starts accepting and connecting. Throws std::runtime_error naming the
   // address and the system's reason when a port cannot be bound.
   void start();
+  // Called when this member's quorum-port connection to `member` breaks or cannot be made.
+  void set_on_lost(std::function<void(int64_t member)> lost);
   // Queues an encoded message for `to`; `vote` picks the election port's connection.
   void send(int64_t to, std::string bytes, bool vote);
   void stop();

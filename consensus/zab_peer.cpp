@@ -156,6 +156,14 @@ void ZabPeer::set_role(Role r, PeerId leader) {
   ready_.role_changed = true;
 }
 
+void ZabPeer::peer_lost(PeerId p) {
+  if ((role_ == Role::following || role_ == Role::observing) && p == leader_) {
+    become_looking();
+  } else if (role_ == Role::leading) {
+    links_.erase(p);  // lead_tick counts the quorum without it
+  }
+}
+
 void ZabPeer::become_looking() {
   set_role(Role::looking, 0);
   links_.clear();

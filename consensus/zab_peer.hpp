@@ -129,6 +129,11 @@ class ZabPeer {
   void receive(PeerId from, const pb::PeerMessage& m);
   // The log holds everything up to `upto` durably.
   void durable(Zxid upto);
+  // The host's connection to `p` broke (its process died, or the network said so): a follower
+  // of `p` looks for a leader at once instead of waiting out syncLimit, and a leader drops its
+  // link to `p` (it comes back with a new FollowerInfo). A hung peer breaks nothing: the
+  // limits catch it.
+  void peer_lost(PeerId p);
   // A txn to replicate: its zxid, or nothing when this peer is not an established leader.
   std::optional<Zxid> propose(std::string payload);
   // Follower or observer that serves: sends `payload` to the leader on the link, where it comes

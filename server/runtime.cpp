@@ -454,6 +454,7 @@ struct ServerRuntime::Impl {
     }
     s.init_limit = config.init_limit;
     s.sync_limit = config.sync_limit;
+    s.subticks = subticks();
     consensus::EnsembleReplicator::Hooks h;
     h.send = [this](int64_t to, std::string m, bool vote) { transport->send(to, std::move(m), vote); };
     h.persist = [this](storage::LogEntry e) { persist(std::move(e)); };
@@ -475,7 +476,14 @@ struct ServerRuntime::Impl {
       resume_reading();
       return ok;
     });
+    transport->set_on_lost([this](int64_t member) {
+      std::lock_guard<std::mutex> hold(tree_mutex);
+      ensemble->peer_lost(member);
+    });
   }
+
+  // The core ticks ten times a tickTime, but not more often than every 10 ms.
+  int subticks() const { return std::max(1, std::min(10, config.tick_time / 10)); }
 
   void on_role_changed() {
     if (ensemble->serving())
@@ -487,7 +495,7 @@ struct ServerRuntime::Impl {
   }
 
   void schedule_peer_tick() {
-    peer_ticker.expires_after(std::chrono::milliseconds(config.tick_time));
+    peer_ticker.expires_after(std::chrono::milliseconds(config.tick_time / subticks()));
     peer_ticker.async_wait([this](boost::system::error_code ec) {
       if (ec || stopping) return;
       {

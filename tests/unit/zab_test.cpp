@@ -284,3 +284,21 @@ TEST_CASE("the standalone server's ensemble of one: a new epoch at every start, 
   REQUIRE(z);
   CHECK(*z == make_zxid(6, 1));
 }
+
+TEST_CASE("a broken connection to the leader sends its followers looking at once, not after syncLimit") {
+  Net net(3);
+  PeerId l = net.settle();
+  REQUIRE(l != 0);
+  PeerId f = l == 1 ? 2 : 1;
+  net.peers[f]->peer_lost(l == 3 ? 2 : 3);  // another follower: nothing changes
+  CHECK(net.peers[f]->role() == Role::following);
+  net.peers[f]->peer_lost(l);
+  CHECK(net.peers[f]->role() == Role::looking);
+  // The leader drops its link to a lost follower; the follower rejoins with a new one.
+  net.drain(f);
+  net.peers[l]->peer_lost(f);
+  CHECK(net.peers[l]->role() == Role::leading);
+  net.ticks(10);
+  CHECK(net.leader() != 0);
+  CHECK(net.peers[f]->serving());
+}
