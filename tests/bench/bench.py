@@ -26,7 +26,9 @@ def cpu_of(pid):
 
 
 def loadgen(binary, port, op, args, seconds):
-    out = subprocess.run([binary, "--port", str(port), "--op", op, "--seconds", str(seconds),
+    """`port`: one port, or a list (an ensemble: connections spread over its members)."""
+    where = ["--ports", ",".join(map(str, port))] if isinstance(port, list) else ["--port", str(port)]
+    out = subprocess.run([binary, *where, "--op", op, "--seconds", str(seconds),
                           "--connections", str(args.connections), "--depth", str(args.depth),
                           "--threads", str(args.threads), "--max-ops", str(args.max_ops)],
                          capture_output=True, text=True, timeout=seconds * 10 + 60)
@@ -175,6 +177,159 @@ def size_run(args):
               f"{q['p999_us']} | {float(b['ops_per_s']):.0f} | {b['p99_us']} | {b['p999_us']} | {r['snaps']} |")
 
 
+class ZkEnsemble:
+    """Apache ZooKeeper 3.8 as three QuorumPeerMain processes on loopback, with the same
+    tickTime, initLimit and syncLimit as the Warden ensemble it is compared with."""
+
+    def __init__(self, n, tick_ms, heap_mb):
+        import tempfile
+        self.dir = tempfile.mkdtemp(prefix="bench-zk-ens-")
+        self.members = []
+        ports = [(support.free_port(), support.free_port(), support.free_port()) for _ in range(n)]
+        lines = "".join(f"server.{i + 1}=127.0.0.1:{q}:{e}\n" for i, (_, q, e) in enumerate(ports))
+        for i, (client, _, _) in enumerate(ports):
+            d = os.path.join(self.dir, str(i + 1))
+            os.makedirs(os.path.join(d, "data"))
+            with open(os.path.join(d, "data", "myid"), "w") as f:
+                f.write(f"{i + 1}\n")
+            cfg = os.path.join(d, "zoo.cfg")
+            with open(cfg, "w") as f:
+                f.write(f"tickTime={tick_ms}\ninitLimit=10\nsyncLimit=5\ndataDir={d}/data\nclientPort={client}\n"
+                        f"clientPortAddress=127.0.0.1\nadmin.enableServer=false\nmaxClientCnxns=0\n"
+                        f"4lw.commands.whitelist=*\n{lines}")
+            self.members.append(dict(id=i + 1, client_port=client, cfg=cfg, dir=d, proc=None, heap=heap_mb))
+
+    def start_member(self, m):
+        m["proc"] = subprocess.Popen(["java", f"-Xmx{m['heap']}m", "-cp", support.ZK_CLASSPATH,
+                                      "org.apache.zookeeper.server.quorum.QuorumPeerMain", m["cfg"]],
+                                     stdout=open(os.path.join(m["dir"], "zk.log"), "a"), stderr=subprocess.STDOUT)
+
+    def start(self):
+        for m in self.members:
+            self.start_member(m)
+        for m in self.members:
+            support.wait_until_serving(m["client_port"], m["proc"], f"ZooKeeper {m['id']}", timeout=120)
+        return self
+
+    def stop(self):
+        import shutil
+        for m in self.members:
+            if m["proc"] and m["proc"].poll() is None:
+                m["proc"].terminate()
+                m["proc"].wait()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class WardenEnsemble:
+    """The same shape over tests/integration/ensemble.py."""
+
+    def __init__(self, n, tick_ms):
+        import ensemble
+        self.e = ensemble.Ensemble(n, tick_ms=tick_ms)
+        self.members = [dict(id=m.id, client_port=m.client_port, member=m, proc=None) for m in self.e.members]
+
+    def start_member(self, m):
+        m["member"].start()
+        m["proc"] = m["member"].proc
+
+    def start(self):
+        for m in self.members:
+            self.start_member(m)
+        self.e.wait_serving(self.e.members, timeout=120)
+        return self
+
+    def stop(self):
+        self.e.stop()
+
+
+def leader_of(ens):
+    import ensemble
+    for _ in range(600):
+        for m in ens.members:
+            if m["proc"].poll() is None and ensemble.mode_of(m["client_port"]) == "leader":
+                return m
+        import time
+        time.sleep(0.05)
+    raise RuntimeError("no leader")
+
+
+def first_write_after(ports, deadline_s=60):
+    """Seconds until a new session on one of `ports` gets a create acknowledged."""
+    import time
+    import zkproto as zp
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < deadline_s:
+        for port in ports:
+            try:
+                s = zp.Session(port, timeout_ms=4000)
+                s.sock.settimeout(2)
+                r = s.call(zp.CREATE, zp.jstr("/failover-") + zp.jbuf(b"") + zp.jacl(zp.OPEN_ACL) + zp.jint(2))
+                s.sock.close()
+                if r is not None and r[0] == 0:
+                    return time.monotonic() - t0
+            except (OSError, RuntimeError, Exception):
+                pass
+        time.sleep(0.01)
+    return float("nan")
+
+
+def ensemble_run(args, ops):
+    """3 members each, durable (fsync on both), connections spread over every member: each op's
+    throughput, p99 and CPU per request (all members), each member's RSS, and fail-over (SIGKILL
+    of the leader to the first acknowledged write after it)."""
+    import signal
+    import time
+    results, rss, failover = {}, {}, {}
+    for name in ("zk", "warden"):
+        ens = (ZkEnsemble(3, args.ensemble_tick_ms, args.zk_heap_mb) if name == "zk"
+               else WardenEnsemble(3, args.ensemble_tick_ms)).start()
+        try:
+            ports = [m["client_port"] for m in ens.members]
+            # Memory with the same tree on both: a fixed number of znodes, then RSS 2 s later.
+            subprocess.run([args.loadgen, "--ports", ",".join(map(str, ports)), "--op", "create", "--seconds", "600",
+                            "--connections", "16", "--depth", "32", "--max-ops", str(args.ensemble_znodes),
+                            "--value-size", "100"], check=True, capture_output=True, timeout=900)
+            time.sleep(2)
+            rss[name] = [rss_mib(m["proc"].pid) for m in ens.members]
+            for op in ops:
+                loadgen(args.loadgen, ports, op, args, args.warmup)
+                before = sum(cpu_of(m["proc"].pid) for m in ens.members)
+                r = loadgen(args.loadgen, ports, op, args, args.seconds)
+                cpu = sum(cpu_of(m["proc"].pid) for m in ens.members) - before
+                n = int(r["ops"])
+                results[(name, op)] = {"ops_s": float(r["ops_per_s"]), "p50": int(r["p50_us"]),
+                                       "p99": int(r["p99_us"]), "p999": int(r["p999_us"]),
+                                       "cpu_us": cpu / n * 1e6 if n else 0.0,
+                                       "client_cpu_us": float(r["client_cpu_s"]) / n * 1e6 if n else 0.0,
+                                       "errors": int(r["errors"])}
+            times = []
+            for _ in range(args.failover_rounds):
+                leader = leader_of(ens)
+                survivors = [m["client_port"] for m in ens.members if m is not leader]
+                leader["proc"].send_signal(signal.SIGKILL)
+                leader["proc"].wait()
+                times.append(first_write_after(survivors))
+                ens.start_member(leader)
+                support.wait_until_serving(leader["client_port"], leader["proc"], "the restarted leader", timeout=120)
+                time.sleep(1)
+            failover[name] = times
+        finally:
+            ens.stop()
+    table(f"3-member ensembles, durable on both, {args.connections} sessions spread over the members "
+          f"(tickTime={args.ensemble_tick_ms} on both)", ops, results)
+    print(f"\n| server | member RSS MiB ({args.ensemble_znodes} znodes of 100 bytes) | fail-over s (each round) "
+          "| median |")
+    print("|---|---|---|---|")
+    med = {}
+    for name in ("zk", "warden"):
+        t = sorted(failover[name])
+        med[name] = t[len(t) // 2] if t else float("nan")
+        print(f"| {'ZooKeeper 3.8' if name == 'zk' else 'Warden'} | {', '.join(f'{x:.0f}' for x in rss[name])} | "
+              f"{', '.join(f'{x:.3f}' for x in failover[name])} | {med[name]:.3f} |")
+    print(f"\nWarden against ZooKeeper: member RSS x{max(rss['warden']) / max(rss['zk']):.3f} (largest member), "
+          f"fail-over x{med['warden'] / med['zk']:.2f} (median; lower is better)")
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--loadgen", required=True)
@@ -187,6 +342,11 @@ def main():
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--max-ops", type=int, default=20_000_000)
     p.add_argument("--znodes", type=int, default=1_000_000, help="for the size run; 0 skips it")
+    p.add_argument("--ensemble-ops", default="create,set,get,mix",
+                   help="the 3-member run's ops (empty skips it)")
+    p.add_argument("--ensemble-tick-ms", type=int, default=2000, help="tickTime of both ensembles")
+    p.add_argument("--failover-rounds", type=int, default=3)
+    p.add_argument("--ensemble-znodes", type=int, default=200_000, help="the tree both ensembles hold for RSS")
     # Apache ZooKeeper's zkServer.sh starts the JVM with -Xmx${ZK_SERVER_HEAP}m, 1000 by default
     # (zkEnv.sh); Debian's launcher passes no -Xmx at all (the JVM then allows a quarter of RAM).
     p.add_argument("--zk-heap-mb", type=int, default=1000, help="ZooKeeper's JVM heap limit")
@@ -200,6 +360,9 @@ def main():
         table("fsync off on both (forceSync=no): the log is written, not synced", ops, run_mode(args, ops, False))
     if durable_ops:
         table("durable on both (defaults: fsync before every reply)", durable_ops, run_mode(args, durable_ops, True))
+    ensemble_ops = [o for o in args.ensemble_ops.split(",") if o]
+    if ensemble_ops:
+        ensemble_run(args, ensemble_ops)
     if args.znodes > 0:
         size_run(args)
 

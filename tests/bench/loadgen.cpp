@@ -32,6 +32,7 @@ using Clock = std::chrono::steady_clock;
 struct Options {
   std::string host = "127.0.0.1";
   int port = 0;
+  std::vector<int> ports;  // --ports a,b,c: connection i goes to ports[i % n] (an ensemble)
   std::string op = "get";
   int connections = 8;
   int depth = 32;
@@ -53,11 +54,11 @@ static std::string request(int32_t xid, OpCode op, const std::string& body) {
 
 static AclList open_acl() { return {Acl{perms::all, Id{"world", "anyone"}}}; }
 
-static int dial(const Options& o) {
+static int dial(const Options& o, int port) {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in a{};
   a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<uint16_t>(o.port));
+  a.sin_port = htons(static_cast<uint16_t>(port));
   inet_pton(AF_INET, o.host.c_str(), &a.sin_addr);
   if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) throw std::runtime_error("connect failed");
   int one = 1;
@@ -88,8 +89,8 @@ static std::string read_frame_blocking(int fd) {
 }
 
 // Opens a session on a blocking socket and returns the fd.
-static int open_session(const Options& o) {
-  int fd = dial(o);
+static int open_session(const Options& o, int port) {
+  int fd = dial(o, port);
   ConnectRequest c{0, 0, 30000, 0, std::string(16, '\0'), false};
   write_all(fd, frame_of(encode_connect_request(c)));
   auto resp = decode_connect_response(read_frame_blocking(fd));
@@ -184,26 +185,39 @@ static double cpu_seconds() {
 
 int main(int argc, char** argv) {
   Options o;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    std::string k = argv[i], v = argv[i + 1];
-    if (k == "--host") o.host = v;
-    else if (k == "--port") o.port = std::stoi(v);
-    else if (k == "--op") o.op = v;
-    else if (k == "--connections") o.connections = std::stoi(v);
-    else if (k == "--depth") o.depth = std::stoi(v);
-    else if (k == "--threads") o.threads = std::stoi(v);
-    else if (k == "--seconds") o.seconds = std::stod(v);
-    else if (k == "--max-ops") o.max_ops = std::stol(v);
-    else if (k == "--value-size") o.value_size = std::stoi(v);
-    else {
-      std::fprintf(stderr, "unknown option %s\n", k.c_str());
-      return 2;
+  try {
+    for (int i = 1; i + 1 < argc; i += 2) {
+      std::string k = argv[i], v = argv[i + 1];
+      if (k == "--host") o.host = v;
+      else if (k == "--port") o.port = std::stoi(v);
+      else if (k == "--ports") {
+        for (size_t from = 0; from <= v.size();) {
+          size_t comma = std::min(v.find(',', from), v.size());
+          o.ports.push_back(std::stoi(v.substr(from, comma - from)));
+          from = comma + 1;
+        }
+      }
+      else if (k == "--op") o.op = v;
+      else if (k == "--connections") o.connections = std::stoi(v);
+      else if (k == "--depth") o.depth = std::stoi(v);
+      else if (k == "--threads") o.threads = std::stoi(v);
+      else if (k == "--seconds") o.seconds = std::stod(v);
+      else if (k == "--max-ops") o.max_ops = std::stol(v);
+      else if (k == "--value-size") o.value_size = std::stoi(v);
+      else {
+        std::fprintf(stderr, "unknown option %s\n", k.c_str());
+        return 2;
+      }
     }
+  } catch (const std::exception&) {  // std::stoi on a value that is not a number
+    std::fprintf(stderr, "warden-loadgen: a numeric option has a value that is not a number\n");
+    return 2;
   }
-  if (o.port <= 0 || o.connections < 1 || o.depth < 1 || o.threads < 1 || o.seconds <= 0 ||
+  if (o.ports.empty() && o.port > 0) o.ports.push_back(o.port);
+  if (o.ports.empty() || o.connections < 1 || o.depth < 1 || o.threads < 1 || o.seconds <= 0 ||
       (o.op != "create" && o.op != "set" && o.op != "get" && o.op != "exists" && o.op != "mix")) {
     std::fprintf(stderr,
-                 "usage: warden-loadgen --port N [--host A] --op create|set|get|exists|mix [--connections N]\n"
+                 "usage: warden-loadgen --port N|--ports N,N,... [--host A] --op create|set|get|exists|mix [--connections N]\n"
                  "       [--depth N] [--threads N] [--seconds S] [--max-ops N] [--value-size N]\n");
     return 2;
   }
@@ -212,7 +226,7 @@ int main(int argc, char** argv) {
     std::vector<Conn> conns(static_cast<size_t>(o.connections));
     for (int i = 0; i < o.connections; ++i) {
       Conn& c = conns[static_cast<size_t>(i)];
-      c.fd = open_session(o);
+      c.fd = open_session(o, o.ports[static_cast<size_t>(i) % o.ports.size()]);
       std::string node = "/bench/c" + std::to_string(i);
       call(c.fd, OpCode::create, encode(CreateRequest{"/bench", std::string(), open_acl(), 0}));
       call(c.fd, OpCode::create, encode(CreateRequest{node, value, open_acl(), 0}));
