@@ -165,6 +165,22 @@ with Ensemble(3) as ens:
     c.check(all(k.exists("/expiring") is None for k in ks), "an expired session's ephemeral is gone everywhere")
     raw.close()
 
+    # ---- pings to a follower keep a session alive on the leader, which expires sessions
+    kp = KazooClient(hosts=follower.hosts, timeout=1.0, randomize_hosts=False)  # 1 s: kazoo pings every 1/3 s
+    kp.start(timeout=20)
+    kp.create("/kept", b"", ephemeral=True)
+    time.sleep(4.0)  # four session timeouts with nothing but pings
+    ks[0].sync("/")
+    c.check(ks[0].exists("/kept") is not None, "a session that only pings a follower outlives its timeout")
+    kp.stop()
+    kp.close()
+
+    # ---- a member behind the client's lastZxidSeen refuses it, so the client tries another
+    behind = socket.create_connection(("127.0.0.1", follower.client_port), timeout=10)
+    behind.sendall(zp.frame(zp.connect_request(6000, 0, b"\0" * 16, last_zxid=(1 << 62))))
+    c.check(zp.read_frame(behind) is None, "a member behind the client closes the connection unanswered")
+    behind.close()
+
     # ---- a re-attach on another member is checked with the leader, and moves the session
     a, b = [m for m in ens.members if m is not leader]
     sa = zp.Session(a.client_port, timeout_ms=6000)

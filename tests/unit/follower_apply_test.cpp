@@ -3,6 +3,9 @@
 // applied and answer nobody; proposals a commit passed by, or in flight when leadership is lost,
 // end their clients' connections (their outcome is not known to this server).
 #include "harness.hpp"
+#include <random>
+
+#include "server/forward.hpp"
 #include "server/txn.hpp"
 
 using namespace test;
@@ -141,4 +144,38 @@ TEST_CASE("a restart replays the log to the commit mark, and the core commits th
   CHECK(server.tree().last_applied() == entries.back().zxid);
   CHECK(server.tree().digest() == before.server.tree().digest());
   CHECK(store.replica_state().commit_mark == entries.back().zxid);
+}
+
+TEST_CASE("a leader drops forwarded requests that are garbage, and prepares the ones that are not") {
+  Scripted s;
+  std::mt19937_64 rng(11);
+  server::Forwarded good;
+  good.kind = server::Forwarded::request;
+  good.session = 0x7700000000000001;
+  good.cxid = 5;
+  good.type = static_cast<int32_t>(OpCode::create);
+  good.body = wire::encode(wire::CreateRequest{"/fwd", std::string("x"), Client::open_acl(), 0});
+  std::string bytes = server::encode_forwarded(good);
+  // Random bytes, every truncation of a valid one, and valid ones with bytes flipped: logged
+  // and dropped, or turned into a txn (an ErrorTxn for a session it does not know); never a crash.
+  for (int i = 0; i < 2000; ++i) {
+    std::string junk(rng() % 64, '\0');
+    for (auto& ch : junk) ch = static_cast<char>(rng());
+    s.server.receive_forwarded(2, junk);
+  }
+  for (size_t n = 0; n < bytes.size(); ++n) s.server.receive_forwarded(2, bytes.substr(0, n));
+  for (int i = 0; i < 2000; ++i) {
+    std::string flipped = bytes;
+    flipped[rng() % flipped.size()] ^= static_cast<char>(1 + rng() % 255);
+    s.server.receive_forwarded(2, flipped);
+  }
+  // A well-formed one is prepared and proposed: its session is unknown here, so its txn is an
+  // error (the member that sent it answers its client with it).
+  size_t before = s.rep.proposed.size();
+  s.server.receive_forwarded(2, bytes);
+  REQUIRE(s.rep.proposed.size() == before + 1);
+  auto txn = server::decode_txn(s.rep.proposed.rbegin()->second);
+  REQUIRE(txn);
+  CHECK(txn->session == good.session);
+  CHECK(txn->cxid == 5);
 }
