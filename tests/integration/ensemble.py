@@ -83,14 +83,18 @@ class Member:
         self.proc.send_signal(signal.SIGCONT)
 
     def terminate(self):
-        if self.alive():
-            self.proc.send_signal(signal.SIGCONT)
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        """Stops a running member with SIGTERM; returns its exit status (None: it was not running,
+        or it did not stop within 30 s and was killed)."""
+        if not self.alive():
+            return None
+        self.proc.send_signal(signal.SIGCONT)
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            return self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            return None
 
     def mode(self):
         return mode_of(self.client_port) if self.alive() else ""
@@ -158,6 +162,17 @@ class Ensemble:
             time.sleep(0.05)
         raise RuntimeError("no leader within %ss:\n%s" % (timeout, "\n".join(
             f"--- server {m.id}\n{m.log()[-2000:]}" for m in self.members)))
+
+    def stop_cleanly(self):
+        """SIGTERM to every running member; the ones that did not exit with 0 (a sanitizer's
+        report ends a process with another status), as (id, status, log tail)."""
+        bad = []
+        for m in self.members:
+            if m.alive():
+                rc = m.terminate()
+                if rc != 0:
+                    bad.append((m.id, rc, m.log()[-1500:]))
+        return bad
 
     def stop(self, keep=False):
         for m in self.members:

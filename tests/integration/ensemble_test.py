@@ -270,6 +270,7 @@ with Ensemble(3) as ens:
     k = client(ens.connect_string)
     c.equal(len([x for x in k.get_children("/") if x.startswith("w")]), 60, "after the restart nothing is lost")
     k.stop()
+    c.equal(ens.stop_cleanly(), [], "every member exits cleanly on SIGTERM")
 
 # ---- linearizableReads=true: a read on any member sees every write acknowledged before it.
 # The leader's peer traffic to the reader's member is slowed down by the proxy: without the
@@ -294,6 +295,7 @@ for option in (False, True):
             c.check(stale > 0, f"without linearizableReads a slow member's reads lag ({stale} of 60 stale)")
         for k in (writer, reader):
             k.stop()
+        c.equal(ens.stop_cleanly(), [], "every member exits cleanly on SIGTERM")
 
 # ---- an observer serves reads and forwards writes, and does not vote
 with Ensemble(3, observers=1) as ens:
@@ -310,5 +312,6 @@ with Ensemble(3, observers=1) as ens:
     c.equal(ko.get("/via-leader")[0], b"l", "the observer sees the leader's write after sync")
     ko.stop()
     kl.stop()
+    c.equal(ens.stop_cleanly(), [], "every member exits cleanly on SIGTERM")
 
 c.finish()

@@ -369,6 +369,7 @@ def three_member_round(rnd):
             c.check(load.acks > acks_before, f"{scenario}: the load goes on")
         load.stop()
         check_history(history, ens.connect_string, f"round {rnd}")
+        c.equal(ens.stop_cleanly(), [], f"round {rnd}: every member exits cleanly on SIGTERM")
 
 
 def five_members():
@@ -396,6 +397,7 @@ def five_members():
         time.sleep(1.0)
         load.stop()
         check_history(history, ens.connect_string, "five members")
+        c.equal(ens.stop_cleanly(), [], "five members: every member exits cleanly on SIGTERM")
 
 
 checker_self_test()
