@@ -312,6 +312,15 @@ struct ServerRuntime::Impl {
                   {"maxSessionTimeout", std::to_string(config.effective_max_session_timeout())},
                   {"clientPortListenBacklog", "-1"},
                   {"serverId", std::to_string(config.my_id.value_or(0))}};  // ZooKeeper's standalone says 0
+      if (const PeerEntry* self = config.ensemble() ? config.self() : nullptr) {
+        // What ZooKeeper's conf adds for a member of an ensemble (electionAlg 3: fast election).
+        env.conf.insert(env.conf.end(), {{"initLimit", std::to_string(config.init_limit)},
+                                         {"syncLimit", std::to_string(config.sync_limit)},
+                                         {"electionAlg", "3"},
+                                         {"electionPort", std::to_string(self->election_port)},
+                                         {"quorumPort", std::to_string(self->quorum_port)},
+                                         {"peerType", self->observer() ? "1" : "0"}});
+      }
     }
     if (word == "mntr") {
       std::error_code ec;
