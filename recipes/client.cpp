@@ -1,0 +1,994 @@
+#include "recipes/client.hpp"
+
+#include <algorithm>
+#include <utility>
+
+#include <boost/asio.hpp>
+#include <chrono>
+#include <condition_variable>
+#include <atomic>
+#include <deque>
+#include <future>
+#include <map>
+#include <mutex>
+#include <random>
+#include <thread>
+#include <tuple>
+
+#include "wire/framing.hpp"
+#include "wire/jute.hpp"
+
+namespace warden::client {
+
+namespace asio = boost::asio;
+using asio::ip::tcp;
+using wire::OpCode;
+using Clock = std::chrono::steady_clock;
+
+const char* state_name(State s) {
+  switch (s) {
+    case State::connecting: return "connecting";
+    case State::connected: return "connected";
+    case State::suspended: return "suspended";
+    case State::reconnected: return "reconnected";
+    case State::lost: return "lost";
+    case State::expired: return "expired";
+    case State::auth_failed: return "auth_failed";
+    case State::closed: return "closed";
+  }
+  return "?";
+}
+
+Error::Error(Err code, const std::string& what)
+    : std::runtime_error(what + ": " + std::string(wire::err_name(code))), code_(code) {}
+
+AclList open_acl() { return {wire::Acl{wire::perms::all, wire::Id{"world", "anyone"}}}; }
+
+ConnectString ConnectString::parse(std::string_view s) {
+  ConnectString out;
+  auto slash = s.find('/');
+  std::string_view hosts = s.substr(0, slash);
+  if (slash != std::string_view::npos) {
+    out.chroot = std::string(s.substr(slash));
+    while (out.chroot.size() > 1 && out.chroot.back() == '/') out.chroot.pop_back();
+    if (out.chroot == "/") out.chroot.clear();
+    if (out.chroot.find("//") != std::string::npos)
+      throw std::invalid_argument("the chroot '" + out.chroot + "' has an empty name");
+  }
+  size_t from = 0;
+  while (from <= hosts.size()) {
+    size_t comma = std::min(hosts.find(',', from), hosts.size());
+    std::string_view h = hosts.substr(from, comma - from);
+    from = comma + 1;
+    while (!h.empty() && h.front() == ' ') h.remove_prefix(1);
+    while (!h.empty() && h.back() == ' ') h.remove_suffix(1);
+    if (h.empty()) continue;
+    std::string host;
+    std::string_view port = "2181";
+    if (h.front() == '[') {  // [v6]:port
+      auto close = h.find(']');
+      if (close == std::string_view::npos) throw std::invalid_argument("'" + std::string(h) + "': unclosed '['");
+      host = std::string(h.substr(1, close - 1));
+      if (close + 1 < h.size()) {
+        if (h[close + 1] != ':') throw std::invalid_argument("'" + std::string(h) + "': expected ':' after ']'");
+        port = h.substr(close + 2);
+      }
+    } else if (auto colon = h.rfind(':'); colon != std::string_view::npos) {
+      host = std::string(h.substr(0, colon));
+      port = h.substr(colon + 1);
+    } else {
+      host = std::string(h);
+    }
+    int p = 0;
+    for (char ch : port) {
+      if (ch < '0' || ch > '9' || p > 65535) {
+        p = -1;
+        break;
+      }
+      p = p * 10 + (ch - '0');
+    }
+    if (host.empty() || port.empty() || p <= 0 || p > 65535)
+      throw std::invalid_argument("'" + std::string(h) + "' is not host:port");
+    out.hosts.emplace_back(host, static_cast<uint16_t>(p));
+  }
+  if (out.hosts.empty()) throw std::invalid_argument("the connect string '" + std::string(s) + "' names no server");
+  return out;
+}
+
+namespace {
+MultiOp make_op(MultiOp::Kind kind, std::string path, std::string data, int32_t version, CreateMode mode) {
+  MultiOp o;
+  o.kind = kind;
+  o.path = std::move(path);
+  o.data = std::move(data);
+  o.version = version;
+  o.mode = mode;
+  return o;
+}
+}  // namespace
+MultiOp MultiOp::create(std::string path, std::string data, CreateMode mode) {
+  return make_op(Kind::create, std::move(path), std::move(data), -1, mode);
+}
+MultiOp MultiOp::remove(std::string path, int32_t version) {
+  return make_op(Kind::remove, std::move(path), {}, version, CreateMode::persistent);
+}
+MultiOp MultiOp::set(std::string path, std::string data, int32_t version) {
+  return make_op(Kind::set, std::move(path), std::move(data), version, CreateMode::persistent);
+}
+MultiOp MultiOp::check(std::string path, int32_t version) {
+  return make_op(Kind::check, std::move(path), {}, version, CreateMode::persistent);
+}
+
+namespace {
+std::string framed(const std::string& payload) {
+  std::string f;
+  wire::append_frame(f, payload);
+  return f;
+}
+template <class R>
+std::string request_frame(int32_t xid, OpCode op, const R& body) {
+  return framed(wire::encode(wire::RequestHeader{xid, static_cast<int32_t>(op)}) + wire::encode(body));
+}
+}  // namespace
+
+struct Client::Impl {
+  using Done = std::function<void(Err, Zxid, std::string_view)>;
+  struct Request {
+    int32_t xid = 0;
+    OpCode op = OpCode::ping;
+    std::string frame;
+    Done done;
+  };
+  enum class WatchKind { data, exist, child };
+
+  Options opts;
+  ConnectString cs;
+  asio::io_context io;
+  asio::executor_work_guard<asio::io_context::executor_type> work{io.get_executor()};
+  tcp::socket socket{io};
+  tcp::resolver resolver{io};
+  asio::steady_timer connect_timer{io}, ping_timer{io}, read_timer{io}, lost_timer{io}, retry_timer{io};
+  std::thread thread;
+  std::mt19937_64 rng;
+
+  // Read from other threads (state(), session_id() ...): under `mu`.
+  mutable std::mutex mu;
+  State state_ = State::connecting;
+  int64_t session_id_ = 0;
+  std::string passwd_ = std::string(16, '\0');
+  int32_t negotiated_ = 0;
+  std::string server_;
+
+  // The client's thread only.
+  bool connected = false;     // the handshake of the current connection is done
+  bool ever_connected = false;
+  bool ended = false;         // expired, auth failed or closed: no more connections
+  uint64_t generation = 0;    // the current connection's; older callbacks do nothing
+  size_t next_host = 0;
+  std::vector<size_t> order;
+  Zxid last_zxid = 0;
+  int32_t next_xid = 1;
+  std::deque<Request> queued, in_flight;
+  std::deque<Callback<>> auth_waiting;
+  std::vector<std::pair<std::string, std::string>> auth;
+  std::string in;
+  std::vector<char> chunk = std::vector<char>(64 * 1024);
+  std::string out_pending, out_writing;
+  bool writing = false;
+  Clock::time_point last_send = Clock::now();
+  std::map<std::string, std::vector<Watcher>> data_watches, exist_watches, child_watches;
+  std::map<std::string, std::vector<std::pair<bool, Watcher>>> persistent;  // (recursive, watcher)
+  std::vector<std::pair<uint64_t, std::function<void(State)>>> listeners;
+  std::atomic<uint64_t> next_listener{1};
+
+  explicit Impl(Options o) : opts(std::move(o)), cs(ConnectString::parse(opts.connect_string)) {
+    rng.seed(opts.seed ? *opts.seed : std::random_device{}());
+    for (size_t i = 0; i < cs.hosts.size(); ++i) order.push_back(i);
+    std::shuffle(order.begin(), order.end(), rng);
+    auth = opts.auth;
+  }
+
+  // ---- paths under the chroot ----
+  std::string full(const std::string& p) const {
+    if (cs.chroot.empty()) return p;
+    return p == "/" ? cs.chroot : cs.chroot + p;
+  }
+  std::string relative(const std::string& p) const {
+    if (cs.chroot.empty()) return p;
+    if (p == cs.chroot) return "/";
+    if (p.size() > cs.chroot.size() && p.compare(0, cs.chroot.size(), cs.chroot) == 0 && p[cs.chroot.size()] == '/')
+      return p.substr(cs.chroot.size());
+    return p;
+  }
+
+  void set_state(State s) {
+    {
+      std::lock_guard<std::mutex> l(mu);
+      if (state_ == s) return;
+      state_ = s;
+    }
+    auto copy = listeners;
+    for (auto& [id, f] : copy) {
+      // A listener removed by an earlier one in this round is not called.
+      if (std::any_of(listeners.begin(), listeners.end(), [&, id = id](auto& l) { return l.first == id; })) f(s);
+    }
+  }
+  State get_state() const {
+    std::lock_guard<std::mutex> l(mu);
+    return state_;
+  }
+
+  // ---- connections ----
+  void connect() {
+    if (ended) return;
+    uint64_t gen = ++generation;
+    auto [host, port] = cs.hosts[order[next_host++ % order.size()]];
+    {
+      std::lock_guard<std::mutex> l(mu);
+      server_.clear();
+    }
+    // Each attempt gets a share of the session timeout, as ZooKeeper's client gives it.
+    int32_t share = std::max<int32_t>(1000, opts.session_timeout_ms / static_cast<int32_t>(cs.hosts.size()));
+    connect_timer.expires_after(std::chrono::milliseconds(share));
+    connect_timer.async_wait([self = this, gen](boost::system::error_code ec) {
+      if (!ec && gen == self->generation && !self->connected) self->broken("connect timed out");
+    });
+    auto server_name = host + ":" + std::to_string(port);
+    resolver.async_resolve(host, std::to_string(port),
+                           [self = this, gen, server_name](boost::system::error_code ec,
+                                                                         tcp::resolver::results_type r) {
+                             if (gen != self->generation) return;
+                             if (ec) return self->broken("cannot resolve " + server_name);
+                             asio::async_connect(self->socket, r,
+                                                 [self, gen, server_name](boost::system::error_code ec2,
+                                                                          const tcp::endpoint&) {
+                                                   if (gen != self->generation) return;
+                                                   if (ec2) return self->broken(ec2.message());
+                                                   self->handshake(gen, server_name);
+                                                 });
+                           });
+  }
+
+  void handshake(uint64_t gen, const std::string& server_name) {
+    boost::system::error_code ec;
+    socket.set_option(tcp::no_delay(true), ec);
+    {
+      std::lock_guard<std::mutex> l(mu);
+      server_ = server_name;
+    }
+    wire::ConnectRequest req;
+    req.lastZxidSeen = last_zxid;
+    req.timeOut = opts.session_timeout_ms;
+    {
+      std::lock_guard<std::mutex> l(mu);
+      req.sessionId = session_id_;
+      req.passwd = passwd_;
+    }
+    req.read_only = false;
+    send_raw(framed(wire::encode_connect_request(req)));
+    read(gen);
+  }
+
+  void read(uint64_t gen) {
+    socket.async_read_some(asio::buffer(chunk), [self = this, gen](boost::system::error_code ec, size_t n) {
+      if (gen != self->generation) return;
+      if (ec) return self->broken(ec == asio::error::eof ? "the server closed the connection" : ec.message());
+      self->in.append(self->chunk.data(), n);
+      self->arm_read_timer();
+      size_t off = 0;
+      while (gen == self->generation) {
+        auto s = wire::scan_frame(std::string_view(self->in).substr(off), wire::default_max_buffer * 4);
+        if (s.status == wire::FrameStatus::incomplete) break;
+        if (s.status == wire::FrameStatus::bad_length) return self->broken("a frame with a bad length");
+        off += s.consumed;
+        std::string payload(s.payload);
+        self->frame(payload);
+      }
+      if (gen != self->generation) return;
+      self->in.erase(0, off);
+      self->read(gen);
+    });
+  }
+
+  void arm_read_timer() {
+    // Nothing heard for two thirds of the session timeout: the connection is dead (ZooKeeper's
+    // client rule); the session may still live, elsewhere.
+    int32_t t = negotiated_ > 0 ? negotiated_ : opts.session_timeout_ms;
+    uint64_t gen = generation;
+    read_timer.expires_after(std::chrono::milliseconds(t * 2 / 3));
+    read_timer.async_wait([self = this, gen](boost::system::error_code ec) {
+      if (!ec && gen == self->generation && self->connected) self->broken("nothing heard from the server");
+    });
+  }
+
+  void schedule_ping() {
+    uint64_t gen = generation;
+    ping_timer.expires_after(std::chrono::milliseconds(std::max(10, negotiated_ / 3)));
+    ping_timer.async_wait([self = this, gen](boost::system::error_code ec) {
+      if (ec || gen != self->generation || !self->connected) return;
+      if (Clock::now() - self->last_send >= std::chrono::milliseconds(self->negotiated_ / 3))
+        self->send_raw(framed(wire::encode(wire::RequestHeader{wire::xid::ping, static_cast<int32_t>(OpCode::ping)})));
+      self->schedule_ping();
+    });
+  }
+
+  void frame(const std::string& payload) {
+    if (!connected) return on_connect_response(payload);
+    wire::Reader r(payload);
+    wire::ReplyHeader h;
+    h.visit(r);
+    if (!r.ok()) return broken("a reply without a header");
+    std::string_view body = std::string_view(payload).substr(16);
+    if (h.zxid > 0) last_zxid = std::max(last_zxid, h.zxid);
+    if (h.xid == wire::xid::notification) {
+      auto ev = wire::decode<wire::WatcherEvent>(body);
+      if (ev) deliver(static_cast<EventType>(ev->type), relative(ev->path));
+      return;
+    }
+    if (h.xid == wire::xid::ping || h.xid == wire::xid::setWatches) return;
+    if (h.xid == wire::xid::auth) {
+      auto err = static_cast<Err>(h.err);
+      if (!auth_waiting.empty()) {
+        auto cb = std::move(auth_waiting.front());
+        auth_waiting.pop_front();
+        if (cb) cb(err);
+      }
+      if (err == Err::authFailed) end(State::auth_failed, Err::authFailed);
+      return;
+    }
+    if (in_flight.empty() || in_flight.front().xid != h.xid) return broken("a reply out of order");
+    Request q = std::move(in_flight.front());
+    in_flight.pop_front();
+    if (q.done) q.done(static_cast<Err>(h.err), h.zxid, body);
+  }
+
+  void on_connect_response(const std::string& payload) {
+    auto resp = wire::decode_connect_response(payload);
+    if (!resp) return broken("a connect response that does not decode");
+    connect_timer.cancel();
+    if (resp->timeOut <= 0) {
+      end(State::expired, Err::sessionExpired);
+      return;
+    }
+    {
+      std::lock_guard<std::mutex> l(mu);
+      session_id_ = resp->sessionId;
+      passwd_ = resp->passwd.value_or(std::string(16, '\0'));
+      negotiated_ = resp->timeOut;
+    }
+    connected = true;
+    lost_timer.cancel();
+    arm_read_timer();
+    schedule_ping();
+    // Auth first, then the watches, then whatever waited for this connection.
+    for (const auto& [scheme, cred] : auth)
+      send_raw(request_frame(wire::xid::auth, OpCode::auth, wire::AuthPacket{0, scheme, cred}));
+    if (!data_watches.empty() || !exist_watches.empty() || !child_watches.empty() || !persistent.empty()) {
+      wire::SetWatches2 sw;
+      sw.relativeZxid = last_zxid;
+      for (auto& [p, w] : data_watches) sw.dataWatches.push_back(full(p));
+      for (auto& [p, w] : exist_watches) sw.existWatches.push_back(full(p));
+      for (auto& [p, w] : child_watches) sw.childWatches.push_back(full(p));
+      for (auto& [p, ws] : persistent) {
+        bool rec = false, plain = false;
+        for (auto& [recursive, w] : ws) (recursive ? rec : plain) = true;
+        if (plain) sw.persistentWatches.push_back(full(p));
+        if (rec) sw.persistentRecursiveWatches.push_back(full(p));
+      }
+      send_raw(request_frame(wire::xid::setWatches, OpCode::setWatches2, sw));
+    }
+    bool again = ever_connected;
+    ever_connected = true;
+    set_state(again ? State::reconnected : State::connected);
+    while (!queued.empty() && connected) {
+      Request q = std::move(queued.front());
+      queued.pop_front();
+      send_request(std::move(q));
+    }
+  }
+
+  // The connection is gone: what was in flight failed (its outcome unknown), the rest waits
+  // for the next one, with the session.
+  void broken(const std::string& why) {
+    (void)why;
+    if (ended) return;
+    bool was = connected;
+    drop_socket();
+    fail_in_flight(Err::connectionLoss);
+    if (was) {
+      set_state(State::suspended);
+      int32_t t = negotiated_ > 0 ? negotiated_ : opts.session_timeout_ms;
+      lost_timer.expires_after(std::chrono::milliseconds(t));
+      lost_timer.async_wait([self = this](boost::system::error_code ec) {
+        if (!ec && !self->connected && !self->ended) self->set_state(State::lost);
+      });
+    }
+    // The next server at once after a working connection; after a failed attempt a short pause
+    // once every server was tried.
+    auto pause = was || next_host % order.size() != 0 ? std::chrono::milliseconds(0) : std::chrono::milliseconds(100);
+    retry_timer.expires_after(pause);
+    retry_timer.async_wait([self = this](boost::system::error_code ec) {
+      if (!ec && !self->ended && !self->connected) self->connect();
+    });
+  }
+
+  void drop_socket() {
+    ++generation;
+    connected = false;
+    boost::system::error_code ec;
+    socket.close(ec);
+    socket = tcp::socket(io);
+    resolver.cancel();
+    connect_timer.cancel();
+    ping_timer.cancel();
+    read_timer.cancel();
+    in.clear();
+    out_pending.clear();
+    out_writing.clear();
+    writing = false;
+  }
+
+  void fail_in_flight(Err e) {
+    auto failed = std::move(in_flight);
+    in_flight.clear();
+    auto auths = std::move(auth_waiting);
+    auth_waiting.clear();
+    for (auto& q : failed)
+      if (q.done) q.done(e, 0, {});
+    for (auto& cb : auths)
+      if (cb) cb(e);
+  }
+
+  // No more connections: expired, auth failed or closed.
+  void end(State s, Err e) {
+    ended = true;
+    drop_socket();
+    lost_timer.cancel();
+    retry_timer.cancel();
+    fail_in_flight(e);
+    auto waiting = std::move(queued);
+    queued.clear();
+    for (auto& q : waiting)
+      if (q.done) q.done(e, 0, {});
+    data_watches.clear();
+    exist_watches.clear();
+    child_watches.clear();
+    persistent.clear();
+    set_state(s);
+  }
+
+  void send_raw(std::string frame) {
+    out_pending += frame;
+    last_send = Clock::now();
+    flush();
+  }
+
+  void flush() {
+    if (writing || out_pending.empty()) return;
+    writing = true;
+    out_writing.swap(out_pending);
+    out_pending.clear();
+    uint64_t gen = generation;
+    asio::async_write(socket, asio::buffer(out_writing), [self = this, gen](boost::system::error_code ec,
+                                                                                         size_t) {
+      if (gen != self->generation) return;
+      self->writing = false;
+      self->out_writing.clear();
+      if (ec) return self->broken(ec.message());
+      self->flush();
+    });
+  }
+
+  void send_request(Request q) {
+    if (ended) {
+      if (q.done) q.done(get_state() == State::closed ? Err::sessionExpired : Err::sessionExpired, 0, {});
+      return;
+    }
+    if (!connected) {
+      queued.push_back(std::move(q));
+      return;
+    }
+    std::string f = q.frame;
+    in_flight.push_back(std::move(q));
+    send_raw(std::move(f));
+  }
+
+  template <class R>
+  void submit(OpCode op, const R& body, Done done) {
+    asio::post(io, [self = this, op, body, done = std::move(done)]() mutable {
+      int32_t xid = self->next_xid++;
+      if (self->next_xid <= 0) self->next_xid = 1;
+      Request q{xid, op, request_frame(xid, op, body), std::move(done)};
+      self->send_request(std::move(q));
+    });
+  }
+
+  // ---- watches ----
+  void add_watch(WatchKind k, const std::string& path, Watcher w) {
+    if (!w) return;
+    auto& m = k == WatchKind::data ? data_watches : k == WatchKind::exist ? exist_watches : child_watches;
+    m[path].push_back(std::move(w));
+  }
+  void deliver(EventType t, const std::string& path) {
+    std::vector<Watcher> fire;
+    auto take = [&](std::map<std::string, std::vector<Watcher>>& m) {
+      auto it = m.find(path);
+      if (it == m.end()) return;
+      for (auto& w : it->second) fire.push_back(std::move(w));
+      m.erase(it);
+    };
+    switch (t) {
+      case EventType::nodeCreated:
+      case EventType::nodeDataChanged:
+        take(data_watches);
+        take(exist_watches);
+        break;
+      case EventType::nodeDeleted:
+        take(data_watches);
+        take(exist_watches);
+        take(child_watches);
+        break;
+      case EventType::nodeChildrenChanged:
+        take(child_watches);
+        break;
+      default:
+        break;
+    }
+    // Persistent watches stay: on the path itself; recursive ones on it or an ancestor (they
+    // get no NodeChildrenChanged, as in ZooKeeper).
+    for (auto& [p, ws] : persistent) {
+      bool here = p == path;
+      bool below = p == "/" ? path != "/" : path.size() > p.size() && path.compare(0, p.size(), p) == 0 &&
+                                                 path[p.size()] == '/';
+      for (auto& [recursive, w] : ws) {
+        if (recursive && (here || below) && t != EventType::nodeChildrenChanged) fire.push_back(w);
+        if (!recursive && here) fire.push_back(w);
+      }
+    }
+    WatchEvent ev{t, path};
+    for (auto& w : fire) w(ev);
+  }
+};
+
+// ---- the public side ----
+
+Client::Client(Options options) : impl_(std::make_shared<Impl>(std::move(options))) {
+  impl_->thread = std::thread([i = impl_.get()] { i->io.run(); });
+}
+
+Client::~Client() {
+  try {
+    close();
+  } catch (...) {
+  }
+  impl_->work.reset();
+  asio::post(impl_->io, [i = impl_.get()] {
+    i->drop_socket();
+    i->connect_timer.cancel();
+    i->lost_timer.cancel();
+    i->retry_timer.cancel();
+  });
+  impl_->io.stop();
+  if (impl_->thread.joinable()) impl_->thread.join();
+}
+
+namespace {
+void not_on_client_thread(const std::thread& t) {
+  if (std::this_thread::get_id() == t.get_id())
+    throw std::logic_error("a blocking call of warden::client::Client from one of its own callbacks");
+}
+}  // namespace
+
+void Client::start() {
+  not_on_client_thread(impl_->thread);
+  auto done = std::make_shared<std::promise<State>>();
+  auto fut = done->get_future();
+  auto fired = std::make_shared<bool>(false);
+  asio::post(impl_->io, [i = impl_.get(), done, fired] {
+    i->listeners.emplace_back(0, [done, fired](State s) {
+      if (*fired) return;
+      if (s == State::connected || s == State::expired || s == State::auth_failed || s == State::closed) {
+        *fired = true;
+        done->set_value(s);
+      }
+    });
+    i->set_state(State::connecting);
+    i->connect();
+  });
+  if (fut.wait_for(std::chrono::milliseconds(impl_->opts.connect_timeout_ms)) != std::future_status::ready) {
+    asio::post(impl_->io, [i = impl_.get()] { i->end(State::closed, Err::connectionLoss); });
+    throw Error(Err::connectionLoss, "no server of '" + impl_->opts.connect_string + "' answered within " +
+                                         std::to_string(impl_->opts.connect_timeout_ms) + " ms");
+  }
+  State s = fut.get();
+  if (s == State::expired) throw Error(Err::sessionExpired, "connecting");
+  if (s == State::auth_failed) throw Error(Err::authFailed, "connecting");
+  if (s != State::connected) throw Error(Err::connectionLoss, "connecting");
+}
+
+void Client::close() {
+  if (std::this_thread::get_id() == impl_->thread.get_id()) {
+    impl_->end(State::closed, Err::sessionExpired);
+    return;
+  }
+  auto done = std::make_shared<std::promise<void>>();
+  auto fut = done->get_future();
+  asio::post(impl_->io, [i = impl_.get(), done] {
+    if (i->ended) return done->set_value();
+    if (!i->connected) {
+      i->end(State::closed, Err::sessionExpired);
+      return done->set_value();
+    }
+    int32_t xid = i->next_xid++;
+    Impl::Request q{xid, OpCode::closeSession,
+                    framed(wire::encode(wire::RequestHeader{xid, static_cast<int32_t>(OpCode::closeSession)})),
+                    [i, done](Err, Zxid, std::string_view) {
+                      i->end(State::closed, Err::sessionExpired);
+                      done->set_value();
+                    }};
+    i->send_request(std::move(q));
+  });
+  // A server that does not answer the close: the session expires by itself.
+  if (fut.wait_for(std::chrono::seconds(5)) != std::future_status::ready)
+    asio::post(impl_->io, [i = impl_.get()] { i->end(State::closed, Err::sessionExpired); });
+}
+
+uint64_t Client::on_state(std::function<void(State)> listener) {
+  uint64_t id = impl_->next_listener++;
+  asio::post(impl_->io, [i = impl_.get(), id, l = std::move(listener)] { i->listeners.emplace_back(id, l); });
+  return id;
+}
+
+void Client::remove_state_listener(uint64_t id) {
+  auto* i = impl_.get();
+  auto drop = [i, id] {
+    i->listeners.erase(std::remove_if(i->listeners.begin(), i->listeners.end(), [id](auto& l) { return l.first == id; }),
+                       i->listeners.end());
+  };
+  if (std::this_thread::get_id() == i->thread.get_id()) return drop();
+  auto done = std::make_shared<std::promise<void>>();
+  auto f = done->get_future();
+  asio::post(i->io, [drop, done] {
+    drop();
+    done->set_value();
+  });
+  // The client's thread may have stopped (the client is being destroyed): then nothing runs.
+  f.wait_for(std::chrono::seconds(10));
+}
+State Client::state() const { return impl_->get_state(); }
+int64_t Client::session_id() const {
+  std::lock_guard<std::mutex> l(impl_->mu);
+  return impl_->session_id_;
+}
+std::string Client::session_password() const {
+  std::lock_guard<std::mutex> l(impl_->mu);
+  return impl_->passwd_;
+}
+int32_t Client::negotiated_timeout_ms() const {
+  std::lock_guard<std::mutex> l(impl_->mu);
+  return impl_->negotiated_;
+}
+std::string Client::server() const {
+  std::lock_guard<std::mutex> l(impl_->mu);
+  return impl_->server_;
+}
+void Client::drop_connection() {
+  asio::post(impl_->io, [i = impl_.get()] {
+    if (i->connected) i->broken("dropped by the user");
+  });
+}
+
+// ---- asynchronous operations ----
+
+void Client::create_async(std::string path, std::string data, CreateMode mode, AclList acl, int64_t ttl_ms,
+                          Callback<std::string, Stat> cb) {
+  auto* i = impl_.get();
+  auto done = [i, cb = std::move(cb)](Err e, Zxid, std::string_view body) {
+    if (e != Err::ok) return cb(e, std::string(), Stat{});
+    auto r = wire::decode<wire::Create2Response>(body);
+    if (!r) return cb(Err::marshallingError, std::string(), Stat{});
+    cb(Err::ok, i->relative(r->path), r->stat);
+  };
+  auto flags = static_cast<int32_t>(mode);
+  if (wire::is_ttl(mode))
+    i->submit(OpCode::createTTL, wire::CreateTTLRequest{i->full(path), data, acl, flags, ttl_ms}, std::move(done));
+  else if (mode == CreateMode::container)
+    i->submit(OpCode::createContainer, wire::CreateRequest{i->full(path), data, acl, flags}, std::move(done));
+  else
+    i->submit(OpCode::create2, wire::CreateRequest{i->full(path), data, acl, flags}, std::move(done));
+}
+
+void Client::remove_async(std::string path, int32_t version, Callback<> cb) {
+  impl_->submit(OpCode::remove, wire::DeleteRequest{impl_->full(path), version},
+                [cb = std::move(cb)](Err e, Zxid, std::string_view) { cb(e); });
+}
+
+void Client::exists_async(std::string path, Watcher watcher, Callback<std::optional<Stat>> cb) {
+  auto* i = impl_.get();
+  bool watch = static_cast<bool>(watcher);
+  i->submit(OpCode::exists, wire::PathWatchRequest{i->full(path), watch},
+            [i, path, watcher = std::move(watcher), cb = std::move(cb)](Err e, Zxid, std::string_view body) mutable {
+              if (e == Err::noNode) {
+                i->add_watch(Impl::WatchKind::exist, path, std::move(watcher));
+                return cb(Err::ok, std::nullopt);
+              }
+              if (e != Err::ok) return cb(e, std::nullopt);
+              auto r = wire::decode<wire::StatResponse>(body);
+              if (!r) return cb(Err::marshallingError, std::nullopt);
+              i->add_watch(Impl::WatchKind::data, path, std::move(watcher));
+              cb(Err::ok, r->stat);
+            });
+}
+
+void Client::get_async(std::string path, Watcher watcher, Callback<std::string, Stat> cb) {
+  auto* i = impl_.get();
+  bool watch = static_cast<bool>(watcher);
+  i->submit(OpCode::getData, wire::PathWatchRequest{i->full(path), watch},
+            [i, path, watcher = std::move(watcher), cb = std::move(cb)](Err e, Zxid, std::string_view body) mutable {
+              if (e != Err::ok) return cb(e, std::string(), Stat{});
+              auto r = wire::decode<wire::GetDataResponse>(body);
+              if (!r) return cb(Err::marshallingError, std::string(), Stat{});
+              i->add_watch(Impl::WatchKind::data, path, std::move(watcher));
+              cb(Err::ok, r->data.value_or(std::string()), r->stat);
+            });
+}
+
+void Client::set_async(std::string path, std::string data, int32_t version, Callback<Stat> cb) {
+  impl_->submit(OpCode::setData, wire::SetDataRequest{impl_->full(path), data, version},
+                [cb = std::move(cb)](Err e, Zxid, std::string_view body) {
+                  if (e != Err::ok) return cb(e, Stat{});
+                  auto r = wire::decode<wire::StatResponse>(body);
+                  if (!r) return cb(Err::marshallingError, Stat{});
+                  cb(Err::ok, r->stat);
+                });
+}
+
+void Client::children_async(std::string path, Watcher watcher, Callback<std::vector<std::string>, Stat> cb) {
+  auto* i = impl_.get();
+  bool watch = static_cast<bool>(watcher);
+  i->submit(OpCode::getChildren2, wire::PathWatchRequest{i->full(path), watch},
+            [i, path, watcher = std::move(watcher), cb = std::move(cb)](Err e, Zxid, std::string_view body) mutable {
+              if (e != Err::ok) return cb(e, {}, Stat{});
+              auto r = wire::decode<wire::GetChildren2Response>(body);
+              if (!r) return cb(Err::marshallingError, {}, Stat{});
+              i->add_watch(Impl::WatchKind::child, path, std::move(watcher));
+              cb(Err::ok, std::move(r->children), r->stat);
+            });
+}
+
+void Client::get_acl_async(std::string path, Callback<AclList, Stat> cb) {
+  impl_->submit(OpCode::getACL, wire::PathRequest{impl_->full(path)},
+                [cb = std::move(cb)](Err e, Zxid, std::string_view body) {
+                  if (e != Err::ok) return cb(e, {}, Stat{});
+                  auto r = wire::decode<wire::GetACLResponse>(body);
+                  if (!r) return cb(Err::marshallingError, {}, Stat{});
+                  cb(Err::ok, std::move(r->acl), r->stat);
+                });
+}
+
+void Client::set_acl_async(std::string path, AclList acl, int32_t version, Callback<Stat> cb) {
+  impl_->submit(OpCode::setACL, wire::SetACLRequest{impl_->full(path), acl, version},
+                [cb = std::move(cb)](Err e, Zxid, std::string_view body) {
+                  if (e != Err::ok) return cb(e, Stat{});
+                  auto r = wire::decode<wire::StatResponse>(body);
+                  if (!r) return cb(Err::marshallingError, Stat{});
+                  cb(Err::ok, r->stat);
+                });
+}
+
+void Client::sync_async(std::string path, Callback<> cb) {
+  impl_->submit(OpCode::sync, wire::PathRequest{impl_->full(path)},
+                [cb = std::move(cb)](Err e, Zxid, std::string_view) { cb(e); });
+}
+
+void Client::multi_async(std::vector<MultiOp> ops, Callback<std::vector<MultiResult>> cb) {
+  auto* i = impl_.get();
+  std::vector<wire::MultiOp> w;
+  for (auto& o : ops) {
+    switch (o.kind) {
+      case MultiOp::Kind::create:
+        w.push_back({OpCode::create2, wire::CreateRequest{i->full(o.path), o.data, o.acl, static_cast<int32_t>(o.mode)}});
+        break;
+      case MultiOp::Kind::remove:
+        w.push_back({OpCode::remove, wire::DeleteRequest{i->full(o.path), o.version}});
+        break;
+      case MultiOp::Kind::set:
+        w.push_back({OpCode::setData, wire::SetDataRequest{i->full(o.path), o.data, o.version}});
+        break;
+      case MultiOp::Kind::check:
+        w.push_back({OpCode::check, wire::CheckVersionRequest{i->full(o.path), o.version}});
+        break;
+    }
+  }
+  std::string body = wire::encode_multi_request(w);
+  asio::post(i->io, [i, body = std::move(body), cb = std::move(cb)]() mutable {
+    int32_t xid = i->next_xid++;
+    std::string frame = framed(wire::encode(wire::RequestHeader{xid, static_cast<int32_t>(OpCode::multi)}) + body);
+    i->send_request(Impl::Request{xid, OpCode::multi, std::move(frame),
+                                  [i, cb = std::move(cb)](Err e, Zxid, std::string_view b) {
+                                    if (e != Err::ok) return cb(e, {});
+                                    auto r = wire::decode_multi_response(b);
+                                    if (!r) return cb(Err::marshallingError, {});
+                                    std::vector<MultiResult> out;
+                                    Err first = Err::ok;
+                                    for (auto& res : *r) {
+                                      MultiResult m;
+                                      m.err = static_cast<Err>(res.err);
+                                      if (auto* c2 = std::get_if<wire::Create2Response>(&res.record)) {
+                                        m.path = i->relative(c2->path);
+                                        m.stat = c2->stat;
+                                      } else if (auto* c1 = std::get_if<wire::CreateResponse>(&res.record)) {
+                                        m.path = i->relative(c1->path);
+                                      } else if (auto* st = std::get_if<wire::StatResponse>(&res.record)) {
+                                        m.stat = st->stat;
+                                      } else if (auto* er = std::get_if<wire::ErrorResponse>(&res.record)) {
+                                        m.err = static_cast<Err>(er->err);
+                                      }
+                                      // The op that failed, not the runtimeInconsistency of the rest.
+                                      if (first == Err::ok && m.err != Err::ok && m.err != Err::runtimeInconsistency)
+                                        first = m.err;
+                                      out.push_back(std::move(m));
+                                    }
+                                    cb(first, std::move(out));
+                                  }});
+  });
+}
+
+void Client::add_auth_async(std::string scheme, std::string credentials, Callback<> cb) {
+  asio::post(impl_->io, [i = impl_.get(), scheme, credentials, cb = std::move(cb)]() mutable {
+    i->auth.emplace_back(scheme, credentials);
+    if (!i->connected) return cb(Err::ok);  // sent with the next connection's handshake
+    i->auth_waiting.push_back(std::move(cb));
+    i->send_raw(request_frame(wire::xid::auth, OpCode::auth, wire::AuthPacket{0, scheme, credentials}));
+  });
+}
+
+void Client::add_watch_async(std::string path, bool recursive, Watcher watcher, Callback<> cb) {
+  auto* i = impl_.get();
+  i->submit(OpCode::addWatch, wire::AddWatchRequest{i->full(path), recursive ? 1 : 0},
+            [i, path, recursive, watcher = std::move(watcher), cb = std::move(cb)](Err e, Zxid, std::string_view) {
+              if (e == Err::ok) i->persistent[path].emplace_back(recursive, watcher);
+              cb(e);
+            });
+}
+
+void Client::remove_watches_async(std::string path, Callback<> cb) {
+  auto* i = impl_.get();
+  // WatcherType.Any (3): every watch of this client on the path, one-shot or persistent.
+  i->submit(OpCode::removeWatches, wire::RemoveWatchesRequest{i->full(path), 3},
+            [i, path, cb = std::move(cb)](Err e, Zxid, std::string_view) {
+              if (e == Err::ok || e == Err::noWatcher) {
+                i->data_watches.erase(path);
+                i->exist_watches.erase(path);
+                i->child_watches.erase(path);
+                i->persistent.erase(path);
+              }
+              cb(e);
+            });
+}
+
+void Client::ephemerals_async(std::string prefix, Callback<std::vector<std::string>> cb) {
+  auto* i = impl_.get();
+  i->submit(OpCode::getEphemerals, wire::PathRequest{i->full(prefix)},
+            [i, cb = std::move(cb)](Err e, Zxid, std::string_view body) {
+              if (e != Err::ok) return cb(e, {});
+              auto r = wire::decode<wire::GetEphemeralsResponse>(body);
+              if (!r) return cb(Err::marshallingError, {});
+              for (auto& p : r->ephemerals) p = i->relative(p);
+              cb(Err::ok, std::move(r->ephemerals));
+            });
+}
+
+void Client::all_children_number_async(std::string path, Callback<int32_t> cb) {
+  impl_->submit(OpCode::getAllChildrenNumber, wire::PathRequest{impl_->full(path)},
+                [cb = std::move(cb)](Err e, Zxid, std::string_view body) {
+                  if (e != Err::ok) return cb(e, 0);
+                  auto r = wire::decode<wire::GetAllChildrenNumberResponse>(body);
+                  if (!r) return cb(Err::marshallingError, 0);
+                  cb(Err::ok, r->totalNumber);
+                });
+}
+
+// ---- blocking forms ----
+
+namespace {
+// Runs an asynchronous call and waits for its callback; a failure throws Error(code, what).
+template <class... T, class Start>
+std::tuple<T...> wait_for(const std::thread& t, const std::string& what, Start start) {
+  not_on_client_thread(t);
+  auto p = std::make_shared<std::promise<std::pair<Err, std::tuple<T...>>>>();
+  auto f = p->get_future();
+  start([p](Err e, T... v) { p->set_value({e, std::tuple<T...>(std::move(v)...)}); });
+  auto [e, v] = f.get();
+  if (e != Err::ok) throw Error(e, what);
+  return std::move(v);
+}
+}  // namespace
+
+std::pair<std::string, Stat> Client::create2(const std::string& path, const std::string& data, CreateMode mode,
+                                             AclList acl, int64_t ttl_ms) {
+  auto [p, s] = wait_for<std::string, Stat>(impl_->thread, "create " + path, [&](auto cb) {
+    create_async(path, data, mode, std::move(acl), ttl_ms, std::move(cb));
+  });
+  return {p, s};
+}
+std::string Client::create(const std::string& path, const std::string& data, CreateMode mode, AclList acl,
+                           int64_t ttl_ms) {
+  return create2(path, data, mode, std::move(acl), ttl_ms).first;
+}
+void Client::remove(const std::string& path, int32_t version) {
+  wait_for<>(impl_->thread, "delete " + path, [&](auto cb) { remove_async(path, version, std::move(cb)); });
+}
+std::optional<Stat> Client::exists(const std::string& path, Watcher watcher) {
+  return std::get<0>(wait_for<std::optional<Stat>>(
+      impl_->thread, "exists " + path, [&](auto cb) { exists_async(path, std::move(watcher), std::move(cb)); }));
+}
+std::pair<std::string, Stat> Client::get(const std::string& path, Watcher watcher) {
+  auto [d, s] = wait_for<std::string, Stat>(impl_->thread, "get " + path,
+                                            [&](auto cb) { get_async(path, std::move(watcher), std::move(cb)); });
+  return {d, s};
+}
+Stat Client::set(const std::string& path, const std::string& data, int32_t version) {
+  return std::get<0>(
+      wait_for<Stat>(impl_->thread, "set " + path, [&](auto cb) { set_async(path, data, version, std::move(cb)); }));
+}
+std::vector<std::string> Client::children(const std::string& path, Watcher watcher) {
+  return children2(path, std::move(watcher)).first;
+}
+std::pair<std::vector<std::string>, Stat> Client::children2(const std::string& path, Watcher watcher) {
+  auto [c, s] = wait_for<std::vector<std::string>, Stat>(
+      impl_->thread, "ls " + path, [&](auto cb) { children_async(path, std::move(watcher), std::move(cb)); });
+  return {c, s};
+}
+std::pair<AclList, Stat> Client::get_acl(const std::string& path) {
+  auto [a, s] = wait_for<AclList, Stat>(impl_->thread, "getAcl " + path,
+                                        [&](auto cb) { get_acl_async(path, std::move(cb)); });
+  return {a, s};
+}
+Stat Client::set_acl(const std::string& path, AclList acl, int32_t version) {
+  return std::get<0>(wait_for<Stat>(impl_->thread, "setAcl " + path,
+                                    [&](auto cb) { set_acl_async(path, std::move(acl), version, std::move(cb)); }));
+}
+void Client::sync(const std::string& path) {
+  wait_for<>(impl_->thread, "sync " + path, [&](auto cb) { sync_async(path, std::move(cb)); });
+}
+std::vector<MultiResult> Client::multi(std::vector<MultiOp> ops) {
+  return std::get<0>(wait_for<std::vector<MultiResult>>(impl_->thread, "multi",
+                                                        [&](auto cb) { multi_async(std::move(ops), std::move(cb)); }));
+}
+void Client::add_auth(const std::string& scheme, const std::string& credentials) {
+  wait_for<>(impl_->thread, "addauth " + scheme, [&](auto cb) { add_auth_async(scheme, credentials, std::move(cb)); });
+}
+void Client::add_watch(const std::string& path, bool recursive, Watcher watcher) {
+  wait_for<>(impl_->thread, "addWatch " + path,
+             [&](auto cb) { add_watch_async(path, recursive, std::move(watcher), std::move(cb)); });
+}
+void Client::remove_watches(const std::string& path) {
+  wait_for<>(impl_->thread, "removeWatches " + path, [&](auto cb) { remove_watches_async(path, std::move(cb)); });
+}
+std::vector<std::string> Client::ephemerals(const std::string& prefix) {
+  return std::get<0>(wait_for<std::vector<std::string>>(impl_->thread, "getEphemerals " + prefix,
+                                                        [&](auto cb) { ephemerals_async(prefix, std::move(cb)); }));
+}
+int32_t Client::all_children_number(const std::string& path) {
+  return std::get<0>(wait_for<int32_t>(impl_->thread, "getAllChildrenNumber " + path,
+                                       [&](auto cb) { all_children_number_async(path, std::move(cb)); }));
+}
+
+void Client::ensure_path(const std::string& path, bool containers) {
+  if (path.empty() || path == "/") return;
+  size_t at = 1;
+  for (;;) {
+    size_t slash = path.find('/', at);
+    std::string prefix = path.substr(0, slash);
+    try {
+      create(prefix, {}, containers && slash != std::string::npos ? CreateMode::container : CreateMode::persistent);
+    } catch (const Error& e) {
+      if (e.code() != Err::nodeExists) throw;
+    }
+    if (slash == std::string::npos) return;
+    at = slash + 1;
+  }
+}
+
+}  // namespace warden::client

@@ -1,0 +1,181 @@
+// warden::client::Client: a ZooKeeper client in C++ that talks to any ZooKeeper-compatible
+// server (Warden, standalone or an ensemble, and Apache ZooKeeper), on Asio, reusing wire/.
+//
+// A connect string "host:port,host:port[/chroot]" lists the servers (tried in random order);
+// the client opens a session and keeps it: after a lost connection it re-attaches to the next
+// server with the session's id and password and its lastZxidSeen (a server behind it refuses
+// it, and the client tries another), replays its auth and re-registers its watches
+// (setWatches2, relative to the last zxid it saw). Connection states reach the user: connected,
+// suspended (the connection is lost; the session may live), reconnected, lost (suspended for a
+// whole session timeout: the session is most likely expired), expired (the server said so),
+// auth_failed, closed. Requests made while suspended wait for the next connection; requests in
+// flight when a connection breaks fail with ConnectionLoss (their outcome is unknown), as in
+// ZooKeeper's clients.
+//
+// Every operation is asynchronous (a callback, run on the client's own thread) with a blocking
+// form that throws Error (ZooKeeper's code) on failure; the blocking forms must not be called
+// from a callback (they would wait for the thread they block), and throw std::logic_error if
+// they are. Watches: one-shot (exists/getData/getChildren with a watcher) and persistent
+// (add_watch), delivered on the client's thread, paths relative to the chroot.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "wire/codes.hpp"
+#include "wire/records.hpp"
+
+namespace warden::client {
+
+using wire::AclList;
+using wire::CreateMode;
+using wire::Err;
+using wire::EventType;
+using wire::Stat;
+using wire::Zxid;
+
+enum class State { connecting, connected, suspended, reconnected, lost, expired, auth_failed, closed };
+const char* state_name(State s);
+
+// A ZooKeeper error code, with the operation and path for the message.
+class Error : public std::runtime_error {
+ public:
+  Error(Err code, const std::string& what);
+  Err code() const { return code_; }
+
+ private:
+  Err code_;
+};
+
+// A watch event: the type and the path (relative to the chroot).
+struct WatchEvent {
+  EventType type = EventType::none;
+  std::string path;
+};
+using Watcher = std::function<void(const WatchEvent&)>;
+
+// world:anyone with every permission: ZooKeeper's OPEN_ACL_UNSAFE.
+AclList open_acl();
+
+struct Options {
+  std::string connect_string = "127.0.0.1:2181";
+  int32_t session_timeout_ms = 30000;
+  // How long start() waits for the first session before it gives up (ConnectionLoss).
+  int32_t connect_timeout_ms = 15000;
+  // (scheme, credentials), e.g. {"digest", "user:password"}: sent at every connection.
+  std::vector<std::pair<std::string, std::string>> auth;
+  // Seeds the host order; none: random.
+  std::optional<uint64_t> seed;
+};
+
+// The parts of a connect string; throws std::invalid_argument naming what is wrong.
+struct ConnectString {
+  std::vector<std::pair<std::string, uint16_t>> hosts;
+  std::string chroot;  // "" or "/a/b"
+  static ConnectString parse(std::string_view s);
+};
+
+struct MultiOp {
+  enum class Kind { create, remove, set, check } kind = Kind::create;
+  std::string path;
+  std::string data;
+  int32_t version = -1;
+  CreateMode mode = CreateMode::persistent;
+  AclList acl = open_acl();
+  static MultiOp create(std::string path, std::string data, CreateMode mode = CreateMode::persistent);
+  static MultiOp remove(std::string path, int32_t version = -1);
+  static MultiOp set(std::string path, std::string data, int32_t version = -1);
+  static MultiOp check(std::string path, int32_t version);
+};
+struct MultiResult {
+  Err err = Err::ok;
+  std::string path;  // create: the name made
+  Stat stat;         // set
+};
+
+class Client {
+ public:
+  template <class... T>
+  using Callback = std::function<void(Err, T...)>;
+
+  explicit Client(Options options);
+  ~Client();  // closes the session (as close()) and stops the client's thread
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+
+  // Connects; returns once a session is open, or throws Error(ConnectionLoss) after
+  // connect_timeout_ms (Error(SessionExpired) / Error(AuthFailed) for those).
+  void start();
+  // Closes the session (its ephemerals go) and the connection; pending calls fail.
+  void close();
+  // Every state change, on the client's thread, in order; the id removes it again.
+  uint64_t on_state(std::function<void(State)> listener);
+  // Once this returns, the listener is not called again (unless called from a callback).
+  void remove_state_listener(uint64_t id);
+  State state() const;
+  int64_t session_id() const;
+  std::string session_password() const;
+  int32_t negotiated_timeout_ms() const;
+  // The server the client is connected to ("host:port"), or "" between connections.
+  std::string server() const;
+  // Drops the current connection, as a network fault would (tests, and moving to another
+  // server): the client reconnects with its session.
+  void drop_connection();
+
+  // ---- asynchronous operations (callbacks on the client's thread) ----
+  void create_async(std::string path, std::string data, CreateMode mode, AclList acl, int64_t ttl_ms,
+                    Callback<std::string, Stat> cb);
+  void remove_async(std::string path, int32_t version, Callback<> cb);
+  void exists_async(std::string path, Watcher watcher, Callback<std::optional<Stat>> cb);
+  void get_async(std::string path, Watcher watcher, Callback<std::string, Stat> cb);
+  void set_async(std::string path, std::string data, int32_t version, Callback<Stat> cb);
+  void children_async(std::string path, Watcher watcher, Callback<std::vector<std::string>, Stat> cb);
+  void get_acl_async(std::string path, Callback<AclList, Stat> cb);
+  void set_acl_async(std::string path, AclList acl, int32_t version, Callback<Stat> cb);
+  void sync_async(std::string path, Callback<> cb);
+  void multi_async(std::vector<MultiOp> ops, Callback<std::vector<MultiResult>> cb);
+  void add_auth_async(std::string scheme, std::string credentials, Callback<> cb);
+  // A persistent watch on `path` (and, `recursive`, everything below it) until removed.
+  void add_watch_async(std::string path, bool recursive, Watcher watcher, Callback<> cb);
+  void remove_watches_async(std::string path, Callback<> cb);
+  void ephemerals_async(std::string prefix, Callback<std::vector<std::string>> cb);
+  void all_children_number_async(std::string path, Callback<int32_t> cb);
+
+  // ---- the same, blocking; failures throw Error ----
+  std::string create(const std::string& path, const std::string& data = {}, CreateMode mode = CreateMode::persistent,
+                     AclList acl = open_acl(), int64_t ttl_ms = 0);
+  // With the new node's Stat (its czxid is the zxid that created it).
+  std::pair<std::string, Stat> create2(const std::string& path, const std::string& data = {},
+                                       CreateMode mode = CreateMode::persistent, AclList acl = open_acl(),
+                                       int64_t ttl_ms = 0);
+  void remove(const std::string& path, int32_t version = -1);
+  std::optional<Stat> exists(const std::string& path, Watcher watcher = nullptr);
+  std::pair<std::string, Stat> get(const std::string& path, Watcher watcher = nullptr);
+  Stat set(const std::string& path, const std::string& data, int32_t version = -1);
+  std::vector<std::string> children(const std::string& path, Watcher watcher = nullptr);
+  std::pair<std::vector<std::string>, Stat> children2(const std::string& path, Watcher watcher = nullptr);
+  std::pair<AclList, Stat> get_acl(const std::string& path);
+  Stat set_acl(const std::string& path, AclList acl, int32_t version = -1);
+  void sync(const std::string& path);
+  std::vector<MultiResult> multi(std::vector<MultiOp> ops);  // throws on a failed multi too
+  void add_auth(const std::string& scheme, const std::string& credentials);
+  void add_watch(const std::string& path, bool recursive, Watcher watcher);
+  void remove_watches(const std::string& path);
+  std::vector<std::string> ephemerals(const std::string& prefix = "/");
+  int32_t all_children_number(const std::string& path);
+  // Creates `path`'s missing ancestors (persistent, or containers) and, unless it exists,
+  // `path` itself; NodeExists along the way is fine.
+  void ensure_path(const std::string& path, bool containers = false);
+
+ private:
+  struct Impl;
+  std::shared_ptr<Impl> impl_;
+};
+
+}  // namespace warden::client

@@ -1,0 +1,251 @@
+#include "recipes/mutex.hpp"
+
+#include <algorithm>
+#include <random>
+
+namespace warden::client {
+
+namespace {
+constexpr const char* lock_name = "lock-";
+
+std::string new_uuid() {
+  std::random_device rd;
+  std::mt19937_64 g((static_cast<uint64_t>(rd()) << 32) ^ rd());
+  uint64_t a = g(), b = g();
+  a = (a & ~0xf000ULL) | 0x4000ULL;                    // version 4
+  b = (b & ~(3ULL << 62)) | (2ULL << 62);              // variant 10
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%08x-%04x-%04x-%04x-%012llx", static_cast<unsigned>(a >> 32),
+                static_cast<unsigned>((a >> 16) & 0xffff), static_cast<unsigned>(a & 0xffff),
+                static_cast<unsigned>(b >> 48), static_cast<unsigned long long>(b & 0xffffffffffffULL));
+  return buf;
+}
+}  // namespace
+
+int64_t lock_sequence(const std::string& name) {
+  auto at = name.rfind(lock_name);
+  if (at == std::string::npos) return -1;
+  std::string digits = name.substr(at + 5);
+  if (digits.empty() || digits.size() > 18 || !std::all_of(digits.begin(), digits.end(), ::isdigit)) return -1;
+  return std::stoll(digits);
+}
+
+Mutex::Mutex(Client& client, std::string path) : client_(client), path_(std::move(path)), uuid_(new_uuid()) {
+  listener_ = client_.on_state([sh = sh_](State s) {
+    if (s != State::lost && s != State::expired && s != State::closed) return;
+    std::function<void()> f;
+    {
+      std::lock_guard<std::mutex> l(sh->mu);
+      sh->lost = true;
+      ++sh->changes;
+      if (sh->holds > 0) f = sh->on_lost;
+    }
+    sh->cv.notify_all();
+    if (f) f();
+  });
+}
+
+Mutex::~Mutex() {
+  client_.remove_state_listener(listener_);
+  try {
+    bool release_it = false;
+    {
+      std::lock_guard<std::mutex> l(sh_->mu);
+      if (sh_->holds > 0 && !sh_->lost) {
+        sh_->holds = 1;
+        release_it = true;
+      }
+    }
+    if (release_it) release();
+  } catch (...) {
+  }
+}
+
+bool Mutex::held() const {
+  std::lock_guard<std::mutex> l(sh_->mu);
+  return sh_->holds > 0 && !sh_->lost;
+}
+int64_t Mutex::fencing_token() const {
+  std::lock_guard<std::mutex> l(sh_->mu);
+  return token_;
+}
+int64_t Mutex::wakeups() const {
+  std::lock_guard<std::mutex> l(sh_->mu);
+  return sh_->wakeups;
+}
+void Mutex::on_lost(std::function<void()> f) {
+  std::lock_guard<std::mutex> l(sh_->mu);
+  sh_->on_lost = std::move(f);
+}
+
+int64_t Mutex::acquire() { return *lock(std::nullopt); }
+
+std::optional<int64_t> Mutex::try_acquire(std::chrono::milliseconds timeout) {
+  return lock(std::chrono::steady_clock::now() + timeout);
+}
+
+std::optional<std::string> Mutex::find_ours() {
+  for (const auto& c : client_.children(path_))
+    if (c.rfind("_c_" + uuid_, 0) == 0) return path_ + "/" + c;
+  return std::nullopt;
+}
+
+std::string Mutex::create_node() {
+  std::string prefix = path_ + "/_c_" + uuid_ + "-" + lock_name;
+  for (int attempt = 0;; ++attempt) {
+    try {
+      try {
+        auto [name, stat] = client_.create2(prefix, {}, CreateMode::ephemeralSequential);
+        std::lock_guard<std::mutex> l(sh_->mu);
+        token_ = stat.czxid;
+        return name;
+      } catch (const Error& e) {
+        if (e.code() != Err::noNode) throw;
+        // The lock path does not exist yet: its parents are containers, as Curator makes them.
+        auto slash = path_.rfind('/');
+        if (slash > 0) client_.ensure_path(path_.substr(0, slash), true);
+        try {
+          client_.create(path_, {}, CreateMode::container);
+        } catch (const Error& e2) {
+          if (e2.code() != Err::nodeExists) throw;
+        }
+      }
+    } catch (const Error& e) {
+      // The reply was lost: the node may exist. Look for it by our uuid before creating again.
+      if (e.code() != Err::connectionLoss || attempt >= 20) throw;
+      for (;;) {
+        try {
+          if (auto ours = find_ours()) {
+            auto st = client_.exists(*ours);
+            if (!st) break;  // gone again (the session expired?): create anew
+            std::lock_guard<std::mutex> l(sh_->mu);
+            token_ = st->czxid;
+            return *ours;
+          }
+          break;
+        } catch (const Error& e2) {
+          if (e2.code() == Err::noNode) break;  // the lock path itself went (an empty container)
+          if (e2.code() != Err::connectionLoss) throw;
+        }
+      }
+    }
+  }
+}
+
+std::optional<int64_t> Mutex::lock(std::optional<std::chrono::steady_clock::time_point> deadline) {
+  {
+    std::lock_guard<std::mutex> l(sh_->mu);
+    if (sh_->holds > 0 && !sh_->lost) {
+      ++sh_->holds;
+      return token_;
+    }
+    sh_->holds = 0;
+    sh_->lost = false;
+  }
+  std::string ours = create_node();
+  try {
+    return wait_turn(ours, deadline);
+  } catch (...) {
+    // Out of the queue before the error goes up, as Curator's deleteOurPath: no orphan node.
+    for (int attempt = 0; attempt < 50; ++attempt) {
+      try {
+        client_.remove(ours);
+        break;
+      } catch (const Error& e) {
+        if (e.code() != Err::connectionLoss) break;
+      }
+    }
+    throw;
+  }
+}
+
+std::optional<int64_t> Mutex::wait_turn(const std::string& ours,
+                                        std::optional<std::chrono::steady_clock::time_point> deadline) {
+  std::string our_name = ours.substr(ours.rfind('/') + 1);
+  int losses = 0;
+  for (;;) {
+    std::vector<std::string> kids;
+    try {
+      kids = client_.children(path_);
+    } catch (const Error& e) {
+      // The connection broke: the session (and our node) live on; ask again once it is back.
+      if (e.code() != Err::connectionLoss || ++losses > 100) throw;
+      continue;
+    }
+    std::vector<std::pair<int64_t, std::string>> queue;
+    for (auto& k : kids)
+      if (int64_t s = lock_sequence(k); s >= 0) queue.emplace_back(s, k);
+    std::sort(queue.begin(), queue.end());
+    auto me = std::find_if(queue.begin(), queue.end(), [&](auto& q) { return q.second == our_name; });
+    if (me == queue.end()) throw Error(Err::noNode, "lock " + path_ + ": our node " + ours + " vanished");
+    if (me == queue.begin()) {
+      std::lock_guard<std::mutex> l(sh_->mu);
+      node_ = ours;
+      sh_->holds = 1;
+      return token_;
+    }
+    std::string before = path_ + "/" + std::prev(me)->second;
+    uint64_t seen;
+    {
+      std::lock_guard<std::mutex> l(sh_->mu);
+      seen = sh_->changes;
+    }
+    // Only the node just before ours: one waiter wakes per release.
+    std::optional<Stat> st;
+    try {
+      st = client_.exists(before, [sh = sh_](const WatchEvent&) {
+        {
+          std::lock_guard<std::mutex> l(sh->mu);
+          ++sh->changes;
+          ++sh->wakeups;
+        }
+        sh->cv.notify_all();
+      });
+    } catch (const Error& e) {
+      if (e.code() != Err::connectionLoss || ++losses > 100) throw;
+      continue;
+    }
+    if (!st) continue;  // it went before we watched it
+    std::unique_lock<std::mutex> l(sh_->mu);
+    auto woken = [&] { return sh_->changes != seen; };
+    if (deadline) {
+      if (!sh_->cv.wait_until(l, *deadline, woken)) {
+        l.unlock();
+        try {
+          client_.remove(ours);
+        } catch (const Error&) {
+        }
+        return std::nullopt;
+      }
+    } else {
+      sh_->cv.wait(l, woken);
+    }
+    if (sh_->lost) {
+      l.unlock();
+      throw Error(Err::sessionExpired, "lock " + path_ + ": the session was lost while waiting");
+    }
+  }
+}
+
+void Mutex::release() {
+  std::string node;
+  {
+    std::lock_guard<std::mutex> l(sh_->mu);
+    if (sh_->holds == 0) throw std::logic_error("release of " + path_ + ", which this Mutex does not hold");
+    if (--sh_->holds > 0) return;
+    node = node_;
+    node_.clear();
+  }
+  // Curator's guaranteed delete, in short: try until the node is gone or the session is.
+  for (int attempt = 0; attempt < 50; ++attempt) {
+    try {
+      client_.remove(node);
+      return;
+    } catch (const Error& e) {
+      if (e.code() == Err::noNode || e.code() == Err::sessionExpired) return;
+      if (e.code() != Err::connectionLoss) throw;
+    }
+  }
+}
+
+}  // namespace warden::client

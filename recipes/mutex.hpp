@@ -1,0 +1,81 @@
+// A distributed mutex on a Client, compatible with Curator's InterProcessMutex on the same
+// path, so that Java services on Curator and C++ services on Warden exclude each other.
+//
+// As Curator's: each contender creates an ephemeral-sequential child of the lock path named
+// `_c_<uuid>-lock-<sequence>` (parents created as containers); children are ordered by the
+// sequence suffix; the lowest holds the lock; every other watches only the child just before
+// its own (no herd: a release wakes one waiter). A create whose reply was lost in a disconnect
+// is found again by its uuid (Curator's protected mode): no orphan node, no second entry.
+// Reentrant for the same Mutex object (an acquire by the holder counts; as many releases free
+// it). Beyond Curator: each acquisition has a fencing token, the zxid that created the holder's
+// node, which strictly increases from one holder of the path to the next (sequence numbers, and
+// so holders, follow zxid order), so a resource can refuse a holder that paused past its turn.
+// The holder is told (on_lost) when its session is lost or expires: it must not go on as if it
+// held the lock.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "recipes/client.hpp"
+
+namespace warden::client {
+
+class Mutex {
+ public:
+  Mutex(Client& client, std::string path);
+  ~Mutex();  // releases a held lock (best effort)
+  Mutex(const Mutex&) = delete;
+  Mutex& operator=(const Mutex&) = delete;
+
+  // Blocks until held; the fencing token of this acquisition. Throws Error on a session or
+  // connection failure.
+  int64_t acquire();
+  // Blocks at most `timeout`; nothing when it was not acquired in time (its node is removed).
+  std::optional<int64_t> try_acquire(std::chrono::milliseconds timeout);
+  // One release per acquire; the last deletes the node.
+  void release();
+  bool held() const;
+  int64_t fencing_token() const;
+  const std::string& node() const { return node_; }  // the holder's node, "" when not held
+  // Called (on the client's thread) once the session is lost or expired while held.
+  void on_lost(std::function<void()> f);
+  // Watch events this Mutex received while waiting (tests count them: one per release ahead).
+  int64_t wakeups() const;
+
+ private:
+  std::optional<int64_t> lock(std::optional<std::chrono::steady_clock::time_point> deadline);
+  std::string create_node();
+  std::optional<int64_t> wait_turn(const std::string& ours, std::optional<std::chrono::steady_clock::time_point> deadline);
+  std::optional<std::string> find_ours();
+
+  // What the client's callbacks (the state listener, the predecessor's watch) touch: shared,
+  // so that a callback after this Mutex is gone finds it alive.
+  struct Shared {
+    std::mutex mu;
+    std::condition_variable cv;
+    uint64_t changes = 0;  // bumped by the predecessor's watch and by a lost session
+    int64_t wakeups = 0;
+    bool lost = false;
+    int holds = 0;
+    std::function<void()> on_lost;
+  };
+
+  Client& client_;
+  std::string path_;
+  std::string uuid_;
+  std::string node_;
+  int64_t token_ = 0;
+  std::shared_ptr<Shared> sh_ = std::make_shared<Shared>();
+  uint64_t listener_ = 0;
+};
+
+// The sequence number of a lock child name (the digits after the last "lock-"), -1 if none.
+int64_t lock_sequence(const std::string& name);
+
+}  // namespace warden::client

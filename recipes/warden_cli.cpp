@@ -1,0 +1,389 @@
+// warden: a command-line client for Warden and any ZooKeeper (recipes/README in the main
+// README, "The warden command line"). `warden [--server HOSTS] COMMAND ...`; HOSTS from
+// WARDEN_SERVER, else 127.0.0.1:2181. Bad arguments: usage and exit 2; an unreachable server: a
+// message and exit 1, within the connect timeout.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <iostream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "recipes/client.hpp"
+#include "recipes/mutex.hpp"
+
+using namespace warden::client;
+namespace wire = warden::wire;
+
+namespace {
+
+const char* usage_text =
+    "usage: warden [--server HOSTS] [--timeout-ms MS] [--session-timeout-ms MS] [--auth SCHEME:AUTH] COMMAND ...\n"
+    "  HOSTS: a connect string, host:port[,host:port...][/chroot]; default $WARDEN_SERVER, else 127.0.0.1:2181\n"
+    "commands:\n"
+    "  create [-s] [-e] [-c] [-t TTL_MS] PATH [DATA]\n"
+    "  get [-s] [-w] PATH          set [-v VERSION] PATH DATA      delete [-v VERSION] PATH\n"
+    "  deleteall PATH              ls [-R] [-s] PATH                stat PATH\n"
+    "  getAcl PATH                 setAcl PATH ACL (scheme:id:perms[,...])\n"
+    "  addauth SCHEME AUTH         (checks the credentials; --auth SCHEME:AUTH applies them to a command)\n"
+    "  sync PATH                   watch PATH (prints one event)\n"
+    "  lock PATH [--timeout SECONDS] -- CMD [ARGS...]\n"
+    "      runs CMD holding the Curator-compatible mutex at PATH, with WARDEN_FENCING_TOKEN set;\n"
+    "      exits with CMD's status, 75 if not acquired within --timeout\n";
+
+int usage(const std::string& why = {}) {
+  if (!why.empty()) std::fprintf(stderr, "warden: %s\n", why.c_str());
+  std::fputs(usage_text, stderr);
+  return 2;
+}
+
+std::string time_text(int64_t ms) {
+  std::time_t t = static_cast<std::time_t>(ms / 1000);
+  char buf[64];
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  std::strftime(buf, sizeof buf, "%a %b %d %H:%M:%S UTC %Y", &tm);
+  return buf;
+}
+
+void print_stat(const Stat& s) {
+  std::printf("cZxid = 0x%llx\nctime = %s\nmZxid = 0x%llx\nmtime = %s\npZxid = 0x%llx\ncversion = %d\n"
+              "dataVersion = %d\naclVersion = %d\nephemeralOwner = 0x%llx\ndataLength = %d\nnumChildren = %d\n",
+              static_cast<unsigned long long>(s.czxid), time_text(s.ctime).c_str(),
+              static_cast<unsigned long long>(s.mzxid), time_text(s.mtime).c_str(),
+              static_cast<unsigned long long>(s.pzxid), s.cversion, s.version, s.aversion,
+              static_cast<unsigned long long>(s.ephemeralOwner), s.dataLength, s.numChildren);
+}
+
+std::string perms_text(int32_t p) {
+  std::string s;
+  if (p & wire::perms::create) s += 'c';
+  if (p & wire::perms::remove) s += 'd';
+  if (p & wire::perms::read) s += 'r';
+  if (p & wire::perms::write) s += 'w';
+  if (p & wire::perms::admin) s += 'a';
+  return s;
+}
+
+// "scheme:id:perms[,scheme:id:perms]" as zkCli's setAcl takes it.
+AclList parse_acl(const std::string& text) {
+  AclList out;
+  size_t from = 0;
+  while (from <= text.size()) {
+    size_t comma = std::min(text.find(',', from), text.size());
+    std::string one = text.substr(from, comma - from);
+    from = comma + 1;
+    auto first = one.find(':'), last = one.rfind(':');
+    if (first == std::string::npos || last == first) throw std::invalid_argument("'" + one + "' is not scheme:id:perms");
+    int32_t p = 0;
+    for (char ch : one.substr(last + 1)) {
+      switch (ch) {
+        case 'c': p |= wire::perms::create; break;
+        case 'd': p |= wire::perms::remove; break;
+        case 'r': p |= wire::perms::read; break;
+        case 'w': p |= wire::perms::write; break;
+        case 'a': p |= wire::perms::admin; break;
+        default: throw std::invalid_argument("'" + one + "': perms are letters of cdrwa");
+      }
+    }
+    out.push_back(wire::Acl{p, wire::Id{one.substr(0, first), one.substr(first + 1, last - first - 1)}});
+  }
+  return out;
+}
+
+void list(Client& c, const std::string& path, bool recursive, bool with_stat) {
+  auto [kids, stat] = c.children2(path);
+  std::sort(kids.begin(), kids.end());
+  if (!recursive) {
+    std::printf("[");
+    for (size_t i = 0; i < kids.size(); ++i) std::printf("%s%s", i ? ", " : "", kids[i].c_str());
+    std::printf("]\n");
+    if (with_stat) print_stat(stat);
+    return;
+  }
+  std::printf("%s\n", path.c_str());
+  for (const auto& k : kids) list(c, path == "/" ? "/" + k : path + "/" + k, true, false);
+}
+
+void delete_all(Client& c, const std::string& path) {
+  for (const auto& k : c.children(path)) delete_all(c, path == "/" ? "/" + k : path + "/" + k);
+  if (path != "/") {
+    try {
+      c.remove(path);
+    } catch (const Error& e) {
+      if (e.code() != Err::noNode) throw;
+    }
+  }
+}
+
+// ---- warden lock ----
+std::atomic<bool> lost{false};
+
+int run_locked(Client& client, const std::string& path, double timeout_s, const std::vector<std::string>& cmd) {
+  Mutex m(client, path);
+  m.on_lost([] { lost = true; });
+  std::optional<int64_t> token;
+  if (timeout_s >= 0) {
+    token = m.try_acquire(std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000)));
+    if (!token) {
+      std::fprintf(stderr, "warden: lock %s not acquired within %g s\n", path.c_str(), timeout_s);
+      return 75;
+    }
+  } else {
+    token = m.acquire();
+  }
+  std::string token_text = std::to_string(*token);
+  pid_t child = fork();
+  if (child < 0) {
+    std::fprintf(stderr, "warden: fork: %s\n", std::strerror(errno));
+    m.release();
+    return 1;
+  }
+  if (child == 0) {
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
+    setenv("WARDEN_FENCING_TOKEN", token_text.c_str(), 1);
+    std::vector<char*> argv;
+    for (const auto& a : cmd) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    execvp(argv[0], argv.data());
+    std::fprintf(stderr, "warden: cannot run %s: %s\n", argv[0], std::strerror(errno));
+    _exit(127);
+  }
+  // SIGTERM and SIGINT go on to CMD; the lock is released once it ends. A lost session stops
+  // CMD (SIGTERM): it must not go on believing it holds the lock.
+  sigset_t waited;
+  sigemptyset(&waited);
+  sigaddset(&waited, SIGTERM);
+  sigaddset(&waited, SIGINT);
+  sigaddset(&waited, SIGCHLD);
+  bool lost_reported = false;
+  int status = 0;
+  for (;;) {
+    timespec tick{0, 100 * 1000 * 1000};
+    int sig = sigtimedwait(&waited, nullptr, &tick);
+    if (sig == SIGTERM || sig == SIGINT) kill(child, sig);
+    if (lost && !lost_reported) {
+      lost_reported = true;
+      std::fprintf(stderr, "warden: the session holding %s was lost; stopping the command\n", path.c_str());
+      kill(child, SIGTERM);
+    }
+    pid_t r = waitpid(child, &status, WNOHANG);
+    if (r == child) break;
+  }
+  if (!lost) {
+    try {
+      m.release();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "warden: releasing %s: %s\n", path.c_str(), e.what());
+    }
+  }
+  if (lost) return 70;
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  Options opts;
+  const char* env = std::getenv("WARDEN_SERVER");
+  opts.connect_string = env && *env ? env : "127.0.0.1:2181";
+  opts.connect_timeout_ms = 10000;
+  size_t i = 0;
+  for (; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--help" || a == "-h") {
+      std::fputs(usage_text, stdout);
+      return 0;
+    } else if (a == "--server") {
+      if (++i >= args.size()) return usage("--server needs a connect string");
+      opts.connect_string = args[i];
+    } else if (a == "--timeout-ms" || a == "--session-timeout-ms") {
+      char* end = nullptr;
+      long v = ++i < args.size() ? std::strtol(args[i].c_str(), &end, 10) : 0;
+      if (!end || *end || v < 100 || v > 600000) return usage(a + " needs a number of milliseconds from 100 to 600000");
+      (a == "--timeout-ms" ? opts.connect_timeout_ms : opts.session_timeout_ms) = static_cast<int32_t>(v);
+    } else if (a == "--auth") {
+      if (++i >= args.size() || args[i].find(':') == std::string::npos) return usage("--auth needs SCHEME:AUTH");
+      auto colon = args[i].find(':');
+      opts.auth.emplace_back(args[i].substr(0, colon), args[i].substr(colon + 1));
+    } else {
+      break;
+    }
+  }
+  if (i >= args.size()) return usage("no command");
+  std::string cmd = args[i++];
+  std::vector<std::string> flags, rest;
+  std::map<std::string, std::string> values;
+  std::vector<std::string> command;  // after "--"
+  for (; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--") {
+      command.assign(args.begin() + static_cast<long>(i) + 1, args.end());
+      break;
+    }
+    if ((a == "-t" || a == "-v" || a == "--timeout") && i + 1 < args.size()) {
+      values[a] = args[++i];
+    } else if (a.size() == 2 && a[0] == '-' && std::isalpha(static_cast<unsigned char>(a[1]))) {
+      flags.push_back(a);
+    } else {
+      rest.push_back(a);
+    }
+  }
+  auto has = [&](const char* f) { return std::find(flags.begin(), flags.end(), f) != flags.end(); };
+  auto number = [&](const std::string& key, int64_t& out) {
+    auto it = values.find(key);
+    if (it == values.end()) return true;
+    char* end = nullptr;
+    out = std::strtoll(it->second.c_str(), &end, 10);
+    return *end == '\0' && !it->second.empty();
+  };
+  static const std::map<std::string, std::pair<size_t, size_t>> arity{
+      {"create", {1, 2}}, {"get", {1, 1}},    {"set", {2, 2}},    {"delete", {1, 1}}, {"deleteall", {1, 1}},
+      {"ls", {1, 1}},     {"stat", {1, 1}},   {"getAcl", {1, 1}}, {"setAcl", {2, 2}}, {"addauth", {2, 2}},
+      {"sync", {1, 1}},   {"watch", {1, 1}},  {"lock", {1, 1}}};
+  auto ar = arity.find(cmd);
+  if (ar == arity.end()) return usage("unknown command '" + cmd + "'");
+  if (rest.size() < ar->second.first || rest.size() > ar->second.second)
+    return usage(cmd + " takes " + std::to_string(ar->second.first) +
+                 (ar->second.second != ar->second.first ? " or " + std::to_string(ar->second.second) : "") +
+                 " argument(s)");
+  if (cmd != "addauth" && (rest[0].empty() || rest[0][0] != '/')) return usage("'" + rest[0] + "' is not a path (it starts with /)");
+  if (cmd == "lock" && command.empty()) return usage("lock needs -- CMD [ARGS...]");
+  if (cmd != "lock" && !command.empty()) return usage(cmd + " takes no command after --");
+
+  // warden lock waits for its command's signals: block them in every thread from the start.
+  if (cmd == "lock") {
+    sigset_t s;
+    sigemptyset(&s);
+    sigaddset(&s, SIGTERM);
+    sigaddset(&s, SIGINT);
+    sigaddset(&s, SIGCHLD);
+    sigprocmask(SIG_BLOCK, &s, nullptr);
+  }
+
+  try {
+    try {
+      ConnectString::parse(opts.connect_string);
+    } catch (const std::invalid_argument& e) {
+      return usage(std::string("--server: ") + e.what());
+    }
+    Client c(opts);
+    try {
+      c.start();
+    } catch (const Error& e) {
+      std::fprintf(stderr, "warden: cannot reach %s: %s\n", opts.connect_string.c_str(), e.what());
+      return 1;
+    }
+    const std::string& path = rest[0];
+    int64_t version = -1, ttl = 0;
+    if (!number("-v", version)) return usage("-v needs a version number");
+    if (!number("-t", ttl)) return usage("-t needs a TTL in milliseconds");
+    if (cmd == "create") {
+      CreateMode mode = CreateMode::persistent;
+      bool s = has("-s"), e = has("-e");
+      if (has("-c")) mode = CreateMode::container;
+      else if (values.count("-t")) mode = s ? CreateMode::persistentSequentialWithTtl : CreateMode::persistentWithTtl;
+      else if (s && e) mode = CreateMode::ephemeralSequential;
+      else if (s) mode = CreateMode::persistentSequential;
+      else if (e) mode = CreateMode::ephemeral;
+      std::string made = c.create(path, rest.size() > 1 ? rest[1] : std::string(), mode, open_acl(), ttl);
+      std::printf("Created %s\n", made.c_str());
+      if (e) {  // an ephemeral lives as long as its session: this one ends now
+        std::fprintf(stderr, "warden: note: the ephemeral %s goes with this command's session\n", made.c_str());
+      }
+    } else if (cmd == "get") {
+      std::optional<WatchEvent> fired;
+      std::mutex mu;
+      std::condition_variable cv;
+      Watcher w;
+      if (has("-w"))
+        w = [&](const WatchEvent& ev) {
+          std::lock_guard<std::mutex> l(mu);
+          fired = ev;
+          cv.notify_all();
+        };
+      auto [data, stat] = c.get(path, w);
+      std::printf("%s\n", data.c_str());
+      if (has("-s")) print_stat(stat);
+      if (w) {
+        std::fflush(stdout);
+        std::unique_lock<std::mutex> l(mu);
+        cv.wait(l, [&] { return fired.has_value(); });
+        std::printf("WATCHER::\nWatchedEvent state:SyncConnected type:%d path:%s\n", static_cast<int>(fired->type),
+                    fired->path.c_str());
+      }
+    } else if (cmd == "set") {
+      c.set(path, rest[1], static_cast<int32_t>(version));
+    } else if (cmd == "delete") {
+      c.remove(path, static_cast<int32_t>(version));
+    } else if (cmd == "deleteall") {
+      delete_all(c, path);
+    } else if (cmd == "ls") {
+      list(c, path, has("-R"), has("-s"));
+    } else if (cmd == "stat") {
+      auto st = c.exists(path);
+      if (!st) throw Error(Err::noNode, "stat " + path);
+      print_stat(*st);
+    } else if (cmd == "getAcl") {
+      auto [acl, stat] = c.get_acl(path);
+      for (const auto& a : acl) std::printf("'%s,'%s\n: %s\n", a.id.scheme.c_str(), a.id.id.c_str(), perms_text(a.perms).c_str());
+    } else if (cmd == "setAcl") {
+      AclList acl;
+      try {
+        acl = parse_acl(rest[1]);
+      } catch (const std::invalid_argument& e) {
+        return usage(std::string("setAcl: ") + e.what());
+      }
+      c.set_acl(path, acl, static_cast<int32_t>(version));
+    } else if (cmd == "addauth") {
+      c.add_auth(rest[0], rest[1]);
+    } else if (cmd == "sync") {
+      c.sync(path);
+      std::printf("Sync is OK\n");
+    } else if (cmd == "watch") {
+      std::mutex mu;
+      std::condition_variable cv;
+      std::optional<WatchEvent> fired;
+      c.add_watch(path, false, [&](const WatchEvent& ev) {
+        std::lock_guard<std::mutex> l(mu);
+        if (!fired) fired = ev;
+        cv.notify_all();
+      });
+      std::unique_lock<std::mutex> l(mu);
+      cv.wait(l, [&] { return fired.has_value(); });
+      std::printf("type:%d path:%s\n", static_cast<int>(fired->type), fired->path.c_str());
+    } else if (cmd == "lock") {
+      double timeout = -1;
+      if (values.count("--timeout")) {
+        char* end = nullptr;
+        timeout = std::strtod(values["--timeout"].c_str(), &end);
+        if (*end || timeout < 0) return usage("--timeout needs a number of seconds");
+      }
+      return run_locked(c, path, timeout, command);
+    }
+    return 0;
+  } catch (const Error& e) {
+    std::fprintf(stderr, "warden: %s\n", e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "warden: %s\n", e.what());
+    return 1;
+  }
+}
