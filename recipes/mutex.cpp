@@ -1,12 +1,12 @@
 #include "recipes/mutex.hpp"
 
 #include <algorithm>
+#include <iterator>
 #include <random>
 
 namespace warden::client {
 
 namespace {
-constexpr const char* lock_name = "lock-";
 
 std::string new_uuid() {
   std::random_device rd;
@@ -22,15 +22,16 @@ std::string new_uuid() {
 }
 }  // namespace
 
-int64_t lock_sequence(const std::string& name) {
+int64_t lock_sequence(const std::string& name, const std::string& lock_name) {
   auto at = name.rfind(lock_name);
   if (at == std::string::npos) return -1;
-  std::string digits = name.substr(at + 5);
+  std::string digits = name.substr(at + lock_name.size());
   if (digits.empty() || digits.size() > 18 || !std::all_of(digits.begin(), digits.end(), ::isdigit)) return -1;
   return std::stoll(digits);
 }
 
-Mutex::Mutex(Client& client, std::string path) : client_(client), path_(std::move(path)), uuid_(new_uuid()) {
+Mutex::Mutex(Client& client, std::string path, std::string lock_name)
+    : client_(client), path_(std::move(path)), uuid_(new_uuid()), lock_name_(std::move(lock_name)) {
   listener_ = client_.on_state([sh = sh_](State s) {
     if (s != State::lost && s != State::expired && s != State::closed) return;
     std::function<void()> f;
@@ -91,7 +92,7 @@ std::optional<std::string> Mutex::find_ours() {
 }
 
 std::string Mutex::create_node() {
-  std::string prefix = path_ + "/_c_" + uuid_ + "-" + lock_name;
+  std::string prefix = path_ + "/_c_" + uuid_ + "-" + lock_name_;
   for (int attempt = 0;; ++attempt) {
     try {
       try {
@@ -174,7 +175,7 @@ std::optional<int64_t> Mutex::wait_turn(const std::string& ours,
     }
     std::vector<std::pair<int64_t, std::string>> queue;
     for (auto& k : kids)
-      if (int64_t s = lock_sequence(k); s >= 0) queue.emplace_back(s, k);
+      if (int64_t s = lock_sequence(k, lock_name_); s >= 0) queue.emplace_back(s, k);
     std::sort(queue.begin(), queue.end());
     auto me = std::find_if(queue.begin(), queue.end(), [&](auto& q) { return q.second == our_name; });
     if (me == queue.end()) throw Error(Err::noNode, "lock " + path_ + ": our node " + ours + " vanished");
@@ -246,6 +247,66 @@ void Mutex::release() {
       if (e.code() != Err::connectionLoss) throw;
     }
   }
+}
+
+Registration::Registration(Client& client, const std::string& path, const std::string& name, const std::string& data)
+    : client_(client), node_(path + "/" + name) {
+  client_.ensure_path(path);
+  client_.create(node_, data, CreateMode::ephemeral);
+}
+
+Registration::~Registration() {
+  try {
+    client_.remove(node_);
+  } catch (...) {
+  }
+}
+
+struct MemberWatcher::Shared : std::enable_shared_from_this<Shared> {
+  Client& client;
+  std::string path;
+  Changed changed;
+  mutable std::mutex mu;
+  std::vector<std::string> members;
+  bool stopped = false;
+  Shared(Client& c, std::string p, Changed f) : client(c), path(std::move(p)), changed(std::move(f)) {}
+
+  // Reads the children and watches them again; called first, then from each watch event.
+  void refresh() {
+    auto self = shared_from_this();
+    client.children_async(path, [self](const WatchEvent&) { self->refresh(); },
+                          [self](Err e, std::vector<std::string> kids, Stat) {
+                            if (e != Err::ok) return;  // NoNode: nothing registered yet
+                            std::sort(kids.begin(), kids.end());
+                            std::vector<std::string> joined, left;
+                            {
+                              std::lock_guard<std::mutex> l(self->mu);
+                              if (self->stopped) return;
+                              std::set_difference(kids.begin(), kids.end(), self->members.begin(),
+                                                  self->members.end(), std::back_inserter(joined));
+                              std::set_difference(self->members.begin(), self->members.end(), kids.begin(),
+                                                  kids.end(), std::back_inserter(left));
+                              self->members = kids;
+                            }
+                            if ((!joined.empty() || !left.empty()) && self->changed) self->changed(joined, left);
+                          });
+  }
+};
+
+MemberWatcher::MemberWatcher(Client& client, std::string path, Changed changed)
+    : sh_(std::make_shared<Shared>(client, std::move(path), std::move(changed))) {
+  client.ensure_path(sh_->path);
+  sh_->refresh();
+}
+
+MemberWatcher::~MemberWatcher() {
+  std::lock_guard<std::mutex> l(sh_->mu);
+  sh_->stopped = true;
+}
+
+std::vector<std::string> MemberWatcher::members() const {
+  std::lock_guard<std::mutex> l(sh_->mu);
+  return sh_->members;
 }
 
 }  // namespace warden::client

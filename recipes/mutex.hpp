@@ -28,7 +28,9 @@ namespace warden::client {
 
 class Mutex {
  public:
-  Mutex(Client& client, std::string path);
+  // `lock_name`: the part before the sequence number ("lock-" as Curator's InterProcessMutex;
+  // LeaderLatch uses "latch-").
+  Mutex(Client& client, std::string path, std::string lock_name = "lock-");
   ~Mutex();  // releases a held lock (best effort)
   Mutex(const Mutex&) = delete;
   Mutex& operator=(const Mutex&) = delete;
@@ -69,13 +71,59 @@ class Mutex {
   Client& client_;
   std::string path_;
   std::string uuid_;
+  std::string lock_name_;
   std::string node_;
   int64_t token_ = 0;
   std::shared_ptr<Shared> sh_ = std::make_shared<Shared>();
   uint64_t listener_ = 0;
 };
 
-// The sequence number of a lock child name (the digits after the last "lock-"), -1 if none.
-int64_t lock_sequence(const std::string& name);
+// The sequence number of a lock child name (the digits after the last `lock_name`), -1 if none.
+int64_t lock_sequence(const std::string& name, const std::string& lock_name = "lock-");
+
+// Leader election compatible with Curator's LeaderLatch on the same path: `_c_<uuid>-latch-<seq>`
+// children, the lowest leads, each candidate watches only the one before it. Leadership lasts
+// until close() or until the session is lost (on_lost tells).
+class LeaderLatch {
+ public:
+  LeaderLatch(Client& client, std::string path) : m_(client, std::move(path), "latch-") {}
+  // Blocks until this candidate leads; the election's fencing token.
+  int64_t await_leadership() { return m_.acquire(); }
+  std::optional<int64_t> await_leadership(std::chrono::milliseconds timeout) { return m_.try_acquire(timeout); }
+  bool has_leadership() const { return m_.held(); }
+  void on_lost(std::function<void()> f) { m_.on_lost(std::move(f)); }
+  void close() {
+    if (m_.held()) m_.release();
+  }
+
+ private:
+  Mutex m_;
+};
+
+// A service registry: a member keeps an ephemeral node PATH/NAME (parents created) with its
+// data while registered; MemberWatcher keeps the live list and calls back on joins and leaves.
+class Registration {
+ public:
+  Registration(Client& client, const std::string& path, const std::string& name, const std::string& data);
+  ~Registration();  // leaves (best effort)
+  const std::string& node() const { return node_; }
+
+ private:
+  Client& client_;
+  std::string node_;
+};
+
+class MemberWatcher {
+ public:
+  // `changed(joined, left)`, on the client's thread, after every change of PATH's children.
+  using Changed = std::function<void(const std::vector<std::string>& joined, const std::vector<std::string>& left)>;
+  MemberWatcher(Client& client, std::string path, Changed changed);
+  ~MemberWatcher();
+  std::vector<std::string> members() const;  // sorted
+
+ private:
+  struct Shared;
+  std::shared_ptr<Shared> sh_;
+};
 
 }  // namespace warden::client

@@ -19,6 +19,7 @@
 #include <iostream>
 #include <map>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "recipes/client.hpp"
@@ -41,7 +42,10 @@ const char* usage_text =
     "  sync PATH                   watch PATH (prints one event)\n"
     "  lock PATH [--timeout SECONDS] -- CMD [ARGS...]\n"
     "      runs CMD holding the Curator-compatible mutex at PATH, with WARDEN_FENCING_TOKEN set;\n"
-    "      exits with CMD's status, 75 if not acquired within --timeout\n";
+    "      exits with CMD's status, 75 if not acquired within --timeout\n"
+    "  elect PATH -- CMD [ARGS...]     runs CMD only while this process leads (Curator's LeaderLatch)\n"
+    "  register PATH NAME [--data TEXT] -- CMD [ARGS...]   keeps PATH/NAME (ephemeral) while CMD runs\n"
+    "  members PATH [--watch]          PATH's children, sorted; --watch: then +NAME and -NAME as they change\n";
 
 int usage(const std::string& why = {}) {
   if (!why.empty()) std::fprintf(stderr, "warden: %s\n", why.c_str());
@@ -131,8 +135,13 @@ void delete_all(Client& c, const std::string& path) {
 // ---- warden lock ----
 std::atomic<bool> lost{false};
 
-int run_locked(Client& client, const std::string& path, double timeout_s, const std::vector<std::string>& cmd) {
-  Mutex m(client, path);
+// Runs `cmd` as a child and waits for it, passing SIGTERM and SIGINT on; a lost session stops it
+// (SIGTERM) and makes the result 70. `what` names the hold in messages.
+int run_child(const std::vector<std::string>& cmd, const std::string& token, const std::string& what);
+
+int run_locked(Client& client, const std::string& path, double timeout_s, const std::vector<std::string>& cmd,
+               const std::string& lock_name = "lock-") {
+  Mutex m(client, path, lock_name);
   m.on_lost([] { lost = true; });
   std::optional<int64_t> token;
   if (timeout_s >= 0) {
@@ -144,18 +153,28 @@ int run_locked(Client& client, const std::string& path, double timeout_s, const 
   } else {
     token = m.acquire();
   }
-  std::string token_text = std::to_string(*token);
+  int rc = run_child(cmd, std::to_string(*token), path);
+  if (!lost) {
+    try {
+      m.release();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "warden: releasing %s: %s\n", path.c_str(), e.what());
+    }
+  }
+  return rc;
+}
+
+int run_child(const std::vector<std::string>& cmd, const std::string& token, const std::string& what) {
   pid_t child = fork();
   if (child < 0) {
     std::fprintf(stderr, "warden: fork: %s\n", std::strerror(errno));
-    m.release();
     return 1;
   }
   if (child == 0) {
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, nullptr);
-    setenv("WARDEN_FENCING_TOKEN", token_text.c_str(), 1);
+    if (!token.empty()) setenv("WARDEN_FENCING_TOKEN", token.c_str(), 1);
     std::vector<char*> argv;
     for (const auto& a : cmd) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
@@ -163,8 +182,8 @@ int run_locked(Client& client, const std::string& path, double timeout_s, const 
     std::fprintf(stderr, "warden: cannot run %s: %s\n", argv[0], std::strerror(errno));
     _exit(127);
   }
-  // SIGTERM and SIGINT go on to CMD; the lock is released once it ends. A lost session stops
-  // CMD (SIGTERM): it must not go on believing it holds the lock.
+  // SIGTERM and SIGINT go on to CMD. A lost session stops CMD (SIGTERM): it must not go on
+  // believing it holds what the session held.
   sigset_t waited;
   sigemptyset(&waited);
   sigaddset(&waited, SIGTERM);
@@ -178,18 +197,11 @@ int run_locked(Client& client, const std::string& path, double timeout_s, const 
     if (sig == SIGTERM || sig == SIGINT) kill(child, sig);
     if (lost && !lost_reported) {
       lost_reported = true;
-      std::fprintf(stderr, "warden: the session holding %s was lost; stopping the command\n", path.c_str());
+      std::fprintf(stderr, "warden: the session holding %s was lost; stopping the command\n", what.c_str());
       kill(child, SIGTERM);
     }
     pid_t r = waitpid(child, &status, WNOHANG);
     if (r == child) break;
-  }
-  if (!lost) {
-    try {
-      m.release();
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "warden: releasing %s: %s\n", path.c_str(), e.what());
-    }
   }
   if (lost) return 70;
   if (WIFEXITED(status)) return WEXITSTATUS(status);
@@ -238,8 +250,10 @@ int main(int argc, char** argv) {
       command.assign(args.begin() + static_cast<long>(i) + 1, args.end());
       break;
     }
-    if ((a == "-t" || a == "-v" || a == "--timeout") && i + 1 < args.size()) {
+    if ((a == "-t" || a == "-v" || a == "--timeout" || a == "--data") && i + 1 < args.size()) {
       values[a] = args[++i];
+    } else if (a == "--watch") {
+      flags.push_back(a);
     } else if (a.size() == 2 && a[0] == '-' && std::isalpha(static_cast<unsigned char>(a[1]))) {
       flags.push_back(a);
     } else {
@@ -257,7 +271,9 @@ int main(int argc, char** argv) {
   static const std::map<std::string, std::pair<size_t, size_t>> arity{
       {"create", {1, 2}}, {"get", {1, 1}},    {"set", {2, 2}},    {"delete", {1, 1}}, {"deleteall", {1, 1}},
       {"ls", {1, 1}},     {"stat", {1, 1}},   {"getAcl", {1, 1}}, {"setAcl", {2, 2}}, {"addauth", {2, 2}},
-      {"sync", {1, 1}},   {"watch", {1, 1}},  {"lock", {1, 1}}};
+      {"sync", {1, 1}},   {"watch", {1, 1}},  {"lock", {1, 1}},   {"elect", {1, 1}},  {"register", {2, 2}},
+      {"members", {1, 1}}};
+  bool runs_command = cmd == "lock" || cmd == "elect" || cmd == "register";
   auto ar = arity.find(cmd);
   if (ar == arity.end()) return usage("unknown command '" + cmd + "'");
   if (rest.size() < ar->second.first || rest.size() > ar->second.second)
@@ -265,11 +281,20 @@ int main(int argc, char** argv) {
                  (ar->second.second != ar->second.first ? " or " + std::to_string(ar->second.second) : "") +
                  " argument(s)");
   if (cmd != "addauth" && (rest[0].empty() || rest[0][0] != '/')) return usage("'" + rest[0] + "' is not a path (it starts with /)");
-  if (cmd == "lock" && command.empty()) return usage("lock needs -- CMD [ARGS...]");
-  if (cmd != "lock" && !command.empty()) return usage(cmd + " takes no command after --");
+  if (runs_command && command.empty()) return usage(cmd + " needs -- CMD [ARGS...]");
+  if (!runs_command && !command.empty()) return usage(cmd + " takes no command after --");
+  if (cmd == "register" && rest[1].find('/') != std::string::npos) return usage("a member NAME has no '/'");
+  AclList acl;
+  if (cmd == "setAcl") {
+    try {
+      acl = parse_acl(rest[1]);
+    } catch (const std::invalid_argument& e) {
+      return usage(std::string("setAcl: ") + e.what());
+    }
+  }
 
-  // warden lock waits for its command's signals: block them in every thread from the start.
-  if (cmd == "lock") {
+  // A command run under the session waits for its signals: block them in every thread first.
+  if (runs_command) {
     sigset_t s;
     sigemptyset(&s);
     sigaddset(&s, SIGTERM);
@@ -345,12 +370,6 @@ int main(int argc, char** argv) {
       auto [acl, stat] = c.get_acl(path);
       for (const auto& a : acl) std::printf("'%s,'%s\n: %s\n", a.id.scheme.c_str(), a.id.id.c_str(), perms_text(a.perms).c_str());
     } else if (cmd == "setAcl") {
-      AclList acl;
-      try {
-        acl = parse_acl(rest[1]);
-      } catch (const std::invalid_argument& e) {
-        return usage(std::string("setAcl: ") + e.what());
-      }
       c.set_acl(path, acl, static_cast<int32_t>(version));
     } else if (cmd == "addauth") {
       c.add_auth(rest[0], rest[1]);
@@ -377,6 +396,34 @@ int main(int argc, char** argv) {
         if (*end || timeout < 0) return usage("--timeout needs a number of seconds");
       }
       return run_locked(c, path, timeout, command);
+    } else if (cmd == "elect") {
+      return run_locked(c, path, -1, command, "latch-");
+    } else if (cmd == "register") {
+      c.on_state([](State s) {
+        if (s == State::lost || s == State::expired) lost = true;
+      });
+      Registration reg(c, path, rest[1], values.count("--data") ? values["--data"] : std::string());
+      return run_child(command, std::string(), reg.node());
+    } else if (cmd == "members") {
+      if (!has("--watch")) {
+        auto kids = c.children(path);
+        std::sort(kids.begin(), kids.end());
+        for (const auto& k : kids) std::printf("%s\n", k.c_str());
+        return 0;
+      }
+      c.on_state([](State s) {
+        if (s == State::lost || s == State::expired) lost = true;
+      });
+      std::mutex mu;
+      MemberWatcher w(c, path, [&](const std::vector<std::string>& joined, const std::vector<std::string>& left) {
+        std::lock_guard<std::mutex> l(mu);
+        for (const auto& j : joined) std::printf("+%s\n", j.c_str());
+        for (const auto& g : left) std::printf("-%s\n", g.c_str());
+        std::fflush(stdout);
+      });
+      while (!lost) std::this_thread::sleep_for(std::chrono::milliseconds(200));  // until killed
+      std::fprintf(stderr, "warden: the session watching %s was lost\n", path.c_str());
+      return 70;
     }
     return 0;
   } catch (const Error& e) {

@@ -7,6 +7,7 @@ session expired, a session that expires under a running CMD (CMD gets SIGTERM, w
 Curator's InterProcessMutex and `warden lock` on one path never holding it together, and bad
 arguments and an unreachable server."""
 import os
+import re
 import signal
 import subprocess
 import tempfile
@@ -125,11 +126,55 @@ def cli_tests(hosts, what, classpath):
         c.equal(out.strip().splitlines()[-1] if out.strip() else "", "DONE 10 VIOLATIONS 0",
                 f"{what}: Curator never found warden's holder inside")
     c.check(not os.path.exists(viol), f"{what}: warden never found Curator's holder inside")
+    # ---- node names as Curator's; warden elect: the next candidate leads once the leader died
+    lead_a, lead_b = f"{work}/lead-a", f"{work}/lead-b"
+    a = popen_lock(hosts, "/cli/election", "--", "sh", "-c", f'echo a > "{lead_a}"; sleep 60', session_ms=4000)
+    c.check(wait_file(lead_a), f"{what}: a lock holder runs")
+    kids = warden(hosts, "ls", "/cli/election").stdout
+    c.check(re.fullmatch(r"\[_c_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}-lock-\d{10}\]\n", kids)
+            is not None, f"{what}: a lock node is named as Curator's InterProcessMutex names it ({kids!r})")
+    a.send_signal(signal.SIGTERM)
+    a.wait(timeout=30)
+    e1 = subprocess.Popen([WARDEN, "--server", hosts, "--session-timeout-ms", "4000", "elect", "/cli/elected", "--",
+                           "sh", "-c", f'echo a > "{lead_a}.2"; sleep 60'], start_new_session=True)
+    c.check(wait_file(lead_a + ".2"), f"{what}: warden elect runs CMD while it leads")
+    kids = warden(hosts, "ls", "/cli/elected").stdout
+    c.check(re.search(r"_c_[0-9a-f-]{36}-latch-\d{10}", kids) is not None,
+            f"{what}: an election node is named as Curator's LeaderLatch names it ({kids!r})")
+    e2 = subprocess.Popen([WARDEN, "--server", hosts, "elect", "/cli/elected", "--", "sh", "-c",
+                           f'echo b > "{lead_b}"'], start_new_session=True)
+    time.sleep(1.5)
+    c.check(not os.path.exists(lead_b), f"{what}: the second candidate does not run while the first leads")
+    os.killpg(e1.pid, signal.SIGKILL)
+    e1.wait()
+    c.check(wait_file(lead_b, 30), f"{what}: the second candidate leads once the first one's session expired")
+    c.equal(e2.wait(timeout=30), 0, f"{what}: and exits with its command's status")
+    # ---- the registry: members join and leave, a watcher sees both
+    watcher = subprocess.Popen([WARDEN, "--server", hosts, "members", "/cli/svc", "--watch"], stdout=subprocess.PIPE,
+                               text=True, start_new_session=True)
+    time.sleep(1)
+    r1 = subprocess.Popen([WARDEN, "--server", hosts, "register", "/cli/svc", "alpha", "--data", "10.0.0.1:80", "--",
+                           "sleep", "2"])
+    r2 = subprocess.Popen([WARDEN, "--server", hosts, "register", "/cli/svc", "beta", "--", "sleep", "4"])
+    time.sleep(1)
+    c.equal(warden(hosts, "members", "/cli/svc").stdout, "alpha\nbeta\n", f"{what}: members lists both, sorted")
+    c.equal(warden(hosts, "get", "/cli/svc/alpha").stdout, "10.0.0.1:80\n", f"{what}: with the member's data")
+    c.equal([r1.wait(timeout=30), r2.wait(timeout=30)], [0, 0], f"{what}: register exits with its command's status")
+    time.sleep(1)
+    os.killpg(watcher.pid, signal.SIGTERM)
+    lines = watcher.communicate(timeout=30)[0].split()
+    c.equal(sorted(lines), ["+alpha", "+beta", "-alpha", "-beta"], f"{what}: the watcher saw each join and leave")
+    c.check(lines.index("+alpha") < lines.index("-alpha") and lines.index("+beta") < lines.index("-beta"),
+            f"{what}: joins before leaves ({lines})")
+    c.equal(warden(hosts, "members", "/cli/svc").stdout, "", f"{what}: nobody is left")
 
 
 # ---- arguments and an unreachable server
 for bad in (["lock", "/x"], ["lock", "/x", "--timeout", "soon", "--", "true"], ["lock", "x", "--", "true"],
-            ["nosuch"], [], ["ls"], ["--server", "h:0", "ls", "/"], ["--timeout-ms", "7", "ls", "/"]):
+            ["nosuch"], [], ["ls"], ["--server", "h:0", "ls", "/"], ["--timeout-ms", "7", "ls", "/"],
+            ["elect", "/x"], ["register", "/x", "a/b", "--", "true"], ["register", "/x", "--", "true"],
+            ["members"], ["members", "/x", "--watch", "--", "true"], ["ls", "/", "--data"], ["--server"],
+            ["get", "/x", "extra"], ["setAcl", "/x", "garbage"]):
     r = subprocess.run([WARDEN, *bad], capture_output=True, text=True, timeout=30)
     c.equal(r.returncode, 2, f"warden {' '.join(bad)}: exit 2")
     c.check("usage: warden" in r.stderr, f"warden {' '.join(bad)}: prints the usage")
