@@ -16,7 +16,9 @@
 // form that throws Error (ZooKeeper's code) on failure; the blocking forms must not be called
 // from a callback (they would wait for the thread they block), and throw std::logic_error if
 // they are. Watches: one-shot (exists/getData/getChildren with a watcher) and persistent
-// (add_watch), delivered on the client's thread, paths relative to the chroot.
+// (add_watch), delivered on the client's thread, paths relative to the chroot. Callbacks and
+// listeners may run until the Client is destroyed (its close reports State::closed): what they
+// touch must outlive it. A Client must not be destroyed from one of its own callbacks.
 #pragma once
 
 #include <cstdint>

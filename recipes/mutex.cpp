@@ -164,6 +164,8 @@ std::optional<int64_t> Mutex::wait_turn(const std::string& ours,
                                         std::optional<std::chrono::steady_clock::time_point> deadline) {
   std::string our_name = ours.substr(ours.rfind('/') + 1);
   int losses = 0;
+  std::string watched;      // the node whose watch is set, until it fires
+  uint64_t watched_at = 0;  // `changes` when it was set
   for (;;) {
     std::vector<std::string> kids;
     try {
@@ -191,35 +193,44 @@ std::optional<int64_t> Mutex::wait_turn(const std::string& ours,
       std::lock_guard<std::mutex> l(sh_->mu);
       seen = sh_->changes;
     }
-    // Only the node just before ours: one waiter wakes per release.
-    std::optional<Stat> st;
-    try {
-      st = client_.exists(before, [sh = sh_](const WatchEvent&) {
-        {
-          std::lock_guard<std::mutex> l(sh->mu);
-          ++sh->changes;
-          ++sh->wakeups;
-        }
-        sh->cv.notify_all();
-      });
-    } catch (const Error& e) {
-      if (e.code() != Err::connectionLoss || ++losses > 100) throw;
-      continue;
-    }
-    if (!st) continue;  // it went before we watched it
-    std::unique_lock<std::mutex> l(sh_->mu);
-    auto woken = [&] { return sh_->changes != seen; };
-    if (deadline) {
-      if (!sh_->cv.wait_until(l, *deadline, woken)) {
-        l.unlock();
-        try {
-          client_.remove(ours);
-        } catch (const Error&) {
-        }
-        return std::nullopt;
+    // Only the node just before ours: one waiter wakes per release. Its watch is set once; while
+    // it has not fired the queue is read again every second (a watch lost with a connection
+    // then delays a turn by at most that) without a second watch on the same node.
+    if (before != watched || seen != watched_at) {
+      watched.clear();
+      std::optional<Stat> st;
+      try {
+        st = client_.exists(before, [sh = sh_](const WatchEvent&) {
+          {
+            std::lock_guard<std::mutex> l(sh->mu);
+            ++sh->changes;
+            ++sh->wakeups;
+          }
+          sh->cv.notify_all();
+        });
+      } catch (const Error& e) {
+        if (e.code() != Err::connectionLoss || ++losses > 100) throw;
+        continue;
       }
-    } else {
-      sh_->cv.wait(l, woken);
+      if (!st) continue;  // it went before we watched it
+      watched = before;
+      watched_at = seen;
+    }
+    std::unique_lock<std::mutex> l(sh_->mu);
+    auto until = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+    if (deadline && *deadline < until) until = *deadline;
+    bool woken = sh_->cv.wait_until(l, until, [&] { return sh_->changes != watched_at; });
+    if (sh_->lost) {
+      l.unlock();
+      throw Error(Err::sessionExpired, "lock " + path_ + ": the session was lost while waiting");
+    }
+    if (!woken && deadline && std::chrono::steady_clock::now() >= *deadline) {
+      l.unlock();
+      try {
+        client_.remove(ours);
+      } catch (const Error&) {
+      }
+      return std::nullopt;
     }
     if (sh_->lost) {
       l.unlock();

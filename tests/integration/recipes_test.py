@@ -24,8 +24,13 @@ RECIPES_TESTS = os.path.join(BUILD, "tests", "recipes", "warden-recipes-tests")
 
 
 def library_tests(hosts, what):
-    r = subprocess.run([RECIPES_TESTS], env=dict(os.environ, WARDEN_TEST_HOSTS=hosts), capture_output=True,
-                       text=True, timeout=600)
+    print(f"{what}: the client library's tests", flush=True)
+    try:
+        r = subprocess.run([RECIPES_TESTS, "--durations", "yes"], env=dict(os.environ, WARDEN_TEST_HOSTS=hosts),
+                           capture_output=True, text=True, timeout=240)
+    except subprocess.TimeoutExpired as e:
+        c.check(False, f"{what}: the client library's tests did not finish in 240 s:\n{(e.stdout or b'')[-3000:]}")
+        return
     ok = r.returncode == 0 and "All tests passed" in r.stdout
     c.check(ok, f"{what}: the client library's tests pass\n{r.stdout[-3000:]}{r.stderr[-2000:]}")
 
@@ -51,6 +56,7 @@ def wait_file(path, timeout=30):
 
 
 def cli_tests(hosts, what, classpath):
+    print(f"{what}: warden lock, elect, register, members", flush=True)
     work = tempfile.mkdtemp(prefix="warden-lock-")
     marker, viol, tokens = f"{work}/marker", f"{work}/violations", f"{work}/tokens"
     body = (f'mkdir "{marker}" 2>/dev/null || echo V >> "{viol}"; echo "$WARDEN_FENCING_TOKEN" >> "{tokens}"; '
