@@ -330,6 +330,41 @@ def ensemble_run(args, ops):
           f"fail-over x{med['warden'] / med['zk']:.2f} (median; lower is better)")
 
 
+def lock_run(args):
+    """Lock hand-off on one standalone Warden: Warden's Mutex (warden-lockbench) against
+    Curator's InterProcessMutex (LockBench.java) with 1, 8 and 32 contenders, each with a
+    session of its own; acquisitions per second and hand-off latency (a release to the next
+    holder's acquire)."""
+    import tempfile
+    from curator_test import JARS
+    classes = tempfile.mkdtemp(prefix="bench-lock-")
+    cp = support.java_classpath(*JARS)
+    subprocess.run(["javac", "-d", classes, "-cp", cp, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                                                    "LockBench.java")], check=True, timeout=300)
+    lockbench = os.path.join(os.path.dirname(args.loadgen), "warden-lockbench")
+    rows = []
+    with support.start_warden() as w:
+        for n in [int(x) for x in args.lock_contenders.split(",") if x]:
+            out = {}
+            for name, cmd in (("warden", [lockbench, w.hosts, f"/bench-lock/w{n}", str(n), str(args.seconds)]),
+                              ("curator", ["java", "-Xmx512m", "-cp", classes + ":" + cp, "LockBench", w.hosts,
+                                           f"/bench-lock/c{n}", str(n), str(args.seconds)])):
+                r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+                if r.returncode != 0:
+                    raise RuntimeError(f"{name} lock bench failed: {r.stderr[-2000:]}")
+                out[name] = dict(kv.split("=") for kv in r.stdout.split())
+            rows.append((n, out))
+    print(f"\n### lock hand-off on one Warden, {args.seconds:g} s per cell\n")
+    print("| contenders | Mutex acq/s | Curator acq/s | Mutex hand-off p50 / p99 us | "
+          "Curator hand-off p50 / p99 us | p50 x |")
+    print("|---|---|---|---|---|---|")
+    for n, out in rows:
+        w, cur = out["warden"], out["curator"]
+        ratio = float(w["handoff_p50_us"]) / float(cur["handoff_p50_us"]) if float(cur["handoff_p50_us"]) else float("nan")
+        print(f"| {n} | {float(w['per_s']):.0f} | {float(cur['per_s']):.0f} | {w['handoff_p50_us']} / "
+              f"{w['handoff_p99_us']} | {cur['handoff_p50_us']} / {cur['handoff_p99_us']} | {ratio:.2f} |")
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--loadgen", required=True)
@@ -347,6 +382,7 @@ def main():
     p.add_argument("--ensemble-tick-ms", type=int, default=2000, help="tickTime of both ensembles")
     p.add_argument("--failover-rounds", type=int, default=3)
     p.add_argument("--ensemble-znodes", type=int, default=200_000, help="the tree both ensembles hold for RSS")
+    p.add_argument("--lock-contenders", default="1,8,32", help="the lock hand-off run's contenders (empty skips it)")
     # Apache ZooKeeper's zkServer.sh starts the JVM with -Xmx${ZK_SERVER_HEAP}m, 1000 by default
     # (zkEnv.sh); Debian's launcher passes no -Xmx at all (the JVM then allows a quarter of RAM).
     p.add_argument("--zk-heap-mb", type=int, default=1000, help="ZooKeeper's JVM heap limit")
@@ -363,6 +399,8 @@ def main():
     ensemble_ops = [o for o in args.ensemble_ops.split(",") if o]
     if ensemble_ops:
         ensemble_run(args, ensemble_ops)
+    if args.lock_contenders:
+        lock_run(args)
     if args.znodes > 0:
         size_run(args)
 
