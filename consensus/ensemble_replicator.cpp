@@ -163,15 +163,8 @@ void EnsembleReplicator::apply_upto(Zxid committed) {
 }
 
 void EnsembleReplicator::process() {
-  // The pipeline proposes from inside commit and request hooks: the outermost call does the
-  // work, in order, never nested.
-  if (processing_) {
-    again_ = true;
-    return;
-  }
-  processing_ = true;
-  for (;;) {
-    again_ = false;
+  // The pipeline proposes from inside the commit and request hooks.
+  loop_.run([this] {
     Ready r = core_->peer->ready();
     bool work = !r.empty();
     if (r.epochs) save_state(true);
@@ -191,9 +184,8 @@ void EnsembleReplicator::process() {
     if (r.role_changed && hooks_.role_changed) hooks_.role_changed();
     for (auto& [from, payload] : r.requests)
       if (hooks_.request) hooks_.request(from, std::move(payload));
-    if (!work && !again_) break;
-  }
-  processing_ = false;
+    return work;
+  });
 }
 
 }  // namespace warden::consensus

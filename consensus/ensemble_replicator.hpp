@@ -96,7 +96,7 @@ class EnsembleReplicator final : public Replicator {
   Zxid applied_ = 0;
   Zxid durable_ = 0;
   Zxid saved_mark_ = 0;
-  bool processing_ = false, again_ = false;
+  OutermostLoop loop_;
 };
 
 }  // namespace warden::consensus

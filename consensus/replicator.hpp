@@ -31,6 +31,33 @@ constexpr Zxid make_zxid(uint32_t epoch, uint32_t counter) {
 constexpr uint32_t zxid_epoch(Zxid z) { return static_cast<uint32_t>(static_cast<uint64_t>(z) >> 32); }
 constexpr uint32_t zxid_counter(Zxid z) { return static_cast<uint32_t>(z & 0xffffffff); }
 
+// Runs a step again and again until it finds nothing to do, from the outermost call only: a
+// call made from inside a step (a hook that proposes again, a log that reports durability from
+// inside persist) only marks that more may be waiting. So the hosts' work happens in order,
+// never nested.
+class OutermostLoop {
+ public:
+  template <class Step>  // bool step(): whether it found work
+  void run(Step step) {
+    if (running_) {
+      again_ = true;
+      return;
+    }
+    running_ = true;
+    struct Reset {
+      bool& r;
+      ~Reset() { r = false; }
+    } reset{running_};
+    for (;;) {
+      again_ = false;
+      if (!step() && !again_) break;
+    }
+  }
+
+ private:
+  bool running_ = false, again_ = false;
+};
+
 class Replicator {
  public:
   // Called once per committed txn, in zxid order.
@@ -82,7 +109,7 @@ class ZabReplicator final : public Replicator {
   std::unique_ptr<Core> core_;
   std::deque<storage::LogEntry> unacked_;  // proposed, not yet committed; ascending zxids
   Zxid last_committed_ = 0;
-  bool processing_ = false, again_ = false;
+  OutermostLoop loop_;
 };
 
 }  // namespace warden::consensus

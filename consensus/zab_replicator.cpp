@@ -103,15 +103,7 @@ size_t ZabReplicator::abort() {
 }
 
 void ZabReplicator::process() {
-  // A commit handler may propose again, and a synchronous log then reports durability from
-  // inside persist: the outermost call does all the work, in order, never nested.
-  if (processing_) {
-    again_ = true;
-    return;
-  }
-  processing_ = true;
-  for (;;) {
-    again_ = false;
+  loop_.run([this] {
     Ready r = core_->peer->ready();
     bool work = !r.empty();
     if (r.epochs) save_state();  // before anything that follows from them
@@ -136,9 +128,8 @@ void ZabReplicator::process() {
       last_committed_ = e.zxid;
       if (on_commit_) on_commit_(e.zxid, e.payload);
     }
-    if (!work && !again_) break;
-  }
-  processing_ = false;
+    return work;
+  });
 }
 
 }  // namespace warden::consensus

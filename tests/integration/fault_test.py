@@ -275,6 +275,17 @@ def wait_mode(member, wanted, timeout):
     return member.mode()
 
 
+def leader_among(members, timeout=30):
+    """The one of `members` that says it leads, waiting up to `timeout` s; None if none does."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        new = next((m for m in members if m.mode() == "leader"), None)
+        if new:
+            return new
+        time.sleep(0.05)
+    return None
+
+
 def writes_work(hosts, timeout=30):
     """A write through `hosts` is acknowledged within `timeout` seconds."""
     deadline = time.time() + timeout
@@ -319,13 +330,7 @@ def three_member_round(rnd):
             elif scenario == "stop leader":
                 leader.pause()
                 time.sleep(sync_ms / 1000 * 2 + rng.uniform(0.2, 1.0))
-                new = None
-                deadline = time.time() + 30
-                while time.time() < deadline:
-                    new = next((m for m in followers if m.mode() == "leader"), None)
-                    if new:
-                        break
-                    time.sleep(0.05)
+                new = leader_among(followers)
                 c.check(new is not None, f"{scenario}: the others elect a leader while it is stopped")
                 leader.resume()
                 mode = wait_mode(leader, ("follower",), 30)
@@ -344,13 +349,7 @@ def three_member_round(rnd):
                 c.check(mode != "leader", f"{scenario}: the cut-off leader stops serving as leader ({mode})")
                 c.check(took < (sync_ms / 1000) * 3 + 2, f"{scenario}: within about syncLimit ({took:.2f}s)")
                 c.check(not writes_work(leader.hosts, timeout=1), f"{scenario}: it acknowledges no write")
-                new = None
-                deadline = time.time() + 30
-                while time.time() < deadline:
-                    new = next((m for m in followers if m.mode() == "leader"), None)
-                    if new:
-                        break
-                    time.sleep(0.05)
+                new = leader_among(followers)
                 c.check(new is not None, f"{scenario}: the majority elects a new leader")
                 time.sleep(rng.uniform(0.2, 1.0))
                 ens.proxy.heal()
