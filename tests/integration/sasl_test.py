@@ -109,7 +109,11 @@ def main():
                 results[(name, "kazoo", mech)] = ("failed" if outcome in ("lost", "auth failed") else outcome, state)
                 c.check(outcome in ("lost", "auth failed") and state == "CLOSED",
                         f"{name}: kazoo with {mech} fails and stops ({outcome}, {state})")
-                if name == "Warden":
+                # How fast is the server's doing only where the exchange reaches it: GSSAPI without
+                # Kerberos credentials fails inside kazoo before its first SASL packet, and how long
+                # kazoo's start() then takes is a race of its own threads (up to its 30 s timeout
+                # on a loaded machine, with either server).
+                if name == "Warden" and mech != "GSSAPI":
                     c.check(took < 5, f"Warden: kazoo with {mech} fails within one round trip, not at expiry "
                                       f"({took:.2f} s)")
             lines = java_outcome(cp, srv.hosts, jaas)
