@@ -6,8 +6,6 @@
 
 namespace warden::client {
 
-namespace {
-
 std::string new_uuid() {
   std::random_device rd;
   std::mt19937_64 g((static_cast<uint64_t>(rd()) << 32) ^ rd());
@@ -20,7 +18,6 @@ std::string new_uuid() {
                 static_cast<unsigned>(b >> 48), static_cast<unsigned long long>(b & 0xffffffffffffULL));
   return buf;
 }
-}  // namespace
 
 int64_t lock_sequence(const std::string& name, const std::string& lock_name) {
   auto at = name.rfind(lock_name);
@@ -30,8 +27,45 @@ int64_t lock_sequence(const std::string& name, const std::string& lock_name) {
   return std::stoll(digits);
 }
 
+QueueRule QueueRule::exclusive(std::vector<std::string> names) {
+  QueueRule r;
+  r.names = std::move(names);
+  r.turn = [](const std::vector<std::string>& queue, size_t ours) {
+    return ours == 0 ? Turn{true, {}} : Turn{false, queue[ours - 1]};
+  };
+  return r;
+}
+
+namespace {
+const std::string read_name = "__READ__";
+const std::string write_name = "__WRIT__";
+
+QueueRule reader_rule(const Mutex& writer) {
+  QueueRule r;
+  r.names = {read_name, write_name};
+  r.turn = [&writer](const std::vector<std::string>& queue, size_t ours) {
+    if (writer.held()) return QueueRule::Turn{true, {}};  // the writer reads too (a downgrade)
+    for (size_t i = 0; i < ours; ++i)
+      if (queue[i].find(write_name) != std::string::npos) return QueueRule::Turn{false, queue[i]};
+    return QueueRule::Turn{true, {}};
+  };
+  return r;
+}
+}  // namespace
+
+ReadWriteLock::ReadWriteLock(Client& client, const std::string& path)
+    : write_(client, path, write_name, QueueRule::exclusive({read_name, write_name})),
+      read_(client, path, read_name, reader_rule(write_)) {}
+
 Mutex::Mutex(Client& client, std::string path, std::string lock_name)
-    : client_(client), path_(std::move(path)), uuid_(new_uuid()), lock_name_(std::move(lock_name)) {
+    : Mutex(client, path, lock_name, QueueRule::exclusive({lock_name})) {}
+
+Mutex::Mutex(Client& client, std::string path, std::string lock_name, QueueRule rule)
+    : client_(client),
+      path_(std::move(path)),
+      uuid_(new_uuid()),
+      lock_name_(std::move(lock_name)),
+      rule_(std::move(rule)) {
   listener_ = client_.on_state([sh = sh_](State s) {
     if (s != State::lost && s != State::expired && s != State::closed) return;
     std::function<void()> f;
@@ -85,30 +119,31 @@ std::optional<int64_t> Mutex::try_acquire(std::chrono::milliseconds timeout) {
   return lock(std::chrono::steady_clock::now() + timeout);
 }
 
-std::optional<std::string> Mutex::find_ours() {
-  for (const auto& c : client_.children(path_))
-    if (c.rfind("_c_" + uuid_, 0) == 0) return path_ + "/" + c;
-  return std::nullopt;
-}
-
-std::string Mutex::create_node() {
-  std::string prefix = path_ + "/_c_" + uuid_ + "-" + lock_name_;
+std::pair<std::string, Stat> protected_create(Client& client, const std::string& parent, const std::string& uuid,
+                                             const std::string& name, ParentKind parents, const std::string& data) {
+  std::string prefix = "_c_" + uuid + "-";
+  auto find_ours = [&]() -> std::optional<std::string> {
+    for (const auto& c : client.children(parent))
+      if (c.rfind(prefix, 0) == 0) return parent + "/" + c;
+    return std::nullopt;
+  };
   for (int attempt = 0;; ++attempt) {
     try {
       try {
-        auto [name, stat] = client_.create2(prefix, {}, CreateMode::ephemeralSequential);
-        std::lock_guard<std::mutex> l(sh_->mu);
-        token_ = stat.czxid;
-        return name;
+        return client.create2(parent + "/" + prefix + name, data, CreateMode::ephemeralSequential);
       } catch (const Error& e) {
         if (e.code() != Err::noNode) throw;
-        // The lock path does not exist yet: its parents are containers, as Curator makes them.
-        auto slash = path_.rfind('/');
-        if (slash > 0) client_.ensure_path(path_.substr(0, slash), true);
-        try {
-          client_.create(path_, {}, CreateMode::container);
-        } catch (const Error& e2) {
-          if (e2.code() != Err::nodeExists) throw;
+        // The parent does not exist yet: made as Curator makes it.
+        if (parents == ParentKind::containers) {
+          auto slash = parent.rfind('/');
+          if (slash > 0) client.ensure_path(parent.substr(0, slash), true);
+          try {
+            client.create(parent, {}, CreateMode::container);
+          } catch (const Error& e2) {
+            if (e2.code() != Err::nodeExists) throw;
+          }
+        } else {
+          client.ensure_path(parent);
         }
       }
     } catch (const Error& e) {
@@ -117,20 +152,25 @@ std::string Mutex::create_node() {
       for (;;) {
         try {
           if (auto ours = find_ours()) {
-            auto st = client_.exists(*ours);
+            auto st = client.exists(*ours);
             if (!st) break;  // gone again (the session expired?): create anew
-            std::lock_guard<std::mutex> l(sh_->mu);
-            token_ = st->czxid;
-            return *ours;
+            return {*ours, *st};
           }
           break;
         } catch (const Error& e2) {
-          if (e2.code() == Err::noNode) break;  // the lock path itself went (an empty container)
+          if (e2.code() == Err::noNode) break;  // the parent itself went (an empty container)
           if (e2.code() != Err::connectionLoss) throw;
         }
       }
     }
   }
+}
+
+std::string Mutex::create_node() {
+  auto [name, stat] = protected_create(client_, path_, uuid_, lock_name_, ParentKind::containers);
+  std::lock_guard<std::mutex> l(sh_->mu);
+  token_ = stat.czxid;
+  return name;
 }
 
 std::optional<int64_t> Mutex::lock(std::optional<std::chrono::steady_clock::time_point> deadline) {
@@ -148,13 +188,9 @@ std::optional<int64_t> Mutex::lock(std::optional<std::chrono::steady_clock::time
     return wait_turn(ours, deadline);
   } catch (...) {
     // Out of the queue before the error goes up, as Curator's deleteOurPath: no orphan node.
-    for (int attempt = 0; attempt < 50; ++attempt) {
-      try {
-        client_.remove(ours);
-        break;
-      } catch (const Error& e) {
-        if (e.code() != Err::connectionLoss) break;
-      }
+    try {
+      remove_for_sure(client_, ours);
+    } catch (const Error&) {
     }
     throw;
   }
@@ -175,25 +211,33 @@ std::optional<int64_t> Mutex::wait_turn(const std::string& ours,
       if (e.code() != Err::connectionLoss || ++losses > 100) throw;
       continue;
     }
-    std::vector<std::pair<int64_t, std::string>> queue;
+    std::vector<std::pair<int64_t, std::string>> sorted;
     for (auto& k : kids)
-      if (int64_t s = lock_sequence(k, lock_name_); s >= 0) queue.emplace_back(s, k);
-    std::sort(queue.begin(), queue.end());
-    auto me = std::find_if(queue.begin(), queue.end(), [&](auto& q) { return q.second == our_name; });
+      for (const auto& name : rule_.names)
+        if (int64_t s = lock_sequence(k, name); s >= 0) {
+          sorted.emplace_back(s, k);
+          break;
+        }
+    std::sort(sorted.begin(), sorted.end());
+    std::vector<std::string> queue;
+    for (auto& q : sorted) queue.push_back(std::move(q.second));
+    auto me = std::find(queue.begin(), queue.end(), our_name);
     if (me == queue.end()) throw Error(Err::noNode, "lock " + path_ + ": our node " + ours + " vanished");
-    if (me == queue.begin()) {
+    auto turn = rule_.turn(queue, static_cast<size_t>(me - queue.begin()));
+    if (turn.holds) {
       std::lock_guard<std::mutex> l(sh_->mu);
       node_ = ours;
       sh_->holds = 1;
       return token_;
     }
-    std::string before = path_ + "/" + std::prev(me)->second;
+    std::string before = path_ + "/" + turn.watch;
     uint64_t seen;
     {
       std::lock_guard<std::mutex> l(sh_->mu);
       seen = sh_->changes;
     }
-    // Only the node just before ours: one waiter wakes per release. Its watch is set once; while
+    // Only the node the rule names (for a mutex, the one just before ours): one waiter wakes per
+    // release. Its watch is set once; while
     // it has not fired the queue is read again every second (a watch lost with a connection
     // then delays a turn by at most that) without a second watch on the same node.
     if (before != watched || seen != watched_at) {
@@ -248,10 +292,13 @@ void Mutex::release() {
     node = node_;
     node_.clear();
   }
-  // Curator's guaranteed delete, in short: try until the node is gone or the session is.
+  remove_for_sure(client_, node);
+}
+
+void remove_for_sure(Client& client, const std::string& node) {
   for (int attempt = 0; attempt < 50; ++attempt) {
     try {
-      client_.remove(node);
+      client.remove(node);
       return;
     } catch (const Error& e) {
       if (e.code() == Err::noNode || e.code() == Err::sessionExpired) return;

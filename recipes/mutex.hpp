@@ -21,16 +21,34 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "recipes/client.hpp"
 
 namespace warden::client {
+
+// Which contenders of a lock path form one queue, and when a contender's turn has come. The
+// queue holds the children named with any of `names` followed by a sequence number, sorted by
+// that number; `turn(queue, ours)` says whether the contender at index `ours` holds, and if
+// not, which child it waits on. By default, one name and a mutex: the lowest holds, each other
+// contender waits on the one just before it.
+struct QueueRule {
+  struct Turn {
+    bool holds = false;
+    std::string watch;  // a child of the lock path, when it does not hold
+  };
+  std::vector<std::string> names;
+  std::function<Turn(const std::vector<std::string>& queue, size_t ours)> turn;
+  static QueueRule exclusive(std::vector<std::string> names);
+};
 
 class Mutex {
  public:
   // `lock_name`: the part before the sequence number ("lock-" as Curator's InterProcessMutex;
   // LeaderLatch uses "latch-").
   Mutex(Client& client, std::string path, std::string lock_name = "lock-");
+  // A contender named `lock_name` in the queue `rule` describes (ReadWriteLock's two sides).
+  Mutex(Client& client, std::string path, std::string lock_name, QueueRule rule);
   ~Mutex();  // releases a held lock (best effort)
   Mutex(const Mutex&) = delete;
   Mutex& operator=(const Mutex&) = delete;
@@ -54,7 +72,6 @@ class Mutex {
   std::optional<int64_t> lock(std::optional<std::chrono::steady_clock::time_point> deadline);
   std::string create_node();
   std::optional<int64_t> wait_turn(const std::string& ours, std::optional<std::chrono::steady_clock::time_point> deadline);
-  std::optional<std::string> find_ours();
 
   // What the client's callbacks (the state listener, the predecessor's watch) touch: shared,
   // so that a callback after this Mutex is gone finds it alive.
@@ -72,14 +89,48 @@ class Mutex {
   std::string path_;
   std::string uuid_;
   std::string lock_name_;
+  QueueRule rule_;
   std::string node_;
   int64_t token_ = 0;
   std::shared_ptr<Shared> sh_ = std::make_shared<Shared>();
   uint64_t listener_ = 0;
 };
 
+// Curator's protected mode: creates the ephemeral-sequential node PARENT/_c_<uuid>-<name><seq>
+// (PARENT and its ancestors made first when missing, as containers or persistent nodes); a
+// create whose reply was lost in a disconnect is found again by the uuid, so there is never a
+// second node of one contender nor an orphan. The node's path and Stat.
+enum class ParentKind { containers, persistent };
+std::pair<std::string, Stat> protected_create(Client& client, const std::string& parent, const std::string& uuid,
+                                             const std::string& name, ParentKind parents,
+                                             const std::string& data = {});
+// Deletes `node` until it is gone or the session is (Curator's guaranteed delete, in short:
+// a lost connection is retried, a bounded number of times).
+void remove_for_sure(Client& client, const std::string& node);
+// A random (version 4) UUID, as Curator's protected names carry.
+std::string new_uuid();
+
 // The sequence number of a lock child name (the digits after the last `lock_name`), -1 if none.
 int64_t lock_sequence(const std::string& name, const std::string& lock_name = "lock-");
+
+// A read-write lock compatible with Curator's InterProcessReadWriteLock on the same path:
+// readers' children `_c_<uuid>-__READ__<seq>`, writers' `_c_<uuid>-__WRIT__<seq>`, one queue
+// in sequence order. A writer holds when it is first in the queue (it waits on the child just
+// before it, reader or writer); a reader holds when no writer is ahead of it (it waits on the
+// first writer ahead). Many readers hold together; readers and writers are served in the order
+// they came, so a stream of readers cannot starve a writer. As Curator's: the holder of the
+// write side may take the read side too (and so downgrade by releasing the write side); a
+// reader asking for the write side waits for itself forever, so do not.
+class ReadWriteLock {
+ public:
+  ReadWriteLock(Client& client, const std::string& path);
+  Mutex& read_lock() { return read_; }
+  Mutex& write_lock() { return write_; }
+
+ private:
+  Mutex write_;
+  Mutex read_;
+};
 
 // Leader election compatible with Curator's LeaderLatch on the same path: `_c_<uuid>-latch-<seq>`
 // children, the lowest leads, each candidate watches only the one before it. Leadership lasts

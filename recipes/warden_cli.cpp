@@ -71,6 +71,40 @@ void print_stat(const Stat& s) {
               static_cast<unsigned long long>(s.ephemeralOwner), s.dataLength, s.numChildren);
 }
 
+// ZooKeeper's names of watch event types, as zkCli prints them.
+const char* event_name(EventType t) {
+  switch (t) {
+    case EventType::none: return "None";
+    case EventType::nodeCreated: return "NodeCreated";
+    case EventType::nodeDeleted: return "NodeDeleted";
+    case EventType::nodeDataChanged: return "NodeDataChanged";
+    case EventType::nodeChildrenChanged: return "NodeChildrenChanged";
+    case EventType::dataWatchRemoved: return "DataWatchRemoved";
+    case EventType::childWatchRemoved: return "ChildWatchRemoved";
+    case EventType::persistentWatchRemoved: return "PersistentWatchRemoved";
+  }
+  return "Unknown";
+}
+
+void print_event(const WatchEvent& ev) {
+  std::printf("WatchedEvent state:SyncConnected type:%s path:%s\n", event_name(ev.type), ev.path.c_str());
+}
+
+// A failed command's message as zkCli words it (its own words for the common errors, else
+// ZooKeeper's KeeperException message).
+std::string failure_text(const Error& e, const std::string& path) {
+  switch (e.code()) {
+    case Err::nodeExists: return "Node already exists: " + path;
+    case Err::noNode: return "Node does not exist: " + path;
+    case Err::noAuth: return "Insufficient permission : " + path;
+    case Err::badVersion: return "version No is not valid : " + path;
+    case Err::notEmpty: return "Node not empty: " + path;
+    case Err::noChildrenForEphemerals: return "Ephemerals cannot have children: " + path;
+    case Err::invalidACL: return "Acl is not valid : " + path;
+    default: return "KeeperErrorCode = " + std::string(wire::err_name(e.code())) + " for " + path;
+  }
+}
+
 std::string perms_text(int32_t p) {
   std::string s;
   if (p & wire::perms::create) s += 'c';
@@ -117,8 +151,18 @@ void list(Client& c, const std::string& path, bool recursive, bool with_stat) {
     if (with_stat) print_stat(stat);
     return;
   }
-  std::printf("%s\n", path.c_str());
-  for (const auto& k : kids) list(c, path == "/" ? "/" + k : path + "/" + k, true, false);
+  // Breadth first, as zkCli's ls -R (children sorted at each level).
+  std::vector<std::string> level{path};
+  while (!level.empty()) {
+    std::vector<std::string> next;
+    for (const auto& p : level) {
+      std::printf("%s\n", p.c_str());
+      auto below = p == path ? kids : c.children(p);
+      std::sort(below.begin(), below.end());
+      for (const auto& k : below) next.push_back(p == "/" ? "/" + k : p + "/" + k);
+    }
+    level = std::move(next);
+  }
 }
 
 void delete_all(Client& c, const std::string& path) {
@@ -351,15 +395,21 @@ int main(int argc, char** argv) {
         std::fflush(stdout);
         std::unique_lock<std::mutex> l(mu);
         cv.wait(l, [&] { return fired.has_value(); });
-        std::printf("WATCHER::\nWatchedEvent state:SyncConnected type:%d path:%s\n", static_cast<int>(fired->type),
-                    fired->path.c_str());
+        std::printf("WATCHER::\n\n");
+        print_event(*fired);
       }
     } else if (cmd == "set") {
       c.set(path, rest[1], static_cast<int32_t>(version));
     } else if (cmd == "delete") {
       c.remove(path, static_cast<int32_t>(version));
     } else if (cmd == "deleteall") {
-      delete_all(c, path);
+      try {
+        delete_all(c, path);
+      } catch (const Error& e) {
+        if (e.code() == Err::connectionLoss || e.code() == Err::sessionExpired) throw;
+        std::fprintf(stderr, "Failed to delete some node(s) in the subtree!\n");
+        return 1;
+      }
     } else if (cmd == "ls") {
       list(c, path, has("-R"), has("-s"));
     } else if (cmd == "stat") {
@@ -387,7 +437,7 @@ int main(int argc, char** argv) {
       });
       std::unique_lock<std::mutex> l(mu);
       cv.wait(l, [&] { return fired.has_value(); });
-      std::printf("type:%d path:%s\n", static_cast<int>(fired->type), fired->path.c_str());
+      print_event(*fired);
     } else if (cmd == "lock") {
       double timeout = -1;
       if (values.count("--timeout")) {
@@ -427,7 +477,7 @@ int main(int argc, char** argv) {
     }
     return 0;
   } catch (const Error& e) {
-    std::fprintf(stderr, "warden: %s\n", e.what());
+    std::fprintf(stderr, "%s\n", failure_text(e, rest[0]).c_str());
     return 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "warden: %s\n", e.what());

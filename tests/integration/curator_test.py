@@ -17,7 +17,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 def compile_contender(out_dir):
     cp = support.java_classpath(*JARS)
     subprocess.run(["javac", "-d", out_dir, "-cp", cp, os.path.join(HERE, "java", "LockContender.java"),
-                    os.path.join(HERE, "java", "CacheWatcher.java")], check=True, timeout=300)
+                    os.path.join(HERE, "java", "CacheWatcher.java"),
+                    os.path.join(HERE, "java", "RecipeContender.java")], check=True, timeout=300)
     return out_dir + ":" + cp
 
 

@@ -21,6 +21,7 @@ c = support.Checks("recipes")
 BUILD = os.path.dirname(os.path.dirname(os.environ["WARDEN_SERVER"]))
 WARDEN = os.path.join(BUILD, "recipes", "warden")
 RECIPES_TESTS = os.path.join(BUILD, "tests", "recipes", "warden-recipes-tests")
+CONTENDER = os.path.join(BUILD, "tests", "recipes", "warden-recipe-contender")
 
 
 def library_tests(hosts, what):
@@ -175,6 +176,171 @@ def cli_tests(hosts, what, classpath):
     c.equal(warden(hosts, "members", "/cli/svc").stdout, "", f"{what}: nobody is left")
 
 
+def interop_tests(hosts, what, classpath):
+    """Curator's recipes in JVMs and Warden's in C++ processes on the same paths: each side's
+    holders mark a directory, and finds no holder of the other side where there may be none."""
+    print(f"{what}: Curator's and Warden's recipes on one path", flush=True)
+    work = tempfile.mkdtemp(prefix="warden-interop-")
+
+    def java(*args):
+        return subprocess.Popen(["java", "-Xmx128m", "-cp", classpath, "RecipeContender", hosts, *args],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def cpp(*args):
+        return subprocess.Popen([CONTENDER, hosts, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def contest(procs, label, go_dir):
+        """Waits until every contender is READY, lets them all go at once, checks each one's result."""
+        for kind, p in procs:
+            line = p.stdout.readline().strip()
+            c.equal(line, "READY", f"{what}: {label}: a {kind} contender connected")
+        with open(os.path.join(go_dir, "go"), "w"):
+            pass
+        outs = []
+        for kind, p in procs:
+            try:
+                out, err = p.communicate(timeout=240)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                out, err = p.communicate()
+                err += " (killed after 240 s)"
+            outs.append(out)
+            last = out.strip().splitlines()[-1] if out.strip() else ""
+            c.equal(last, "DONE VIOLATIONS 0", f"{what}: {label}: a {kind} contender saw no holder where none may be "
+                                               f"{err.strip()[-500:]}")
+        return outs
+
+    def fresh_dir(name):
+        d = os.path.join(work, name)
+        os.mkdir(d)
+        return d
+
+    d = fresh_dir("rw")
+    contest([("Curator writer", java("write", "/interop/rw", "8", d)),
+            ("Curator reader", java("read", "/interop/rw", "8", d)),
+            ("Warden writer", cpp("write", "/interop/rw", "8", d)),
+            ("Warden reader", cpp("read", "/interop/rw", "8", d)),
+            ("Warden reader", cpp("read", "/interop/rw", "8", d))], "read-write lock", d)
+    d = fresh_dir("sem")
+    contest([("Curator", java("semaphore", "/interop/sem", "2", "8", d)),
+            ("Curator", java("semaphore", "/interop/sem", "2", "8", d)),
+            ("Warden", cpp("semaphore", "/interop/sem", "2", "8", d)),
+            ("Warden", cpp("semaphore", "/interop/sem", "2", "8", d))], "semaphore of 2 leases", d)
+    d = fresh_dir("barrier")
+    contest([("Curator", java("barrier", "/interop/barrier", "4", d)),
+            ("Curator", java("barrier", "/interop/barrier", "4", d)),
+            ("Warden", cpp("barrier", "/interop/barrier", "4", d)),
+            ("Warden", cpp("barrier", "/interop/barrier", "4", d))], "double barrier of 4", d)
+    d = fresh_dir("counter")
+    contest([("Curator", java("counter", "/interop/counter", "30", d)),
+            ("Curator", java("counter", "/interop/counter", "30", d)),
+            ("Warden", cpp("counter", "/interop/counter", "30", d)),
+            ("Warden", cpp("counter", "/interop/counter", "30", d))], "counter", d)
+    out = contest([("Warden", cpp("counter", "/interop/counter", "0", d))], "counter read", d)[0]
+    c.check("VALUE 120\n" in out, f"{what}: Curator's DistributedAtomicLong and Warden's Counter count together "
+                                  f"(120 increments): {out!r}")
+
+
+ZKCLI_SCRIPT = """\
+create /P data1
+create /P again
+create /P/missing/c x
+create -s /P/s- s
+create -s /P/s- s
+create -c /P/cont
+create /P/cont/kid k
+create -t 100000 /P/ttl t
+get /P
+get -s /P
+set /P d2
+set -v 9 /P d3
+set -v 1 /P d3
+stat /P
+stat /P/none
+ls /P
+ls -R /P
+ls -s /P
+getAcl /P
+sync /P
+delete -v 9 /P/cont/kid
+delete /P/none
+delete /P/cont
+create /P/w w
+get -w /P/w
+set /P/w w2
+create /P/locked x
+setAcl /P/locked world:anyone:r
+getAcl /P/locked
+set /P/locked nope
+create /P/locked/c x
+setAcl /P/ro world:anyone:r
+deleteall /P/cont
+ls /P
+"""
+NOISE = re.compile(r"^(SLF4J:|Connecting to |Welcome to ZooKeeper!|JLine support|WATCHER::|"
+                   r"WatchedEvent state:SyncConnected type:None path:null|$)")
+
+
+def normalised(lines, prefix):
+    """zkCli's or warden's lines, the noise of a zkCli start left out, zxids and times made equal."""
+    out = []
+    for line in lines:
+        if NOISE.match(line):
+            continue
+        line = line.replace(prefix, "/P")
+        line = re.sub(r"0x[0-9a-f]+", "0xZ", line)
+        line = re.sub(r"^(ctime|mtime) = .*", r"\1 = T", line)
+        out.append(line)
+    return out
+
+
+def zkcli_comparison(hosts, what):
+    """The same script through zkCli.sh and through warden, one command per process, on two
+    subtrees of one server: the same lines (results and zkCli's error messages), zxids and times
+    aside. `get -w` runs in the background until the next command has fired its watch."""
+    print(f"{what}: warden's commands beside zkCli's", flush=True)
+    zk_prefix, w_prefix = "/zkcli-ref", "/warden-cli"
+    ref = support.run_zkcli(hosts, ZKCLI_SCRIPT.replace("/P", zk_prefix))
+    ours = []
+    pending = None
+    for line in ZKCLI_SCRIPT.splitlines():
+        args = line.replace("/P", w_prefix).split()
+        if args[:2] == ["get", "-w"]:
+            pending = subprocess.Popen([WARDEN, "--server", hosts, *args], stdout=subprocess.PIPE,
+                                       stderr=subprocess.PIPE, text=True)
+            ours.append(pending.stdout.readline().rstrip("\n"))  # the data: the watch is set
+            continue
+        r = warden(hosts, *args)
+        ours += (r.stdout + r.stderr).splitlines()
+        c.equal(r.returncode, 1 if r.stderr else 0, f"{what}: warden {line}: exit 0, or 1 with a message")
+        if pending:
+            out, err = pending.communicate(timeout=30)
+            ours += (out + err).splitlines()
+            pending = None
+    want, got = normalised(ref.splitlines(), zk_prefix), normalised(ours, w_prefix)
+    c.equal(len(got), len(want), f"{what}: as many lines as zkCli's")
+    for i, (g, w) in enumerate(zip(got, want)):
+        c.equal(g, w, f"{what}: line {i + 1} as zkCli's")
+    # Beyond zkCli: watch (a persistent watch, one event printed).
+    watcher = subprocess.Popen([WARDEN, "--server", hosts, "watch", f"{w_prefix}/w"], stdout=subprocess.PIPE, text=True)
+    fired = ""
+    for _ in range(50):  # the watch is set once warden has connected: set until it has fired
+        warden(hosts, "set", f"{w_prefix}/w", "again")
+        try:
+            fired = watcher.communicate(timeout=0.2)[0]
+            break
+        except subprocess.TimeoutExpired:
+            pass
+    c.equal(fired, f"WatchedEvent state:SyncConnected type:NodeDataChanged path:{w_prefix}/w\n",
+            f"{what}: warden watch prints the event")
+    if watcher.poll() is None:
+        watcher.kill()
+        watcher.wait()
+    c.equal(warden(hosts, "addauth", "digest", "alice:secret").returncode, 0, f"{what}: addauth")
+    c.equal(warden(hosts, "deleteall", w_prefix).returncode, 0, f"{what}: deleteall of the whole subtree")
+    c.equal(warden(hosts, "stat", w_prefix).stderr, f"Node does not exist: {w_prefix}\n", f"{what}: gone")
+
+
 # ---- arguments and an unreachable server
 for bad in (["lock", "/x"], ["lock", "/x", "--timeout", "soon", "--", "true"], ["lock", "x", "--", "true"],
             ["nosuch"], [], ["ls"], ["--server", "h:0", "ls", "/"], ["--timeout-ms", "7", "ls", "/"],
@@ -195,11 +361,16 @@ cp = compile_contender(classes)
 with support.start_warden() as w:
     library_tests(w.hosts, "Warden standalone")
     cli_tests(w.hosts, "Warden standalone", cp)
+    interop_tests(w.hosts, "Warden standalone", cp)
+    zkcli_comparison(w.hosts, "Warden standalone")
 with Ensemble(3, tick_ms=500) as ens:
     ens.start()
     library_tests(ens.connect_string, "Warden 3-member ensemble")
+    cli_tests(ens.connect_string, "Warden 3-member ensemble", cp)
     c.equal(ens.stop_cleanly(), [], "ensemble members exit cleanly")
 with support.start_zookeeper() as zk:
     library_tests(zk.hosts, "ZooKeeper 3.8")
     cli_tests(zk.hosts, "ZooKeeper 3.8", cp)
+    interop_tests(zk.hosts, "ZooKeeper 3.8", cp)
+    zkcli_comparison(zk.hosts, "ZooKeeper 3.8")
 c.finish()

@@ -10,10 +10,12 @@
 #include <cstdlib>
 #include <mutex>
 #include <random>
+#include <regex>
 #include <set>
 #include <thread>
 
 #include "recipes/client.hpp"
+#include "recipes/coordination.hpp"
 #include "recipes/mutex.hpp"
 
 using namespace warden::client;
@@ -374,4 +376,230 @@ TEST_CASE("mutex: a connection dropped in the middle of acquires leaves no orpha
   // Whatever was interrupted, nothing of this client's session stayed in the queue.
   for (int i = 0; i < 50 && !c.children(path).empty(); ++i) std::this_thread::sleep_for(20ms);
   CHECK(c.children(path).size() <= 1);
+}
+
+TEST_CASE("counter values: 8 bytes big-endian as Curator's DistributedAtomicLong; other lengths refused") {
+  CHECK(encode_counter(1) == std::string("\0\0\0\0\0\0\0\x01", 8));
+  CHECK(encode_counter(-2) == std::string("\xff\xff\xff\xff\xff\xff\xff\xfe", 8));
+  for (int64_t v : {int64_t{0}, int64_t{1}, int64_t{-1}, int64_t{1} << 40, INT64_MAX, INT64_MIN})
+    CHECK(decode_counter(encode_counter(v), "/c") == v);
+  CHECK(decode_counter("", "/c") == 0);
+  for (const char* bad : {"1", "1234567", "123456789"}) {
+    try {
+      decode_counter(bad, "/some/counter");
+      FAIL("garbage accepted");
+    } catch (const Error& e) {
+      CHECK(e.code() == wire::Err::badArguments);
+      CHECK(std::string(e.what()).find("/some/counter") != std::string::npos);
+    }
+  }
+}
+
+TEST_CASE("read-write lock: readers together, a writer alone, in arrival order; Curator's names") {
+  NEEDS_SERVER();
+  std::string path = fresh("rw");
+  constexpr int readers = 4, writers = 2, rounds = 6;
+  std::atomic<int> reading{0}, writing{0}, violations{0}, max_reading{0};
+  std::vector<std::thread> ts;
+  for (int t = 0; t < readers + writers; ++t)
+    ts.emplace_back([&, t] {
+      Client c(opts());
+      c.start();
+      ReadWriteLock rw(c, path);
+      bool writer = t < writers;
+      for (int r = 0; r < rounds; ++r) {
+        if (writer) {
+          rw.write_lock().acquire();
+          if (writing.fetch_add(1) != 0 || reading != 0) ++violations;
+          std::this_thread::sleep_for(3ms);
+          writing.fetch_sub(1);
+          rw.write_lock().release();
+        } else {
+          rw.read_lock().acquire();
+          int now = reading.fetch_add(1) + 1;
+          if (writing != 0) ++violations;
+          int m = max_reading;
+          while (now > m && !max_reading.compare_exchange_weak(m, now)) {
+          }
+          std::this_thread::sleep_for(20ms);
+          reading.fetch_sub(1);
+          rw.read_lock().release();
+        }
+      }
+    });
+  for (auto& t : ts) t.join();
+  CHECK(violations == 0);
+  CHECK(max_reading > 1);  // readers did hold it together
+
+  // Names and order as Curator's: a writer queued behind a reader waits for it; a reader
+  // queued behind that writer waits too, although a reader holds (no writer starvation).
+  Client a(opts()), b(opts()), d(opts());
+  a.start();
+  b.start();
+  d.start();
+  ReadWriteLock ra(a, path), rb(b, path), rd(d, path);
+  ra.read_lock().acquire();
+  auto kids = a.children(path);
+  REQUIRE(kids.size() == 1);
+  CHECK(std::regex_match(kids[0], std::regex("_c_[0-9a-f-]{36}-__READ__[0-9]{10}")));
+  std::atomic<bool> wrote{false};
+  std::thread w([&] {
+    rb.write_lock().acquire();
+    wrote = true;
+    rb.write_lock().release();
+  });
+  for (int i = 0; i < 500 && a.children(path).size() < 2; ++i) std::this_thread::sleep_for(10ms);
+  CHECK_FALSE(rd.read_lock().try_acquire(300ms));  // a writer is waiting ahead of it
+  CHECK_FALSE(wrote);
+  bool writer_named = false;
+  for (auto& k : a.children(path)) writer_named |= std::regex_match(k, std::regex("_c_[0-9a-f-]{36}-__WRIT__[0-9]{10}"));
+  CHECK(writer_named);
+  ra.read_lock().release();
+  w.join();
+  CHECK(wrote);
+  // The writer may read too, and so downgrade.
+  rb.write_lock().acquire();
+  REQUIRE(rb.read_lock().try_acquire(2s));
+  rb.write_lock().release();
+  CHECK(rb.read_lock().held());
+  CHECK(rd.read_lock().try_acquire(5s));  // readers share it again
+  rd.read_lock().release();
+  rb.read_lock().release();
+  CHECK(a.children(path).empty());
+}
+
+TEST_CASE("semaphore: never more than max leases at once; a timed-out acquire leaves nothing") {
+  NEEDS_SERVER();
+  std::string path = fresh("sem");
+  constexpr int max = 3, contenders = 6, rounds = 5;
+  std::atomic<int> holding{0}, over{0}, most{0};
+  std::vector<std::thread> ts;
+  for (int t = 0; t < contenders; ++t)
+    ts.emplace_back([&] {
+      Client c(opts());
+      c.start();
+      Semaphore sem(c, path, max);
+      for (int r = 0; r < rounds; ++r) {
+        auto leases = sem.acquire();
+        int now = holding.fetch_add(1) + 1;
+        if (now > max) ++over;
+        int m = most;
+        while (now > m && !most.compare_exchange_weak(m, now)) {
+        }
+        std::this_thread::sleep_for(10ms);
+        holding.fetch_sub(1);
+      }  // the lease goes with its scope
+    });
+  for (auto& t : ts) t.join();
+  CHECK(over == 0);
+  CHECK(most > 1);
+  Client a(opts());
+  a.start();
+  Semaphore sa(a, path, 2);
+  auto two = sa.acquire(2);
+  REQUIRE(two.size() == 2);
+  auto names = a.children(path + "/leases");
+  REQUIRE(names.size() == 2);
+  CHECK(std::regex_match(names[0], std::regex("_c_[0-9a-f-]{36}-lease-[0-9]{10}")));
+  CHECK_FALSE(sa.try_acquire(1, 300ms));
+  CHECK(a.children(path + "/leases").size() == 2);  // the timed-out lease went again
+  two[0].release();
+  auto third = sa.try_acquire(1, 5s);
+  REQUIRE(third);
+  CHECK(third->size() == 1);
+  third->clear();
+  two.clear();
+  CHECK(sa.participants().empty());
+  CHECK_THROWS_AS(Semaphore(a, path, 0), std::invalid_argument);
+}
+
+TEST_CASE("semaphore: a holder's session ending frees its lease for a waiter") {
+  NEEDS_SERVER();
+  std::string path = fresh("semlost");
+  Client a(opts()), b(opts());
+  a.start();
+  b.start();
+  Semaphore sa(a, path, 1), sb(b, path, 1);
+  auto lease = sa.acquire();
+  CHECK_FALSE(sb.try_acquire(1, 200ms));
+  std::thread closer([&] {
+    std::this_thread::sleep_for(300ms);
+    a.close();
+  });
+  auto got = sb.try_acquire(1, 10s);
+  closer.join();
+  CHECK(got);
+}
+
+TEST_CASE("double barrier: nobody passes enter before all came, nor leave before all left") {
+  NEEDS_SERVER();
+  std::string path = fresh("barrier");
+  constexpr int members = 4;
+  std::atomic<int> entered{0}, passed_early{0}, left{0}, left_early{0}, timed_out{0};
+  std::vector<std::thread> ts;
+  for (int t = 0; t < members; ++t)
+    ts.emplace_back([&, t] {
+      Client c(opts());
+      c.start();
+      DoubleBarrier b(c, path, members);
+      std::this_thread::sleep_for(std::chrono::milliseconds(60 * t));  // arrive one by one
+      entered.fetch_add(1);
+      if (!b.enter(20s)) ++timed_out;  // (Catch's assertions are for the main thread)
+      if (entered != members) ++passed_early;
+      std::this_thread::sleep_for(std::chrono::milliseconds(60 * (members - t)));  // work, unequally
+      left.fetch_add(1);
+      if (!b.leave(20s)) ++timed_out;
+      if (left != members) ++left_early;
+    });
+  for (auto& t : ts) t.join();
+  CHECK(timed_out == 0);
+  CHECK(passed_early == 0);
+  CHECK(left_early == 0);
+  Client c(opts());
+  c.start();
+  CHECK(c.children(path).empty());  // every member's node and the ready node gone
+  // Too few members: enter times out and takes its node away again.
+  DoubleBarrier lone(c, path, 2);
+  CHECK_FALSE(lone.enter(300ms));
+  CHECK(c.children(path).empty());
+  CHECK_THROWS_AS(DoubleBarrier(c, path, 0), std::invalid_argument);
+}
+
+TEST_CASE("counter: concurrent increments all count; compare_and_set; garbage data is an error") {
+  NEEDS_SERVER();
+  std::string path = fresh("counter") + "/n";
+  constexpr int threads = 4, each = 25;
+  std::vector<std::thread> ts;
+  std::mutex mu;
+  std::set<int64_t> results;
+  for (int t = 0; t < threads; ++t)
+    ts.emplace_back([&] {
+      Client c(opts());
+      c.start();
+      Counter n(c, path);
+      for (int i = 0; i < each; ++i) {
+        int64_t v = n.increment();
+        std::lock_guard<std::mutex> l(mu);
+        results.insert(v);
+      }
+    });
+  for (auto& t : ts) t.join();
+  Client c(opts());
+  c.start();
+  Counter n(c, path);
+  CHECK(n.get() == threads * each);
+  CHECK(results.size() == threads * each);  // every increment saw a value of its own
+  CHECK(*results.begin() == 1);
+  CHECK(c.get(path).first == encode_counter(threads * each));
+  CHECK_FALSE(n.compare_and_set(7, 8));
+  CHECK(n.compare_and_set(threads * each, -5));
+  CHECK(n.add(10) == 5);
+  CHECK(n.decrement() == 4);
+  Counter fresh_one(c, path + "-new");
+  CHECK(fresh_one.get() == 0);
+  CHECK(fresh_one.compare_and_set(0, 3));
+  CHECK(fresh_one.get() == 3);
+  c.set(path, "garbage");
+  CHECK_THROWS_AS(n.increment(), Error);
+  CHECK(c.get(path).first == "garbage");  // left as it was
 }
