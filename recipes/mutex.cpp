@@ -31,7 +31,7 @@ QueueRule QueueRule::exclusive(std::vector<std::string> names) {
   QueueRule r;
   r.names = std::move(names);
   r.turn = [](const std::vector<std::string>& queue, size_t ours) {
-    return ours == 0 ? Turn{true, {}} : Turn{false, queue[ours - 1]};
+    return ours == 0 ? Turn{true, {}, false} : Turn{false, queue[ours - 1], ours == 1};
   };
   return r;
 }
@@ -44,10 +44,10 @@ QueueRule reader_rule(const Mutex& writer) {
   QueueRule r;
   r.names = {read_name, write_name};
   r.turn = [&writer](const std::vector<std::string>& queue, size_t ours) {
-    if (writer.held()) return QueueRule::Turn{true, {}};  // the writer reads too (a downgrade)
+    if (writer.held()) return QueueRule::Turn{true, {}, false};  // the writer reads too (a downgrade)
     for (size_t i = 0; i < ours; ++i)
-      if (queue[i].find(write_name) != std::string::npos) return QueueRule::Turn{false, queue[i]};
-    return QueueRule::Turn{true, {}};
+      if (queue[i].find(write_name) != std::string::npos) return QueueRule::Turn{false, queue[i], false};
+    return QueueRule::Turn{true, {}, false};
   };
   return r;
 }
@@ -244,11 +244,12 @@ std::optional<int64_t> Mutex::wait_turn(const std::string& ours,
       watched.clear();
       std::optional<Stat> st;
       try {
-        st = client_.exists(before, [sh = sh_](const WatchEvent&) {
+        st = client_.exists(before, [sh = sh_](const WatchEvent& ev) {
           {
             std::lock_guard<std::mutex> l(sh->mu);
             ++sh->changes;
             ++sh->wakeups;
+            if (ev.type == EventType::nodeDeleted) sh->gone = ev.path;
           }
           sh->cv.notify_all();
         });
@@ -268,6 +269,13 @@ std::optional<int64_t> Mutex::wait_turn(const std::string& ours,
       l.unlock();
       throw Error(Err::sessionExpired, "lock " + path_ + ": the session was lost while waiting");
     }
+    if (woken && turn.holds_once_gone && sh_->gone == before) {
+      // The only node ahead went: ours is first now. (The event came on a live session, so
+      // ours is still there.)
+      node_ = ours;
+      sh_->holds = 1;
+      return token_;
+    }
     if (!woken && deadline && std::chrono::steady_clock::now() >= *deadline) {
       l.unlock();
       try {
@@ -275,10 +283,6 @@ std::optional<int64_t> Mutex::wait_turn(const std::string& ours,
       } catch (const Error&) {
       }
       return std::nullopt;
-    }
-    if (sh_->lost) {
-      l.unlock();
-      throw Error(Err::sessionExpired, "lock " + path_ + ": the session was lost while waiting");
     }
   }
 }

@@ -36,6 +36,9 @@ struct QueueRule {
   struct Turn {
     bool holds = false;
     std::string watch;  // a child of the lock path, when it does not hold
+    // The watched child's deletion alone gives the turn (it is the only one ahead, and no new
+    // child can come ahead: sequence numbers only grow), so the queue need not be read again.
+    bool holds_once_gone = false;
   };
   std::vector<std::string> names;
   std::function<Turn(const std::vector<std::string>& queue, size_t ours)> turn;
@@ -79,6 +82,7 @@ class Mutex {
     std::mutex mu;
     std::condition_variable cv;
     uint64_t changes = 0;  // bumped by the predecessor's watch and by a lost session
+    std::string gone;      // the watched node, once its watch said it was deleted
     int64_t wakeups = 0;
     bool lost = false;
     int holds = 0;

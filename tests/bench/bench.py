@@ -331,10 +331,10 @@ def ensemble_run(args, ops):
 
 
 def lock_run(args):
-    """Lock hand-off on one standalone Warden: Warden's Mutex (warden-lockbench) against
-    Curator's InterProcessMutex (LockBench.java) with 1, 8 and 32 contenders, each with a
-    session of its own; acquisitions per second and hand-off latency (a release to the next
-    holder's acquire)."""
+    """Lock hand-off on one standalone Warden, durable and then with forceSync=no: Warden's Mutex
+    (warden-lockbench) against Curator's InterProcessMutex (LockBench.java) with 1, 8 and 32
+    contenders, each with a session of its own; acquisitions per second and hand-off latency (a
+    release to the next holder's acquire)."""
     import tempfile
     from curator_test import JARS
     classes = tempfile.mkdtemp(prefix="bench-lock-")
@@ -342,27 +342,29 @@ def lock_run(args):
     subprocess.run(["javac", "-d", classes, "-cp", cp, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                                                     "LockBench.java")], check=True, timeout=300)
     lockbench = os.path.join(os.path.dirname(args.loadgen), "warden-lockbench")
-    rows = []
-    with support.start_warden() as w:
-        for n in [int(x) for x in args.lock_contenders.split(",") if x]:
-            out = {}
-            for name, cmd in (("warden", [lockbench, w.hosts, f"/bench-lock/w{n}", str(n), str(args.seconds)]),
-                              ("curator", ["java", "-Xmx512m", "-cp", classes + ":" + cp, "LockBench", w.hosts,
-                                           f"/bench-lock/c{n}", str(n), str(args.seconds)])):
-                r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-                if r.returncode != 0:
-                    raise RuntimeError(f"{name} lock bench failed: {r.stderr[-2000:]}")
-                out[name] = dict(kv.split("=") for kv in r.stdout.split())
-            rows.append((n, out))
-    print(f"\n### lock hand-off on one Warden, {args.seconds:g} s per cell\n")
-    print("| contenders | Mutex acq/s | Curator acq/s | Mutex hand-off p50 / p99 us | "
-          "Curator hand-off p50 / p99 us | p50 x |")
-    print("|---|---|---|---|---|---|")
-    for n, out in rows:
-        w, cur = out["warden"], out["curator"]
-        ratio = float(w["handoff_p50_us"]) / float(cur["handoff_p50_us"]) if float(cur["handoff_p50_us"]) else float("nan")
-        print(f"| {n} | {float(w['per_s']):.0f} | {float(cur['per_s']):.0f} | {w['handoff_p50_us']} / "
-              f"{w['handoff_p99_us']} | {cur['handoff_p50_us']} / {cur['handoff_p99_us']} | {ratio:.2f} |")
+    for label, cfg in (("durable (defaults)", ""), ("forceSync=no", "forceSync=no\n")):
+        rows = []
+        with support.start_warden(extra_cfg=cfg) as w:
+            for n in [int(x) for x in args.lock_contenders.split(",") if x]:
+                out = {}
+                for name, cmd in (("warden", [lockbench, w.hosts, f"/bench-lock/w{n}", str(n), str(args.seconds)]),
+                                  ("curator", ["java", "-Xmx512m", "-cp", classes + ":" + cp, "LockBench", w.hosts,
+                                               f"/bench-lock/c{n}", str(n), str(args.seconds)])):
+                    r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+                    if r.returncode != 0:
+                        raise RuntimeError(f"{name} lock bench failed: {r.stderr[-2000:]}")
+                    out[name] = dict(kv.split("=") for kv in r.stdout.split())
+                rows.append((n, out))
+        print(f"\n### lock hand-off on one Warden, {label}, {args.seconds:g} s per cell\n")
+        print("| contenders | Mutex acq/s | Curator acq/s | Mutex hand-off p50 / p99 us | "
+              "Curator hand-off p50 / p99 us | p50 x |")
+        print("|---|---|---|---|---|---|")
+        for n, out in rows:
+            w, cur = out["warden"], out["curator"]
+            ratio = (float(w["handoff_p50_us"]) / float(cur["handoff_p50_us"]) if float(cur["handoff_p50_us"])
+                     else float("nan"))
+            print(f"| {n} | {float(w['per_s']):.0f} | {float(cur['per_s']):.0f} | {w['handoff_p50_us']} / "
+                  f"{w['handoff_p99_us']} | {cur['handoff_p50_us']} / {cur['handoff_p99_us']} | {ratio:.2f} |")
 
 
 def main():
