@@ -355,6 +355,11 @@ def lock_run(args):
                         raise RuntimeError(f"{name} lock bench failed: {r.stderr[-2000:]}")
                     out[name] = dict(kv.split("=") for kv in r.stdout.split())
                 rows.append((n, out))
+            r = subprocess.run([lockbench, w.hosts, "/bench-lock/floor", "floor", "300"], capture_output=True,
+                               text=True, timeout=600)
+            if r.returncode != 0:
+                raise RuntimeError(f"lock floor run failed: {r.stderr[-2000:]}")
+            floor = dict(kv.split("=") for kv in r.stdout.split())
         print(f"\n### lock hand-off on one Warden, {label}, {args.seconds:g} s per cell\n")
         print("| contenders | Mutex acq/s | Curator acq/s | Mutex hand-off p50 / p99 us | "
               "Curator hand-off p50 / p99 us | p50 x |")
@@ -365,6 +370,9 @@ def lock_run(args):
                      else float("nan"))
             print(f"| {n} | {float(w['per_s']):.0f} | {float(cur['per_s']):.0f} | {w['handoff_p50_us']} / "
                   f"{w['handoff_p99_us']} | {cur['handoff_p50_us']} / {cur['handoff_p99_us']} | {ratio:.2f} |")
+        print(f"\nThe floor (one holder, one waiter queued, {floor['rounds']} rounds): the holder's release "
+              f"(its delete's round trip) p50 {floor['release_p50_us']} us, the hand-off p50 "
+              f"{floor['handoff_p50_us']} us.")
 
 
 def main():
