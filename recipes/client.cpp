@@ -186,6 +186,12 @@ struct Client::Impl {
     for (size_t i = 0; i < cs.hosts.size(); ++i) order.push_back(i);
     std::shuffle(order.begin(), order.end(), rng);
     auth = opts.auth;
+    if (opts.session_id) {
+      if (opts.session_password.size() != 16)
+        throw std::invalid_argument("a session password has 16 bytes, not " + std::to_string(opts.session_password.size()));
+      session_id_ = opts.session_id;
+      passwd_ = opts.session_password;
+    }
   }
 
   // ---- paths under the chroot ----

@@ -72,6 +72,11 @@ struct Options {
   int32_t connect_timeout_ms = 15000;
   // (scheme, credentials), e.g. {"digest", "user:password"}: sent at every connection.
   std::vector<std::pair<std::string, std::string>> auth;
+  // Re-attaches the session with this id and password (another Client's session_id() and
+  // session_password(), as ZooKeeper's constructor with sessionId and passwd) instead of
+  // opening a new one; start() throws Error(SessionExpired) if it no longer exists.
+  int64_t session_id = 0;
+  std::string session_password;
   // Seeds the host order; none: random.
   std::optional<uint64_t> seed;
 };

@@ -1,11 +1,13 @@
-"""The client library, its Mutex and the `warden` command line against a standalone Warden, a
-3-member Warden ensemble and Apache ZooKeeper 3.8: the library's own tests
-(tests/recipes/recipes_test.cpp) on each; then `warden lock` as scripts use it: mutual exclusion
-of several processes with fencing tokens that strictly increase, CMD's exit status, --timeout
-(75, CMD not run), SIGTERM passed on to CMD, a SIGKILLed holder's lock passing on only once its
-session expired, a session that expires under a running CMD (CMD gets SIGTERM, warden fails),
-Curator's InterProcessMutex and `warden lock` on one path never holding it together, and bad
-arguments and an unreachable server."""
+"""The client library, its recipes and the `warden` command line against a standalone Warden, a
+3-member Warden ensemble and Apache ZooKeeper 3.8, each: the library's own tests
+(tests/recipes/recipes_test.cpp); `warden lock` as scripts use it (mutual exclusion of several
+processes with fencing tokens that strictly increase, CMD's exit status, --timeout (75, CMD not
+run), SIGTERM passed on to CMD, a SIGKILLed holder's lock passing on only once its session
+expired, a session that expires under a running CMD (CMD gets SIGTERM, warden fails), Curator's
+InterProcessMutex and `warden lock` on one path never holding it together, elect, register and
+members); Curator's read-write lock, semaphore, double barrier and atomic counter beside Warden's
+on the same paths; and (standalone and ZooKeeper) warden's zkCli-like commands beside zkCli.sh's
+output. Then bad arguments and an unreachable server."""
 import os
 import re
 import signal
@@ -367,6 +369,7 @@ with Ensemble(3, tick_ms=500) as ens:
     ens.start()
     library_tests(ens.connect_string, "Warden 3-member ensemble")
     cli_tests(ens.connect_string, "Warden 3-member ensemble", cp)
+    interop_tests(ens.connect_string, "Warden 3-member ensemble", cp)
     c.equal(ens.stop_cleanly(), [], "ensemble members exit cleanly")
 with support.start_zookeeper() as zk:
     library_tests(zk.hosts, "ZooKeeper 3.8")

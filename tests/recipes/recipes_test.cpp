@@ -5,7 +5,14 @@
 #define CATCH_CONFIG_MAIN
 #include <catch2/catch.hpp>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <atomic>
+#include <condition_variable>
 #include <chrono>
 #include <cstdlib>
 #include <mutex>
@@ -226,6 +233,267 @@ TEST_CASE("a lost connection: states, the same session, its ephemerals and watch
   std::lock_guard<std::mutex> l(mu);
   CHECK(std::find(states.begin(), states.end(), State::suspended) != states.end());
   CHECK(std::find(states.begin(), states.end(), State::reconnected) != states.end());
+}
+
+namespace {
+// The states a client went through, recorded from its thread.
+struct StateLog {
+  std::mutex mu;
+  std::vector<State> seen;
+  void listen(Client& c) {
+    c.on_state([this](State s) {
+      std::lock_guard<std::mutex> l(mu);
+      seen.push_back(s);
+    });
+  }
+  bool has(State s) {
+    std::lock_guard<std::mutex> l(mu);
+    return std::find(seen.begin(), seen.end(), s) != seen.end();
+  }
+  bool wait_for(State s, std::chrono::milliseconds within) {
+    for (auto until = std::chrono::steady_clock::now() + within; std::chrono::steady_clock::now() < until;) {
+      if (has(s)) return true;
+      std::this_thread::sleep_for(20ms);
+    }
+    return has(s);
+  }
+};
+}  // namespace
+
+namespace {
+// A TCP relay on loopback between a client and the first server of WARDEN_TEST_HOSTS, which a
+// test can cut (every connection closed, the port refusing new ones) and restore on the same
+// port: a network fault, so that a session expires on the server as it would in production.
+class CutProxy {
+ public:
+  CutProxy() {
+    auto first = ConnectString::parse(hosts()).hosts.at(0);
+    target_ = first.second;
+    listen_on(0);
+    thread_ = std::thread([this] { run(); });
+  }
+  ~CutProxy() {
+    stop_ = true;
+    thread_.join();
+    close_all();
+    if (listener_ >= 0) ::close(listener_);
+  }
+  std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
+  void cut() { set_cut(true); }
+  void restore() { set_cut(false); }
+
+ private:
+  void set_cut(bool c) {
+    std::unique_lock<std::mutex> l(mu_);
+    want_cut_ = c;
+    done_ = false;
+    cv_.wait(l, [&] { return done_; });  // applied by the relay's thread
+  }
+  void listen_on(uint16_t port) {
+    listener_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    int one = 1;
+    ::setsockopt(listener_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(port);
+    REQUIRE(::bind(listener_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+    REQUIRE(::listen(listener_, 16) == 0);
+    socklen_t len = sizeof a;
+    ::getsockname(listener_, reinterpret_cast<sockaddr*>(&a), &len);
+    port_ = ntohs(a.sin_port);
+  }
+  void close_all() {
+    for (auto [x, y] : pairs_) {
+      ::close(x);
+      ::close(y);
+    }
+    pairs_.clear();
+  }
+  void run() {
+    bool cut = false;
+    while (!stop_) {
+      {
+        std::lock_guard<std::mutex> l(mu_);
+        if (!done_ && want_cut_ != cut) {
+          cut = want_cut_;
+          if (cut) {
+            close_all();
+            ::close(listener_);
+            listener_ = -1;
+          } else {
+            listen_on(port_);
+          }
+        }
+        if (!done_) {
+          done_ = true;
+          cv_.notify_all();
+        }
+      }
+      std::vector<pollfd> fds;
+      if (listener_ >= 0) fds.push_back({listener_, POLLIN, 0});
+      for (auto [x, y] : pairs_) {
+        fds.push_back({x, POLLIN, 0});
+        fds.push_back({y, POLLIN, 0});
+      }
+      if (::poll(fds.data(), fds.size(), 20) <= 0) continue;
+      std::vector<std::pair<int, int>> dead;
+      for (auto& f : fds) {
+        if (!(f.revents & (POLLIN | POLLHUP | POLLERR))) continue;
+        if (f.fd == listener_) {
+          int in = ::accept(listener_, nullptr, nullptr);
+          int out = ::socket(AF_INET, SOCK_STREAM, 0);
+          sockaddr_in a{};
+          a.sin_family = AF_INET;
+          a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+          a.sin_port = htons(target_);
+          if (in >= 0 && ::connect(out, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0) {
+            pairs_.emplace_back(in, out);
+          } else {
+            if (in >= 0) ::close(in);
+            ::close(out);
+          }
+          continue;
+        }
+        for (auto [x, y] : pairs_) {
+          if (f.fd != x && f.fd != y) continue;
+          char buf[65536];
+          ssize_t n = ::read(f.fd, buf, sizeof buf);
+          int to = f.fd == x ? y : x;
+          if (n <= 0 || ::write(to, buf, static_cast<size_t>(n)) != n) dead.emplace_back(x, y);
+        }
+      }
+      for (auto d : dead) {
+        auto it = std::find(pairs_.begin(), pairs_.end(), d);
+        if (it == pairs_.end()) continue;
+        ::close(d.first);
+        ::close(d.second);
+        pairs_.erase(it);
+      }
+    }
+  }
+
+  uint16_t target_ = 0, port_ = 0;
+  int listener_ = -1;
+  std::vector<std::pair<int, int>> pairs_;
+  std::atomic<bool> stop_{false};
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool want_cut_ = false, done_ = true;
+  std::thread thread_;
+};
+}  // namespace
+
+TEST_CASE("an expired session: expired is reported, requests fail with SessionExpired, ephemerals go") {
+  NEEDS_SERVER();
+  CutProxy proxy;
+  StateLog log;  // before the clients: their callbacks use it until they are destroyed
+  Options o = opts();
+  o.connect_string = proxy.address();
+  o.session_timeout_ms = 4000;
+  Client a(o);
+  log.listen(a);
+  a.start();
+  std::string p = fresh("expired");
+  a.create(p);
+  a.create(p + "/eph", "", CreateMode::ephemeral);
+  Client c(opts());
+  c.start();
+  // Cut off for longer than the session timeout: the server expires the session; the client,
+  // back on the network, is told so.
+  proxy.cut();
+  CHECK(log.wait_for(State::suspended, 10s));
+  for (int i = 0; i < 1000 && c.exists(p + "/eph"); ++i) std::this_thread::sleep_for(20ms);
+  CHECK_FALSE(c.exists(p + "/eph"));  // its ephemeral went with it
+  proxy.restore();
+  CHECK(log.wait_for(State::expired, 20s));
+  try {
+    a.exists(p);
+    FAIL("a request on an expired session succeeded");
+  } catch (const Error& e) {
+    CHECK(e.code() == Err::sessionExpired);
+  }
+  CHECK(c.exists(p));
+  // A session that is gone, or a wrong password, is refused at start; a password that is not
+  // one is refused before that.
+  Options gone = opts();
+  gone.session_id = a.session_id();
+  gone.session_password = a.session_password();
+  Client again(gone);
+  CHECK_THROWS_AS(again.start(), Error);
+  Options wrong = opts();
+  wrong.session_id = c.session_id();
+  wrong.session_password = std::string(16, 'x');
+  Client thief(wrong);
+  try {
+    thief.start();
+    FAIL("a wrong password attached");
+  } catch (const Error& e) {
+    CHECK(e.code() == Err::sessionExpired);
+  }
+  CHECK(c.exists(p));  // the rightful owner goes on
+  // The same session from a second Client, as ZooKeeper's constructor with an id and password.
+  // (Only the attach is checked: the server then closes the first Client's connection, which
+  // takes the session back as it reconnects.)
+  Options same = opts();
+  same.session_id = c.session_id();
+  same.session_password = c.session_password();
+  {
+    Client twin(same);
+    twin.start();
+    CHECK(twin.session_id() == c.session_id());
+  }
+  Options garbage = opts();
+  garbage.session_id = 5;
+  garbage.session_password = "short";
+  CHECK_THROWS_AS(Client(garbage), std::invalid_argument);
+}
+
+TEST_CASE("auth: replayed on a new connection; an unknown scheme is reported as auth failed") {
+  NEEDS_SERVER();
+  StateLog log;
+  Options o = opts();
+  o.auth = {{"digest", "alice:secret"}};
+  Client a(o), anyone(opts());
+  log.listen(a);
+  a.start();
+  anyone.start();
+  std::string p = fresh("auth");
+  wire::AclList creator{wire::Acl{wire::perms::all, wire::Id{"auth", ""}}};
+  a.create(p, "hers", CreateMode::persistent, creator);
+  CHECK_THROWS_AS(anyone.get(p), Error);
+  a.drop_connection();
+  CHECK(log.wait_for(State::reconnected, 20s));
+  CHECK(a.get(p).first == "hers");  // alice again, on the new connection
+  StateLog bad_log;
+  Options bad = opts();
+  bad.auth = {{"nosuchscheme", "x"}};
+  Client b(bad);
+  bad_log.listen(b);
+  try {
+    b.start();
+  } catch (const Error& e) {
+    CHECK(e.code() == Err::authFailed);
+  }
+  CHECK(bad_log.wait_for(State::auth_failed, 20s));
+}
+
+TEST_CASE("pings keep an idle session alive past its timeout") {
+  NEEDS_SERVER();
+  StateLog log;
+  Options o = opts();
+  o.session_timeout_ms = 4000;
+  Client a(o), other(opts());
+  log.listen(a);
+  a.start();
+  other.start();
+  std::string p = fresh("idle");
+  a.create(p, "", CreateMode::ephemeral);
+  int64_t sid = a.session_id();
+  std::this_thread::sleep_for(std::chrono::milliseconds(a.negotiated_timeout_ms() * 3 / 2));  // idle
+  CHECK(a.session_id() == sid);
+  CHECK_FALSE(log.has(State::suspended));  // never lost its connection
+  CHECK(other.exists(p));
 }
 
 TEST_CASE("mutex: exclusion under contention, strictly increasing fencing tokens, one wakeup per release") {
