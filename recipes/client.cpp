@@ -138,6 +138,7 @@ struct Client::Impl {
     OpCode op = OpCode::ping;
     std::string frame;
     Done done;
+    Clock::time_point sent{};  // when written to the connection
   };
   enum class WatchKind { data, exist, child };
 
@@ -176,6 +177,13 @@ struct Client::Impl {
   std::string out_pending, out_writing;
   bool writing = false;
   Clock::time_point last_send = Clock::now();
+  // The send time of the latest request the server answered: it heard this session then or
+  // later, so the session cannot expire before confirmed + the session timeout. A lost
+  // connection is reported `lost` at that instant, so that a lock holder stops before the
+  // server can have expired its session and let another in.
+  Clock::time_point confirmed = Clock::now();
+  Clock::time_point handshake_sent = Clock::now();
+  std::deque<Clock::time_point> pings;  // send times of the pings not answered yet
   std::map<std::string, std::vector<Watcher>> data_watches, exist_watches, child_watches;
   std::map<std::string, std::vector<std::pair<bool, Watcher>>> persistent;  // (recursive, watcher)
   std::vector<std::pair<uint64_t, std::function<void(State)>>> listeners;
@@ -271,6 +279,7 @@ struct Client::Impl {
       req.passwd = passwd_;
     }
     req.read_only = false;
+    handshake_sent = Clock::now();
     send_raw(framed(wire::encode_connect_request(req)));
     read(gen);
   }
@@ -312,8 +321,10 @@ struct Client::Impl {
     ping_timer.expires_after(std::chrono::milliseconds(std::max(10, negotiated_ / 3)));
     ping_timer.async_wait([self = this, gen](boost::system::error_code ec) {
       if (ec || gen != self->generation || !self->connected) return;
-      if (Clock::now() - self->last_send >= std::chrono::milliseconds(self->negotiated_ / 3))
+      if (Clock::now() - self->last_send >= std::chrono::milliseconds(self->negotiated_ / 3)) {
+        self->pings.push_back(Clock::now());
         self->send_raw(framed(wire::encode(wire::RequestHeader{wire::xid::ping, static_cast<int32_t>(OpCode::ping)})));
+      }
       self->schedule_ping();
     });
   }
@@ -331,7 +342,14 @@ struct Client::Impl {
       if (ev) deliver(static_cast<EventType>(ev->type), relative(ev->path));
       return;
     }
-    if (h.xid == wire::xid::ping || h.xid == wire::xid::setWatches) return;
+    if (h.xid == wire::xid::ping) {
+      if (!pings.empty()) {
+        confirmed = std::max(confirmed, pings.front());
+        pings.pop_front();
+      }
+      return;
+    }
+    if (h.xid == wire::xid::setWatches) return;
     if (h.xid == wire::xid::auth) {
       auto err = static_cast<Err>(h.err);
       if (!auth_waiting.empty()) {
@@ -345,6 +363,7 @@ struct Client::Impl {
     if (in_flight.empty() || in_flight.front().xid != h.xid) return broken("a reply out of order");
     Request q = std::move(in_flight.front());
     in_flight.pop_front();
+    confirmed = std::max(confirmed, q.sent);
     if (q.done) q.done(static_cast<Err>(h.err), h.zxid, body);
   }
 
@@ -356,6 +375,7 @@ struct Client::Impl {
       end(State::expired, Err::sessionExpired);
       return;
     }
+    confirmed = std::max(confirmed, handshake_sent);
     {
       std::lock_guard<std::mutex> l(mu);
       session_id_ = resp->sessionId;
@@ -404,7 +424,7 @@ struct Client::Impl {
     if (was) {
       set_state(State::suspended);
       int32_t t = negotiated_ > 0 ? negotiated_ : opts.session_timeout_ms;
-      lost_timer.expires_after(std::chrono::milliseconds(t));
+      lost_timer.expires_at(confirmed + std::chrono::milliseconds(t));
       lost_timer.async_wait([self = this](boost::system::error_code ec) {
         if (!ec && !self->connected && !self->ended) self->set_state(State::lost);
       });
@@ -429,6 +449,7 @@ struct Client::Impl {
     ping_timer.cancel();
     read_timer.cancel();
     in.clear();
+    pings.clear();
     out_pending.clear();
     out_writing.clear();
     writing = false;
@@ -495,6 +516,7 @@ struct Client::Impl {
       return;
     }
     std::string f = q.frame;
+    q.sent = Clock::now();
     in_flight.push_back(std::move(q));
     send_raw(std::move(f));
   }

@@ -6,8 +6,9 @@
 // server with the session's id and password and its lastZxidSeen (a server behind it refuses
 // it, and the client tries another), replays its auth and re-registers its watches
 // (setWatches2, relative to the last zxid it saw). Connection states reach the user: connected,
-// suspended (the connection is lost; the session may live), reconnected, lost (suspended for a
-// whole session timeout: the session is most likely expired), expired (the server said so),
+// suspended (the connection is lost; the session may live), reconnected, lost (suspended, and a
+// session timeout has passed since the latest request the server answered was sent: the server
+// may have expired the session by now, never earlier), expired (the server said so),
 // auth_failed, closed. Requests made while suspended wait for the next connection; requests in
 // flight when a connection breaks fail with ConnectionLoss (their outcome is unknown), as in
 // ZooKeeper's clients.

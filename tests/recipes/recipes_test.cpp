@@ -449,6 +449,34 @@ TEST_CASE("an expired session: expired is reported, requests fail with SessionEx
   CHECK_THROWS_AS(Client(garbage), std::invalid_argument);
 }
 
+TEST_CASE("mutex: a holder cut off is told it lost the lock before anyone else can take it") {
+  NEEDS_SERVER();
+  CutProxy proxy;
+  std::string path = fresh("cutoff");
+  Options o = opts();
+  o.connect_string = proxy.address();
+  o.session_timeout_ms = 4000;
+  using Ns = std::chrono::nanoseconds;
+  auto now_ns = [] { return std::chrono::steady_clock::now().time_since_epoch().count(); };
+  std::atomic<int64_t> told_at{0};
+  Client a(o), b(opts());
+  a.start();
+  b.start();
+  Mutex ma(a, path), mb(b, path);
+  ma.acquire();
+  ma.on_lost([&] { told_at = now_ns(); });
+  proxy.cut();
+  auto got = mb.try_acquire(30s);  // once the server expired the holder's session
+  int64_t got_at = now_ns();
+  REQUIRE(got);
+  CHECK(told_at != 0);
+  CHECK(told_at <= got_at);
+  INFO("told " << Ns(got_at - told_at).count() / 1000000 << " ms before the next holder got it");
+  CHECK_FALSE(ma.held());
+  mb.release();
+  proxy.restore();
+}
+
 TEST_CASE("auth: replayed on a new connection; an unknown scheme is reported as auth failed") {
   NEEDS_SERVER();
   StateLog log;
