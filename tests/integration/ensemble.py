@@ -12,7 +12,7 @@ import subprocess
 import tempfile
 import time
 
-from support import free_port, handshake_ok
+from support import free_port, fresh_socket, handshake_ok
 
 
 def four_letter(port, word, timeout=3):
@@ -210,10 +210,7 @@ class PeerProxy:
 
     def add(self, src, dst, kind, target_port):
         import threading
-        ls = socket.socket()
-        ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        ls.bind(("127.0.0.1", 0))
-        ls.listen(16)
+        ls = fresh_socket(listen=True)  # never a port probed for a member
         self.links[(src, dst, kind)] = (ls, target_port)
         threading.Thread(target=self._accept, args=(ls, src, dst, target_port), daemon=True).start()
         return ls.getsockname()[1]

@@ -20,9 +20,32 @@ ZKCLI = "/usr/share/zookeeper/bin/zkCli.sh"
 JAVA_LIBS = "/usr/share/java"
 
 
-def free_port():
-    with socket.socket() as s:
+_ports_given = set()
+
+
+def fresh_socket(listen=False):
+    """A socket bound to a loopback port this process has not been given before (listening,
+    if asked). The kernel may hand one port to two probes in a row (a probe closes its socket
+    before the server binds the port), and an ensemble's members once got the same port twice
+    in CI."""
+    for _ in range(1000):
+        s = socket.socket()
+        if listen:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+        if port not in _ports_given:
+            _ports_given.add(port)
+            if listen:
+                s.listen(16)
+            return s
+        s.close()
+    raise RuntimeError("no fresh loopback port in 1000 tries")
+
+
+def free_port():
+    """A loopback port free now and never given before in this process."""
+    with fresh_socket() as s:
         return s.getsockname()[1]
 
 
