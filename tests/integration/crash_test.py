@@ -45,6 +45,7 @@ class Writer(threading.Thread):
         super().__init__(daemon=True)
         self.hosts, self.k, self.round = hosts, k, rnd
         self.acked_creates, self.attempted_creates = set(), set()
+        self.czxid = {}  # acknowledged create -> the zxid that created it (for a failure's report)
         self.acked_seq, self.last_acked_value, self.max_attempted_value = [], None, None
         self.stop = threading.Event()
 
@@ -60,8 +61,9 @@ class Writer(threading.Thread):
                 i += 1
                 path = f"/crash/w{self.k}-r{self.round}-{i}"
                 self.attempted_creates.add(path)
-                zk.create_async(path, b"x").get(timeout=3)
+                _, stat = zk.create_async(path, b"x", include_data=True).get(timeout=3)
                 self.acked_creates.add(path)
+                self.czxid[path] = stat.czxid
                 value = self.round * 1_000_000 + i
                 self.max_attempted_value = value
                 zk.set_async(f"/crash/counter-{self.k}", str(value).encode()).get(timeout=3)
@@ -93,6 +95,7 @@ def main():
             setup.create(f"/crash/counter-{k}", b"none")
         setup.stop()
         all_acked, all_attempted, all_seq = set(), set(), []
+        czxid = {}
         last_values = {k: None for k in range(WRITERS)}
         max_values = {k: None for k in range(WRITERS)}
         for rnd in range(1, ROUNDS + 1):
@@ -108,6 +111,7 @@ def main():
                 w.join(30)
             for w in writers:
                 all_acked |= w.acked_creates
+                czxid.update(w.czxid)
                 all_attempted |= w.attempted_creates
                 all_seq += w.acked_seq
                 if w.last_acked_value is not None:
@@ -124,7 +128,13 @@ def main():
             nodes = {p for p in present if p.startswith("/crash/w")}
             c.check(acked_this_round > 0, f"round {rnd}: writes were acknowledged before the kill ({acked_this_round})")
             lost = all_acked - nodes
-            c.check(not lost, f"round {rnd}: every acknowledged create survived (lost {sorted(lost)[:5]})")
+            c.check(not lost, f"round {rnd}: every acknowledged create survived (lost {len(lost)}: "
+                              f"{[(p, hex(czxid.get(p, 0))) for p in sorted(lost)[:10]]})")
+            if lost:  # what the server did about snapshots and recovery, for whoever reads this
+                with open(os.path.join(data_dir, "server.log"), errors="replace") as f:
+                    lines = [ln.rstrip() for ln in f if any(w in ln for w in (
+                        "snapshot", "recovered", "replay", "purged", "warden-server", "torn", "signal"))]
+                print("server log, snapshot and recovery lines (last 80):\n" + "\n".join(lines[-80:]), flush=True)
             invented = nodes - all_attempted
             c.check(not invented, f"round {rnd}: nothing appears that was never requested ({sorted(invented)[:5]})")
             for k in range(WRITERS):
