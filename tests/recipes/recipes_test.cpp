@@ -46,6 +46,12 @@ Options opts(const std::string& chroot = {}) {
   o.connect_timeout_ms = 20000;
   return o;
 }
+// Raises `peak` to `now` if `now` is higher (several threads at once).
+void raise_to(std::atomic<int>& peak, int now) {
+  int seen = peak;
+  while (now > seen && !peak.compare_exchange_weak(seen, now)) {
+  }
+}
 #define NEEDS_SERVER() \
   if (hosts().empty()) return
 }  // namespace
@@ -714,9 +720,7 @@ TEST_CASE("read-write lock: readers together, a writer alone, in arrival order; 
           rw.read_lock().acquire();
           int now = reading.fetch_add(1) + 1;
           if (writing != 0) ++violations;
-          int m = max_reading;
-          while (now > m && !max_reading.compare_exchange_weak(m, now)) {
-          }
+          raise_to(max_reading, now);
           std::this_thread::sleep_for(20ms);
           reading.fetch_sub(1);
           rw.read_lock().release();
@@ -779,9 +783,7 @@ TEST_CASE("semaphore: never more than max leases at once; a timed-out acquire le
         auto leases = sem.acquire();
         int now = holding.fetch_add(1) + 1;
         if (now > max) ++over;
-        int m = most;
-        while (now > m && !most.compare_exchange_weak(m, now)) {
-        }
+        raise_to(most, now);
         std::this_thread::sleep_for(10ms);
         holding.fetch_sub(1);
       }  // the lease goes with its scope
