@@ -178,6 +178,19 @@ def cli_tests(hosts, what, classpath):
     c.equal(warden(hosts, "members", "/cli/svc").stdout, "", f"{what}: nobody is left")
 
 
+def raw_line(f):
+    """One line from a pipe, read byte by byte from its descriptor: a buffered readline may
+    take more than the line, which communicate() (reading the descriptor) then never sees; a
+    contender that printed everything at once lost its result that way in CI."""
+    got = b""
+    while not got.endswith(b"\n"):
+        ch = os.read(f.fileno(), 1)
+        if not ch:
+            break
+        got += ch
+    return got.decode(errors="replace")
+
+
 def interop_tests(hosts, what, classpath):
     """Curator's recipes in JVMs and Warden's in C++ processes on the same paths: each side's
     holders mark a directory, and finds no holder of the other side where there may be none."""
@@ -194,7 +207,7 @@ def interop_tests(hosts, what, classpath):
     def contest(procs, label, go_dir):
         """Waits until every contender is READY, lets them all go at once, checks each one's result."""
         for kind, p in procs:
-            line = p.stdout.readline().strip()
+            line = raw_line(p.stdout).strip()
             c.equal(line, "READY", f"{what}: {label}: a {kind} contender connected")
         with open(os.path.join(go_dir, "go"), "w"):
             pass
@@ -208,8 +221,7 @@ def interop_tests(hosts, what, classpath):
                 err += " (killed after 240 s)"
             outs.append(out)
             last = out.strip().splitlines()[-1] if out.strip() else ""
-            # The exit status too: a contender once ended with no output at all in CI (plain
-            # build, not reproduced in 650 runs here); a negative status names the signal.
+            # The exit status too (a negative one names the signal).
             c.equal(last, "DONE VIOLATIONS 0", f"{what}: {label}: a {kind} contender saw no holder where none may be "
                                                f"(exit status {p.returncode}) {err.strip()[-500:]}")
         return outs
