@@ -405,7 +405,17 @@ Err DataTree::create(const CreateTxn& c, const Txn& t, Zxid zxid, std::vector<Wa
   if (!parent->kids_) parent->kids_ = new Children();
   bool taken;
   auto where = parent->kids_->set.search(name, taken);  // one lookup both checks and places
-  if (taken) return Err::nodeExists;
+  if (taken) {
+    // Only a replay meets this (prepare refuses a create of an existing name): a fuzzy
+    // snapshot took the node after this txn made it, and the parent before. The parent's
+    // counters still move to where this txn left them, as ZooKeeper's replay does, or the
+    // next sequential name under it would repeat one that is taken.
+    if (c.parentCreates > parent->creates) {
+      parent->creates = c.parentCreates;
+      parent->pzxid = zxid;
+    }
+    return Err::nodeExists;
+  }
   Node* n = make_node(name, c.data);
   n->acl_ = acquire_acl(c.acl);
   n->czxid = n->mzxid = n->pzxid = zxid;
