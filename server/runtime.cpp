@@ -420,9 +420,10 @@ struct ServerRuntime::Impl {
     SnapshotSink sink{[this] { server->start_snapshot_load(); },
                       [this](std::string_view p, std::string_view r) { return server->load_snapshot_node(p, r); },
                       [this](std::string_view k, std::string_view r) { return server->load_snapshot_session(k, r); }};
-    Zxid from = load_newest_snapshot(snapshots, sink, [](Zxid at, size_t nodes) {
-      spdlog::info("loading the snapshot at 0x{:x}: {} nodes so far", at, nodes);
-    });
+    Zxid from = load_newest_snapshot(
+        snapshots, sink,
+        [](Zxid at, size_t nodes) { spdlog::info("loading the snapshot at 0x{:x}: {} nodes so far", at, nodes); },
+        1000000, [](const std::string& why) { spdlog::error("{}", why); });
     if (from) {
       server->finish_snapshot_load(from);
       spdlog::info("loaded the snapshot at 0x{:x}: {} nodes, {} sessions", from, server->tree().size(),
@@ -659,7 +660,13 @@ struct ServerRuntime::Impl {
     }
     // A full disk: nothing was written. Everything in flight is taken back and its clients get
     // an error; reads go on, and the next write tries the disk again.
-    size_t n = replicator->abort();
+    size_t n;
+    {
+      // Leading again in a new epoch commits the log's history: a change of the tree, never
+      // while the snapshot writer's thread reads it.
+      std::lock_guard<std::mutex> hold(tree_mutex);
+      n = replicator->abort();
+    }
     committer->reset();
     spdlog::error("{}; {} writes in flight failed, reads go on", failure->message, n);
     server->abort_in_flight(wire::Err::systemError);

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <iterator>
+
 
 
 namespace warden::server {
@@ -91,30 +93,47 @@ bool for_each_in_chunk(std::string_view chunk,
 }
 
 Zxid load_newest_snapshot(const storage::SnapshotStore& log, const SnapshotSink& sink,
-                          const std::function<void(Zxid, size_t)>& progress, size_t progress_every) {
+                          const std::function<void(Zxid, size_t)>& progress, size_t progress_every,
+                          const std::function<void(const std::string&)>& unusable) {
   using Part = storage::SnapshotStore::SnapshotPart;
   auto snaps = log.complete_snapshots();
-  if (snaps.empty()) return 0;
-  Zxid at = snaps.back();
-  sink.begin();
-  size_t nodes = 0;
-  log.for_each_snapshot_record(at, Part::node, [&](std::string_view k, std::string_view v) {
-    std::string_view last = "(none)";
-    bool ok = for_each_in_chunk(v, [&](std::string_view path, std::string_view record) {
-      last = path;
-      if (!sink.node(path, record)) return false;
-      if (++nodes % progress_every == 0 && progress) progress(at, nodes);
-      return true;
+  std::string refused;  // why each newer snapshot was passed over
+  for (auto at_it = snaps.rbegin(); at_it != snaps.rend(); ++at_it) {
+    Zxid at = *at_it;
+    sink.begin();
+    size_t nodes = 0;
+    storage::SnapshotStore::RecordCounts read;
+    log.for_each_snapshot_record(at, Part::node, [&](std::string_view k, std::string_view v) {
+      ++read.node;
+      std::string_view last = "(none)";
+      bool ok = for_each_in_chunk(v, [&](std::string_view path, std::string_view record) {
+        last = path;
+        if (!sink.node(path, record)) return false;
+        if (++nodes % progress_every == 0 && progress) progress(at, nodes);
+        return true;
+      });
+      if (!ok)
+        throw storage::StorageError(fmt::format("the snapshot at 0x{:x} is damaged in chunk {} after node {}", at,
+                                                wire::Reader(k).get_long(), last));
     });
-    if (!ok)
-      throw storage::StorageError(fmt::format("the snapshot at 0x{:x} is damaged in chunk {} after node {}", at,
-                                              wire::Reader(k).get_long(), last));
-  });
-  log.for_each_snapshot_record(at, Part::session, [&](std::string_view k, std::string_view v) {
-    if (!sink.session(k, v))
-      throw storage::StorageError(fmt::format("the snapshot at 0x{:x} has a damaged session record", at));
-  });
-  return at;
+    log.for_each_snapshot_record(at, Part::session, [&](std::string_view k, std::string_view v) {
+      ++read.session;
+      if (!sink.session(k, v))
+        throw storage::StorageError(fmt::format("the snapshot at 0x{:x} has a damaged session record", at));
+    });
+    // A snapshot that does not hold what it was finished with would lose (or bring back) nodes
+    // silently: an older one, with the log after it, recovers the same tree.
+    auto want = log.snapshot_record_counts(at);
+    if (!want || *want == read) return at;
+    std::string why = fmt::format(
+        "the snapshot at 0x{:x} holds {} chunk and {} session records where its marker says {} and {}", at, read.node,
+        read.session, want->node, want->session);
+    if (!unusable) throw storage::StorageError(why);
+    unusable(why + (std::next(at_it) == snaps.rend() ? "" : "; trying the one before it"));
+    refused += (refused.empty() ? "" : "; ") + why;
+  }
+  if (!refused.empty()) throw storage::StorageError("no usable snapshot: " + refused);
+  return 0;
 }
 
 }  // namespace warden::server

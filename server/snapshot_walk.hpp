@@ -69,9 +69,13 @@ struct SnapshotSink {
 
 // Loads the newest complete snapshot in `log` through `sink`, calling `progress` (when set)
 // after every `progress_every` nodes. Returns its zxid, or 0 when there is none. Throws
-// storage::StorageError naming the snapshot and the damaged record.
+// storage::StorageError naming the snapshot and the damaged record. A snapshot that holds
+// more or fewer records than its marker counts is told to `unusable` and the next older one
+// loaded instead (sink.begin() starts again); without `unusable`, or when none is left, that
+// throws too.
 Zxid load_newest_snapshot(const storage::SnapshotStore& log, const SnapshotSink& sink,
                           const std::function<void(Zxid at, size_t nodes)>& progress = {},
-                          size_t progress_every = 1000000);
+                          size_t progress_every = 1000000,
+                          const std::function<void(const std::string& why)>& unusable = {});
 
 }  // namespace warden::server

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -45,6 +46,15 @@ class SnapshotStore {
   virtual void put_snapshot_records(Zxid at, SnapshotPart part, Records recs) = 0;
   virtual void finish_snapshot(Zxid at, const std::string& summary) = 0;  // synced
   virtual std::vector<Zxid> complete_snapshots() const = 0;                // ascending
+  // How many records of each part a complete snapshot was finished with, as its marker keeps
+  // them, so that a load can tell a whole snapshot from one that lost records; none for a
+  // snapshot whose marker predates the counts.
+  struct RecordCounts {
+    uint64_t node = 0;
+    uint64_t session = 0;
+    bool operator==(const RecordCounts&) const = default;
+  };
+  virtual std::optional<RecordCounts> snapshot_record_counts(Zxid at) const = 0;
   virtual void for_each_snapshot_record(
       Zxid at, SnapshotPart part, const std::function<void(std::string_view key, std::string_view value)>& fn) const = 0;
   // Keeps the newest `retain` complete snapshots, drops the rest and the log below the oldest

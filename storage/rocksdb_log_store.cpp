@@ -2,6 +2,8 @@
 
 #include <sys/statvfs.h>
 
+#include <cstdio>
+
 #include <filesystem>
 
 #include <rocksdb/db.h>
@@ -235,6 +237,7 @@ void RocksDbLogStore::abandon_building() {
   if (!building_path_.empty()) std::filesystem::remove(building_path_);
   building_path_.clear();
   building_at_ = -1;
+  building_counts_ = {};
 }
 
 void RocksDbLogStore::put_snapshot_records(Zxid at, SnapshotPart part, Records recs) {
@@ -273,6 +276,7 @@ void RocksDbLogStore::put_snapshot_records(Zxid at, SnapshotPart part, Records r
       throw StorageError("cannot write a snapshot in " + dir_ + ": " + st.ToString());
     }
   }
+  (part == SnapshotPart::node ? building_counts_.node : building_counts_.session) += recs.size();
 }
 
 void RocksDbLogStore::finish_snapshot(Zxid at, const std::string& summary) {
@@ -291,12 +295,14 @@ void RocksDbLogStore::finish_snapshot(Zxid at, const std::string& summary) {
     abandon_building();
     throw StorageError("cannot finish a snapshot in " + dir_ + ": " + st.ToString());
   }
+  RecordCounts counts = building_ ? building_counts_ : RecordCounts{};
   building_.reset();
   building_path_.clear();
   building_at_ = -1;
+  building_counts_ = {};
   rocksdb::WriteOptions w;
   w.sync = true;
-  st = db_->Put(w, marker_key(at), summary);
+  st = db_->Put(w, marker_key(at), "records " + std::to_string(counts.node) + " " + std::to_string(counts.session) + "\n" + summary);
   if (!st.ok()) throw StorageError("cannot finish a snapshot in " + dir_ + ": " + st.ToString());
 }
 
@@ -306,6 +312,17 @@ std::vector<Zxid> RocksDbLogStore::complete_snapshots() const {
   for (it->Seek(std::string(1, 'M')); it->Valid() && it->key().size() == 9 && it->key()[0] == 'M'; it->Next())
     out.push_back(zxid_of(it->key()));
   return out;
+}
+
+std::optional<SnapshotStore::RecordCounts> RocksDbLogStore::snapshot_record_counts(Zxid at) const {
+  std::string v;
+  auto st = db_->Get(rocksdb::ReadOptions(), marker_key(at), &v);
+  if (!st.ok()) return std::nullopt;
+  unsigned long long node = 0, session = 0;
+  int used = 0;
+  // A marker written before the counts holds the summary alone.
+  if (std::sscanf(v.c_str(), "records %llu %llu\n%n", &node, &session, &used) != 2 || used == 0) return std::nullopt;
+  return RecordCounts{node, session};
 }
 
 void RocksDbLogStore::for_each_snapshot_record(

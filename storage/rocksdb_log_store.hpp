@@ -77,6 +77,8 @@ class RocksDbLogStore final : public LogStore, public SnapshotStore {
   void put_snapshot_records(Zxid at, SnapshotPart part, Records recs) override;
   void finish_snapshot(Zxid at, const std::string& summary) override;  // synced: the snapshot is complete
   std::vector<Zxid> complete_snapshots() const override;                 // ascending
+  // The marker's value is "records <node> <session>\n" and then the summary.
+  std::optional<RecordCounts> snapshot_record_counts(Zxid at) const override;
   void for_each_snapshot_record(Zxid at, SnapshotPart part,
                                 const std::function<void(std::string_view key, std::string_view value)>& fn)
       const override;
@@ -110,6 +112,7 @@ class RocksDbLogStore final : public LogStore, public SnapshotStore {
   std::unique_ptr<rocksdb::SstFileWriter> building_;
   Zxid building_at_ = -1;
   std::string building_path_;
+  RecordCounts building_counts_;  // what the file being built holds
   void abandon_building();
 
 };
