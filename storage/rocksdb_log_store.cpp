@@ -238,6 +238,7 @@ void RocksDbLogStore::abandon_building() {
   building_path_.clear();
   building_at_ = -1;
   building_counts_ = {};
+  building_over_stale_ = false;
 }
 
 void RocksDbLogStore::put_snapshot_records(Zxid at, SnapshotPart part, Records recs) {
@@ -253,6 +254,12 @@ void RocksDbLogStore::put_snapshot_records(Zxid at, SnapshotPart part, Records r
     building_ = std::make_unique<rocksdb::SstFileWriter>(rocksdb::EnvOptions(), opts);
     building_path_ = building_dir(dir_) + "/snapshot-" + hex_zxid(at) + ".sst";
     building_at_ = at;
+    // Records already under this zxid are an earlier attempt's, ingested when its marker never
+    // came (a crash between the two): finish_snapshot() clears them first, or chunks of two
+    // walks could mix, and two walks' chunk boundaries differ.
+    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions()));
+    it->Seek(snapshot_range_start(at));
+    building_over_stale_ = it->Valid() && it->key().compare(snapshot_range_start(at + 1)) < 0;
     auto st = building_->Open(building_path_);
     if (!st.ok()) {
       abandon_building();
@@ -286,6 +293,14 @@ void RocksDbLogStore::finish_snapshot(Zxid at, const std::string& summary) {
     rocksdb::ExternalSstFileInfo info;
     st = building_->Finish(&info);
   }
+  if (building_ && st.ok() && building_over_stale_) {
+    rocksdb::WriteBatch clear;
+    clear.DeleteRange(snapshot_range_start(at), snapshot_range_start(at + 1));
+    clear.Delete(marker_key(at));
+    rocksdb::WriteOptions w;
+    w.sync = true;
+    st = db_->Write(w, &clear);
+  }
   if (building_ && st.ok()) {
     rocksdb::IngestExternalFileOptions ingest;
     ingest.move_files = true;
@@ -300,6 +315,7 @@ void RocksDbLogStore::finish_snapshot(Zxid at, const std::string& summary) {
   building_path_.clear();
   building_at_ = -1;
   building_counts_ = {};
+  building_over_stale_ = false;
   rocksdb::WriteOptions w;
   w.sync = true;
   st = db_->Put(w, marker_key(at), "records " + std::to_string(counts.node) + " " + std::to_string(counts.session) + "\n" + summary);

@@ -113,6 +113,7 @@ class RocksDbLogStore final : public LogStore, public SnapshotStore {
   Zxid building_at_ = -1;
   std::string building_path_;
   RecordCounts building_counts_;  // what the file being built holds
+  bool building_over_stale_ = false;  // records of an earlier attempt at its zxid exist
   void abandon_building();
 
 };
