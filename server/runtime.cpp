@@ -559,14 +559,13 @@ struct ServerRuntime::Impl {
 
   // Runs on the snapshot writer's thread, called until it returns nothing: the next chunks of
   // the walk, encoded while holding the tree's lock (which the server thread takes only to
-  // apply commits), at most `snapshot_hold` at a time. Once the walk is done, the server
+  // apply commits), for about `snapshot_hold` at a time. Once the walk is done, the server
   // thread adds the sessions and the marker.
   std::optional<storage::SnapshotWriter::Records> snapshot_chunks(SnapshotWalk& w) {
     storage::SnapshotWriter::Records out;
     {
       std::lock_guard<std::mutex> hold(tree_mutex);
-      auto until = std::chrono::steady_clock::now() + snapshot_hold;
-      while (!w.done() && std::chrono::steady_clock::now() < until) out.push_back(w.next_chunk(snapshot_step_nodes));
+      out = w.next_chunks(snapshot_step_nodes, std::chrono::steady_clock::now() + snapshot_hold);
     }
     if (!out.empty()) return out;
     asio::post(io, [this, at = w.at()] { finish_snapshot(at); });
@@ -575,6 +574,12 @@ struct ServerRuntime::Impl {
 
   void finish_snapshot(Zxid at) {
     if (!walk || walk->at() != at) return;
+    if (!walk->done()) {  // never: a marker on a walk cut short would lose the rest of the tree
+      spdlog::error("snapshot at 0x{:x} abandoned: its walk stopped after {} nodes, before the end", at,
+                    walk->written());
+      walk.reset();
+      return;
+    }
     using Part = storage::SnapshotStore::SnapshotPart;
     snapshot_writer->put(at, Part::session, server->session_records());
     snapshot_writer->finish(at, fmt::format("{} nodes", walk->written()));

@@ -81,6 +81,16 @@ std::pair<std::string, std::string> SnapshotWalk::next_chunk(size_t max_nodes) {
   return {std::move(key), std::move(bytes)};
 }
 
+std::vector<std::pair<std::string, std::string>> SnapshotWalk::next_chunks(
+    size_t max_nodes, std::chrono::steady_clock::time_point deadline) {
+  std::vector<std::pair<std::string, std::string>> out;
+  while (!done()) {
+    out.push_back(next_chunk(max_nodes));
+    if (std::chrono::steady_clock::now() >= deadline) break;
+  }
+  return out;
+}
+
 bool for_each_in_chunk(std::string_view chunk,
                        const std::function<bool(std::string_view path, std::string_view record)>& fn) {
   wire::Reader r(chunk);

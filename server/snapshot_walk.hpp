@@ -11,6 +11,7 @@
 // out a node whose parent was left out.
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <map>
 #include <string>
@@ -34,6 +35,12 @@ class SnapshotWalk {
   // number (8 bytes, big-endian, so chunks sort in walk order: parents before children), the
   // bytes are the nodes' (path, record) pairs, read back with for_each_in_chunk.
   std::pair<std::string, std::string> next_chunk(size_t max_nodes);
+  // Chunks of `max_nodes` until `deadline` has passed, and at least one while the walk is not
+  // done: empty only when it is. (A call that could come back empty before the end, its
+  // thread preempted past the deadline before the first chunk, once finished snapshots short:
+  // the rest of the tree was lost at the next start.)
+  std::vector<std::pair<std::string, std::string>> next_chunks(size_t max_nodes,
+                                                               std::chrono::steady_clock::time_point deadline);
 
  private:
   struct Frame {
