@@ -76,7 +76,9 @@ class ZabReplicator final : public Replicator {
  public:
   using Persist = std::function<void(storage::LogEntry)>;
 
-  ZabReplicator(storage::LogStore& store, Persist persist);
+  // `max_counter`: the most zxids one epoch hands out (0: the core's default, as ZooKeeper's
+  // 32-bit counter); tests set it low to roll epochs over.
+  ZabReplicator(storage::LogStore& store, Persist persist, uint32_t max_counter = 0);
   ~ZabReplicator() override;
   // Leads, once the server has applied what it knows committed (`applied`: the snapshot and the
   // log up to the store's commit mark). The epochs come from the store's replica state, or from
@@ -85,6 +87,9 @@ class ZabReplicator final : public Replicator {
   void start(Zxid applied);
 
   void set_commit_handler(CommitHandler h) override { on_commit_ = std::move(h); }
+  // Refused (nullopt) while an epoch that ran out of zxids still has proposals in flight: a
+  // new epoch could not tell those from durable ones. The first proposal after they are
+  // committed leads again in a new epoch.
   std::optional<Zxid> propose(std::string payload) override;
   Zxid last_committed() const override { return last_committed_; }
   // The log is durable up to `upto`: commit every proposal at or below it, in order.
@@ -109,6 +114,7 @@ class ZabReplicator final : public Replicator {
   std::unique_ptr<Core> core_;
   std::deque<storage::LogEntry> unacked_;  // proposed, not yet committed; ascending zxids
   Zxid last_committed_ = 0;
+  uint32_t max_counter_;
   OutermostLoop loop_;
 };
 

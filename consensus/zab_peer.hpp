@@ -148,6 +148,8 @@ class ZabPeer {
   const Epochs& epochs() const { return epochs_; }
   // An established leader, or a follower or observer that got UPTODATE: it may serve clients.
   bool serving() const { return serving_; }
+  // An established leader whose epoch has zxids left: propose() would take a payload.
+  bool can_propose() const { return role_ == Role::leading && established_ && counter_ < cfg_.max_counter; }
   Zxid committed() const { return committed_; }
   Zxid durable_upto() const { return durable_; }
   PeerId id() const { return cfg_.id; }

@@ -38,8 +38,11 @@ struct ZabReplicator::Core {
   std::unique_ptr<ZabPeer> peer;
 };
 
-ZabReplicator::ZabReplicator(storage::LogStore& store, Persist persist)
-    : store_(store), persist_(std::move(persist)), core_(new Core{LogStoreView(store_, unacked_), nullptr}) {}
+ZabReplicator::ZabReplicator(storage::LogStore& store, Persist persist, uint32_t max_counter)
+    : store_(store),
+      persist_(std::move(persist)),
+      core_(new Core{LogStoreView(store_, unacked_), nullptr}),
+      max_counter_(max_counter) {}
 
 void ZabReplicator::start(Zxid applied) {
   last_committed_ = applied;
@@ -68,6 +71,7 @@ void ZabReplicator::elect() {
   PeerConfig cfg;
   cfg.id = 1;
   cfg.ensemble.voters = {1};
+  if (max_counter_) cfg.max_counter = max_counter_;
   core_->peer = std::make_unique<ZabPeer>(cfg, core_->view, epochs, last_committed_);
   // A lone voter agrees with itself at the first tick and is established at once: its log is
   // durable and its quorum is itself.
@@ -80,12 +84,15 @@ void ZabReplicator::elect() {
 }
 
 std::optional<Zxid> ZabReplicator::propose(std::string payload) {
-  if (!core_->peer->serving()) elect();  // its epoch's counter ran out: lead again in a new epoch
-  auto z = core_->peer->propose(std::move(payload));
-  if (!z) {
-    elect();
-    z = core_->peer->propose(std::move(payload));
+  if (!core_->peer->can_propose()) {
+    // The epoch's counter ran out. A new core takes the whole log it sees as durable, so it may
+    // only start once nothing is in flight: until then the old one (still leading) commits
+    // what becomes durable, and new proposals are refused, as a leader change refuses them.
+    if (!unacked_.empty()) return std::nullopt;
+    elect();  // everything durable is committed already: nothing is applied here
+    if (!core_->peer->can_propose()) return std::nullopt;
   }
+  auto z = core_->peer->propose(std::move(payload));
   process();
   return z;
 }

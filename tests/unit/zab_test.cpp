@@ -285,6 +285,54 @@ TEST_CASE("the standalone server's ensemble of one: a new epoch at every start, 
   CHECK(*z == make_zxid(6, 1));
 }
 
+// ZooKeeper's counter is 32 bits: a standalone server that writes on for long enough runs out
+// of zxids in its epoch and must lead again in a new one. Its writes are persisted
+// asynchronously (the group committer), so some are always in flight then: they must commit
+// only once durable, whole, and in order, and the first write after them goes to the new
+// epoch with its payload intact.
+TEST_CASE("a lone voter whose epoch runs out of zxids commits only what is durable, then leads a new epoch") {
+  warden::storage::MemoryLogStore store;
+  std::deque<warden::storage::LogEntry> in_flight;  // persisted, not yet written
+  std::vector<std::pair<Zxid, std::string>> committed;
+  ZabReplicator r(store, [&](warden::storage::LogEntry e) { in_flight.push_back(std::move(e)); }, 3);
+  r.set_commit_handler([&](Zxid z, std::string_view p) { committed.emplace_back(z, std::string(p)); });
+  r.start(0);
+  uint32_t epoch = r.epoch();
+  auto write_upto = [&](Zxid upto) {
+    while (!in_flight.empty() && in_flight.front().zxid <= upto) {
+      store.append({in_flight.front()});
+      in_flight.pop_front();
+    }
+    r.durable(upto);
+  };
+  std::vector<Zxid> zs;
+  for (const char* p : {"a", "b", "c"}) {
+    auto z = r.propose(p);
+    REQUIRE(z);
+    zs.push_back(*z);
+  }
+  CHECK(zs.back() == make_zxid(epoch, 3));
+  write_upto(zs[0]);
+  REQUIRE(committed.size() == 1);
+  // The epoch is spent and b, c are in flight: refused, and nothing else commits.
+  CHECK_FALSE(r.propose("d"));
+  CHECK(committed.size() == 1);
+  CHECK(r.epoch() == epoch);
+  write_upto(zs[2]);
+  REQUIRE(committed.size() == 3);
+  CHECK(committed[1] == std::make_pair(zs[1], std::string("b")));
+  CHECK(committed[2] == std::make_pair(zs[2], std::string("c")));
+  // Nothing in flight: the next write leads again, in a new epoch, whole.
+  auto z = r.propose("e");
+  REQUIRE(z);
+  CHECK(r.epoch() > epoch);
+  CHECK(*z == make_zxid(r.epoch(), 1));
+  CHECK(committed.size() == 3);  // not before it is durable
+  write_upto(*z);
+  REQUIRE(committed.size() == 4);
+  CHECK(committed[3] == std::make_pair(*z, std::string("e")));
+}
+
 TEST_CASE("a broken connection to the leader sends its followers looking at once, not after syncLimit") {
   Net net(3);
   PeerId l = net.settle();
