@@ -474,6 +474,7 @@ Err DataTree::remove(std::string_view path, Zxid zxid, std::vector<WatchTrigger>
   release_acl(n->acl_);
   free_node(n);
   --size_;
+  ++removed_;
   approx_bytes_ -= static_cast<int64_t>(path.size()) + bytes;
   quota_node_removed(path);
   quota_change(path, -1, -bytes);

@@ -66,6 +66,8 @@ class DataTree {
 
   const Node* find(std::string_view path) const;
   size_t size() const { return size_; }
+  // How many nodes were ever removed from this tree (a snapshot walk's check: see SnapshotWalk).
+  uint64_t removed() const { return removed_; }
   Zxid last_applied() const { return last_applied_; }
   // The node's ACL list (shared: a watch event keeps it after the node is gone).
   const std::shared_ptr<const wire::AclList>& acl_of(const Node& n) const { return acls_[n.acl_].list; }
@@ -146,6 +148,7 @@ class DataTree {
   NodePool pool_;  // every node comes from here; ~DataTree frees them all first
   Node* root_ = nullptr;
   size_t size_ = 0;
+  uint64_t removed_ = 0;
   int64_t approx_bytes_ = 0;
   std::map<SessionId, std::set<std::string>> ephemerals_;
   std::set<std::string> expirable_;

@@ -574,7 +574,8 @@ struct ServerRuntime::Impl {
 
   void finish_snapshot(Zxid at) {
     if (!walk || walk->at() != at) return;
-    if (!walk->done()) {  // never: a marker on a walk cut short would lose the rest of the tree
+    if (!walk->done() || !walk->met_every_survivor()) {
+      // Never: a marker on a walk cut short would lose the rest of the tree at the next start.
       spdlog::error("snapshot at 0x{:x} abandoned: its walk stopped after {} nodes, before the end", at,
                     walk->written());
       walk.reset();

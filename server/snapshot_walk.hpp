@@ -26,11 +26,17 @@ namespace warden::server {
 
 class SnapshotWalk {
  public:
-  explicit SnapshotWalk(const DataTree& tree) : tree_(tree), at_(tree.last_applied()) {}
+  explicit SnapshotWalk(const DataTree& tree)
+      : tree_(tree), at_(tree.last_applied()), size_at_start_(tree.size()), removed_at_start_(tree.removed()) {}
 
   Zxid at() const { return at_; }
   bool done() const { return started_ && stack_.empty(); }
   size_t written() const { return written_; }
+  // The walk's invariant, checked before a snapshot is completed: every node of the tree at the
+  // start either lived through the walk (and was met) or was removed meanwhile, so what was
+  // written plus what was removed covers the tree's size at the start. False for a walk cut
+  // short. Call it where the tree cannot change.
+  bool met_every_survivor() const { return written_ + (tree_.removed() - removed_at_start_) >= size_at_start_; }
   // The next chunk of at most `max_nodes` nodes, as (key, bytes): the key is the chunk's
   // number (8 bytes, big-endian, so chunks sort in walk order: parents before children), the
   // bytes are the nodes' (path, record) pairs, read back with for_each_in_chunk.
@@ -54,6 +60,8 @@ class SnapshotWalk {
   };
   const DataTree& tree_;
   Zxid at_;
+  size_t size_at_start_;
+  uint64_t removed_at_start_;
   bool started_ = false;
   std::vector<Frame> stack_;  // the cursor: one frame per level, the root at the bottom
   size_t written_ = 0;

@@ -170,6 +170,7 @@ TEST_CASE("the walk meets every node that lives through it, whatever changes aro
     a.create(dir + "/a" + std::to_string(fresh), "new");
     a.create(dir + "/z" + std::to_string(fresh++), "new");
   }
+  CHECK(walk.met_every_survivor());  // its own check holds under churn with deletes
   std::set<std::string> seen;
   for (const auto& [p, r] : nodes) CHECK(seen.insert(p).second);  // each node once
   for (const auto& p : stable) CHECK(seen.count(p) == 1);
@@ -233,6 +234,7 @@ TEST_CASE("a walk asked for chunks past its deadline still gives one each call u
       REQUIRE(server::for_each_in_chunk(c.second, [&](std::string_view, std::string_view) { return ++nodes, true; }));
   }
   CHECK(walk.done());
+  CHECK(walk.met_every_survivor());
   CHECK(calls == 3);
   CHECK(nodes == h.server.tree().size());
   CHECK(walk.next_chunks(200, std::chrono::steady_clock::now() + std::chrono::seconds(1)).empty());
@@ -240,6 +242,13 @@ TEST_CASE("a walk asked for chunks past its deadline still gives one each call u
   server::SnapshotWalk again(h.server.tree());
   CHECK(again.next_chunks(200, std::chrono::steady_clock::now() + std::chrono::hours(1)).size() == 3);
   CHECK(again.done());
+  // A walk cut short fails its own check; removals meanwhile count for the nodes not met (all
+  // of /wide's children here: with the 200 written they cover the 505 at the start).
+  server::SnapshotWalk cut(h.server.tree());
+  cut.next_chunk(200);
+  CHECK_FALSE(cut.met_every_survivor());
+  for (int i = 0; i < 500; ++i) a.call(OpCode::remove, wire::DeleteRequest{"/wide/n" + std::to_string(i), -1});
+  CHECK(cut.met_every_survivor());
 }
 
 // A snapshot is written chunk by chunk and completed by a marker that counts its records. One
@@ -423,6 +432,7 @@ TEST_CASE("snapshots of a wide, busy node through the store always recover the l
                                       {walk->next_chunk(n)});
         }
         if (walk->done()) {
+          CHECK(walk->met_every_survivor());
           store->put_snapshot_records(walk->at(), storage::RocksDbLogStore::SnapshotPart::session,
                                       h.server.session_records());
           store->finish_snapshot(walk->at(), std::to_string(walk->written()) + " nodes");
