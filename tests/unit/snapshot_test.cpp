@@ -39,6 +39,23 @@ std::vector<std::pair<std::string, std::string>> take(server::SnapshotWalk& walk
   CHECK(out.size() <= max_nodes);
   return out;
 }
+// Where a snapshot loads: a fresh server's tree and sessions.
+server::SnapshotSink sink_into(Harness& into) {
+  return server::SnapshotSink{
+      [&into] { into.server.start_snapshot_load(); },
+      [&into](std::string_view p, std::string_view r) { return into.server.load_snapshot_node(p, r); },
+      [&into](std::string_view k, std::string_view r) { return into.server.load_snapshot_session(k, r); }};
+}
+// Writes a whole snapshot of `h` through the store, `per_chunk` nodes a chunk, as the runtime
+// does; returns its zxid.
+wire::Zxid write_snapshot(storage::RocksDbLogStore& store, Harness& h, size_t per_chunk) {
+  server::SnapshotWalk walk(h.server.tree());
+  while (!walk.done())
+    store.put_snapshot_records(walk.at(), storage::RocksDbLogStore::SnapshotPart::node, {walk.next_chunk(per_chunk)});
+  store.put_snapshot_records(walk.at(), storage::RocksDbLogStore::SnapshotPart::session, h.server.session_records());
+  store.finish_snapshot(walk.at(), std::to_string(walk.written()) + " nodes");
+  return walk.at();
+}
 }  // namespace
 
 TEST_CASE("a snapshot taken in chunks while writes go on, plus the log after it, rebuilds the same tree") {
@@ -197,9 +214,7 @@ TEST_CASE("loading a large snapshot reports its progress, and the tree comes bac
   log.finish_snapshot(walk.at(), std::to_string(walk.written()) + " nodes");
   Harness copy;
   std::vector<size_t> reported;
-  server::SnapshotSink sink{[&] { copy.server.start_snapshot_load(); },
-                            [&](std::string_view p, std::string_view r) { return copy.server.load_snapshot_node(p, r); },
-                            [&](std::string_view k, std::string_view r) { return copy.server.load_snapshot_session(k, r); }};
+  auto sink = sink_into(copy);
   auto at = server::load_newest_snapshot(log, sink, [&](wire::Zxid z, size_t n) {
     CHECK(z == walk.at());
     reported.push_back(n);
@@ -261,21 +276,13 @@ TEST_CASE("a snapshot missing a chunk is passed over for an older one, never loa
   a.connect();
   a.create("/wide");
   TempDir d;
-  auto snapshot = [&](storage::RocksDbLogStore& store) {
-    server::SnapshotWalk walk(h.server.tree());
-    while (!walk.done())
-      store.put_snapshot_records(walk.at(), storage::RocksDbLogStore::SnapshotPart::node, {walk.next_chunk(16)});
-    store.put_snapshot_records(walk.at(), storage::RocksDbLogStore::SnapshotPart::session, h.server.session_records());
-    store.finish_snapshot(walk.at(), std::to_string(walk.written()) + " nodes");
-    return walk.at();
-  };
   wire::Zxid older, newer;
   {
     storage::RocksDbLogStore store(d.str(), false);
     for (int i = 0; i < 40; ++i) a.create("/wide/a" + std::to_string(i), "x");
-    older = snapshot(store);
+    older = write_snapshot(store, h, 16);
     for (int i = 0; i < 40; ++i) a.create("/wide/b" + std::to_string(i), "y");
-    newer = snapshot(store);
+    newer = write_snapshot(store, h, 16);
     auto counts = store.snapshot_record_counts(newer);
     REQUIRE(counts);
     CHECK(counts->node == 6);  // 85 nodes in chunks of 16
@@ -295,10 +302,7 @@ TEST_CASE("a snapshot missing a chunk is passed over for an older one, never loa
   }
   storage::RocksDbLogStore store(d.str(), false);
   Harness copy({}, h.now);
-  server::SnapshotSink sink{
-      [&] { copy.server.start_snapshot_load(); },
-      [&](std::string_view p, std::string_view r) { return copy.server.load_snapshot_node(p, r); },
-      [&](std::string_view k, std::string_view r) { return copy.server.load_snapshot_session(k, r); }};
+  auto sink = sink_into(copy);
   CHECK_THROWS_WITH(server::load_newest_snapshot(store, sink),
                     Catch::Contains("holds 5 chunk and 1 session records where its marker says 6 and 1"));
   std::vector<std::string> told;
@@ -322,17 +326,10 @@ TEST_CASE("a snapshot written again at the same zxid holds only the new attempt'
   a.create("/wide");
   for (int i = 0; i < 60; ++i) a.create("/wide/n" + std::to_string(i), std::string(static_cast<size_t>(i % 7), 'v'));
   TempDir d;
-  auto write = [&](storage::RocksDbLogStore& store, size_t per_chunk) {
-    server::SnapshotWalk walk(h.server.tree());
-    while (!walk.done())
-      store.put_snapshot_records(walk.at(), storage::RocksDbLogStore::SnapshotPart::node, {walk.next_chunk(per_chunk)});
-    store.finish_snapshot(walk.at(), "");
-    return walk.at();
-  };
   wire::Zxid at;
   {
     storage::RocksDbLogStore store(d.str(), false);
-    at = write(store, 3);  // 22 chunks
+    at = write_snapshot(store, h, 3);  // 22 chunks
   }
   {  // its marker never came
     rocksdb::DB* db = nullptr;
@@ -344,13 +341,10 @@ TEST_CASE("a snapshot written again at the same zxid holds only the new attempt'
   }
   storage::RocksDbLogStore store(d.str(), false);
   CHECK(store.complete_snapshots().empty());
-  CHECK(write(store, 16) == at);  // 5 chunks
-  CHECK(store.snapshot_record_counts(at) == storage::SnapshotStore::RecordCounts{5, 0});
+  CHECK(write_snapshot(store, h, 16) == at);  // 5 chunks
+  CHECK(store.snapshot_record_counts(at) == storage::SnapshotStore::RecordCounts{5, 1});
   Harness copy({}, h.now);
-  server::SnapshotSink sink{
-      [&] { copy.server.start_snapshot_load(); },
-      [&](std::string_view p, std::string_view r) { return copy.server.load_snapshot_node(p, r); },
-      [&](std::string_view, std::string_view) { return true; }};
+  auto sink = sink_into(copy);
   REQUIRE(server::load_newest_snapshot(store, sink) == at);
   copy.server.finish_snapshot_load(at);
   CHECK(copy.server.tree().size() == h.server.tree().size());
@@ -383,10 +377,7 @@ TEST_CASE("snapshots of a wide, busy node through the store always recover the l
     std::vector<int> next(3, 0);
     auto recover_and_compare = [&] {
       Harness copy({}, h.now);
-      server::SnapshotSink sink{
-          [&] { copy.server.start_snapshot_load(); },
-          [&](std::string_view p, std::string_view r) { return copy.server.load_snapshot_node(p, r); },
-          [&](std::string_view k, std::string_view r) { return copy.server.load_snapshot_session(k, r); }};
+      auto sink = sink_into(copy);
       wire::Zxid at = server::load_newest_snapshot(*store, sink);
       if (at == 0) return;
       copy.server.finish_snapshot_load(at);
