@@ -58,6 +58,12 @@ class SessionTable {
   // Every session as (8-byte big-endian id, record), and back: for snapshots.
   std::vector<std::pair<std::string, std::string>> records() const;
   bool load(std::string_view key, std::string_view record, int64_t now_ms);
+  // Forgets every session (a snapshot load starts again from an older one); ids handed out
+  // stay handed out.
+  void forget_all() {
+    sessions_.clear();
+    buckets_.clear();
+  }
 
  private:
   int64_t bucket_for(int64_t t) const { return (t / tick_ + 1) * tick_; }

@@ -122,7 +122,10 @@ class ZkServer {
   void replay(Zxid zxid, std::string_view payload);
   // Snapshots: the session records to store, and loading one before replaying the log after it.
   std::vector<std::pair<std::string, std::string>> session_records() const { return sessions_.records(); }
-  void start_snapshot_load() { tree_.start_load(); }
+  void start_snapshot_load() {
+    tree_.start_load();
+    sessions_.forget_all();
+  }
   // False when a record is damaged (or a node's parent is missing).
   bool load_snapshot_node(std::string_view path, std::string_view record) { return tree_.load_node(path, record); }
   bool load_snapshot_session(std::string_view key, std::string_view record) {

@@ -282,11 +282,13 @@ TEST_CASE("a snapshot missing a chunk is passed over for an older one, never loa
     for (int i = 0; i < 40; ++i) a.create("/wide/a" + std::to_string(i), "x");
     older = write_snapshot(store, h, 16);
     for (int i = 0; i < 40; ++i) a.create("/wide/b" + std::to_string(i), "y");
+    Client b(h);
+    b.connect();  // a session the older snapshot does not hold
     newer = write_snapshot(store, h, 16);
     auto counts = store.snapshot_record_counts(newer);
     REQUIRE(counts);
     CHECK(counts->node == 6);  // 85 nodes in chunks of 16
-    CHECK(counts->session == 1);
+    CHECK(counts->session == 2);
   }
   {  // the newest snapshot's last chunk goes, as a storage fault would take it
     rocksdb::DB* db = nullptr;
@@ -304,10 +306,11 @@ TEST_CASE("a snapshot missing a chunk is passed over for an older one, never loa
   Harness copy({}, h.now);
   auto sink = sink_into(copy);
   CHECK_THROWS_WITH(server::load_newest_snapshot(store, sink),
-                    Catch::Contains("holds 5 chunk and 1 session records where its marker says 6 and 1"));
+                    Catch::Contains("holds 5 chunk and 2 session records where its marker says 6 and 2"));
   std::vector<std::string> told;
   wire::Zxid at = server::load_newest_snapshot(store, sink, {}, 1000000, [&](const std::string& why) { told.push_back(why); });
   CHECK(at == older);
+  CHECK(copy.server.session_count() == 1);  // the refused snapshot's sessions went with it
   REQUIRE(told.size() == 1);
   CHECK_THAT(told[0], Catch::Contains("trying the one before it"));
   copy.server.finish_snapshot_load(at);
