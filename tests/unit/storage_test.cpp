@@ -379,3 +379,33 @@ TEST_CASE("purge never removes the last log record, so zxids continue") {
   CHECK(log.last_zxid() == 5);
   CHECK(log.read_after(0).back().zxid == 5);
 }
+
+// A snapshot's marker: "records <chunks> <sessions>\n" and the summary. A marker written before
+// the counts, or one whose counts do not parse, has none: its snapshot loads without the check.
+TEST_CASE("a snapshot marker's record counts are read back; old or garbled markers have none") {
+  TempDir d;
+  {
+    storage::RocksDbLogStore log(d.str(), true);
+    log.put_snapshot_records(5, storage::SnapshotStore::SnapshotPart::node, {{"a", "1"}, {"b", "2"}, {"c", "3"}});
+    log.put_snapshot_records(5, storage::SnapshotStore::SnapshotPart::session, {{"s", "x"}});
+    log.finish_snapshot(5, "3 nodes");
+    CHECK(log.snapshot_record_counts(5) == storage::SnapshotStore::RecordCounts{3, 1});
+    log.finish_snapshot(6, "");  // a snapshot without records
+    CHECK(log.snapshot_record_counts(6) == storage::SnapshotStore::RecordCounts{0, 0});
+    CHECK_FALSE(log.snapshot_record_counts(7));  // no marker at all
+  }
+  auto marker = [](wire::Zxid z) {
+    std::string k(9, '\0');
+    k[0] = 'M';
+    for (int i = 0; i < 8; ++i) k[static_cast<size_t>(1 + i)] = static_cast<char>(static_cast<uint64_t>(z) >> (56 - 8 * i));
+    return k;
+  };
+  raw_put(d.str(), marker(8), "12 nodes");                // written before the counts
+  raw_put(d.str(), marker(9), "records 5");               // cut short
+  raw_put(d.str(), marker(10), "records -x \xff\n2 nodes");  // garbage
+  storage::RocksDbLogStore log(d.str(), true);
+  CHECK_FALSE(log.snapshot_record_counts(8));
+  CHECK_FALSE(log.snapshot_record_counts(9));
+  CHECK_FALSE(log.snapshot_record_counts(10));
+  CHECK(log.snapshot_record_counts(5) == storage::SnapshotStore::RecordCounts{3, 1});
+}
