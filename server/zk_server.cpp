@@ -13,6 +13,18 @@ using wire::Err;
 using wire::OpCode;
 
 namespace {
+// A txn that changes nothing and carries only a result code (a sync's no-op, a refusal that
+// must reach its member in order, a re-attach's confirmation).
+Txn marker_txn(SessionId session, int32_t cxid, int64_t time, int32_t type, Err err) {
+  Txn t;
+  t.session = session;
+  t.cxid = cxid;
+  t.time = time;
+  t.type = type;
+  t.body = ErrorTxn{static_cast<int32_t>(err)};
+  return t;
+}
+
 // Writes a reply frame: a length prefix, the header, then whatever `body` writes.
 template <class BodyWriter>
 std::string reply_frame(const wire::ReplyHeader& h, BodyWriter&& body) {
@@ -346,6 +358,18 @@ void ZkServer::handle_request(ConnId id, Conn& c, std::string_view payload) {
       forward(std::move(f), std::move(p));
       return;
     }
+  } else if (op == OpCode::sync && ensemble_) {
+    // An ensemble's leader answers a sync once its no-op commits, as a follower's: a quorum
+    // then still follows it. Answered at once (as ZooKeeper's leader does), a leader deposed
+    // without knowing it yet (stopped, or cut off, up to syncLimit) let the session's next
+    // read return what the new leader had already overwritten.
+    auto req = wire::decode<wire::SyncRequest>(body);
+    if (!req) return send_reply(id, h.xid, last, Err::marshallingError);
+    Pending p{Kind::request, id, h.xid, clock_()};
+    p.session = c.session;
+    p.sync_path = req->path;
+    submit(marker_txn(c.session, h.xid, clock_(), h.type, Err::ok), std::move(p));
+    return;
   }
   if (op == OpCode::auth) {
     handle_auth(id, c, body);
@@ -400,13 +424,8 @@ void ZkServer::handle_request(ConnId id, Conn& c, std::string_view payload) {
   }
   if (is_write(op)) {
     if (!owns(c.session, 0)) {
-      Txn t;
-      t.session = c.session;
-      t.cxid = h.xid;
-      t.time = clock_();
-      t.type = h.type;
-      t.body = ErrorTxn{static_cast<int32_t>(Err::sessionMoved)};
-      submit(std::move(t), Pending{Kind::request, id, h.xid, clock_()});
+      submit(marker_txn(c.session, h.xid, clock_(), h.type, Err::sessionMoved),
+             Pending{Kind::request, id, h.xid, clock_()});
       return;
     }
     PrepRequest pr{c.session, h.xid, op, body, &c.auth, clock_()};
@@ -732,13 +751,7 @@ bool ZkServer::hold_for_barrier(ConnId id, Conn& c, OpCode op, int32_t xid, std:
   p.barrier = true;
   p.session = c.session;
   if (leads()) {
-    Txn t;
-    t.session = c.session;
-    t.cxid = xid;
-    t.time = clock_();
-    t.type = static_cast<int32_t>(OpCode::sync);
-    t.body = ErrorTxn{0};
-    submit(std::move(t), std::move(p));
+    submit(marker_txn(c.session, xid, clock_(), static_cast<int32_t>(OpCode::sync), Err::ok), std::move(p));
   } else {
     Forwarded f;
     f.kind = Forwarded::request;
@@ -804,12 +817,8 @@ void ZkServer::receive_forwarded(int64_t from, std::string_view bytes) {
         session_owner_[f->session] = from;
         sessions_.touch(f->session, now);
       }
-      Txn t;
-      t.session = f->session;
-      t.time = now;
-      t.type = reattach_txn_type;
-      t.body = ErrorTxn{static_cast<int32_t>(valid ? Err::ok : Err::sessionExpired)};
-      submit(std::move(t), Pending{Kind::request, 0, 0});
+      submit(marker_txn(f->session, 0, now, reattach_txn_type, valid ? Err::ok : Err::sessionExpired),
+             Pending{Kind::request, 0, 0});
       return;
     }
     case Forwarded::create_session: {
@@ -827,26 +836,15 @@ void ZkServer::receive_forwarded(int64_t from, std::string_view bytes) {
       sessions_.touch(f->session, now);
       if (!owns(f->session, from)) {
         // The session moved to another member since this request's connection was made.
-        Txn t;
-        t.session = f->session;
-        t.cxid = f->cxid;
-        t.time = now;
-        t.type = f->type;
-        t.body = ErrorTxn{static_cast<int32_t>(Err::sessionMoved)};
-        submit(std::move(t), Pending{Kind::request, 0, f->cxid});
+        submit(marker_txn(f->session, f->cxid, now, f->type, Err::sessionMoved), Pending{Kind::request, 0, f->cxid});
       } else if (op == OpCode::closeSession) {
         Session* s = sessions_.find(f->session);
         if (s) s->closing = true;
         submit(prep_.close_session(f->session, f->cxid, now), Pending{Kind::request, 0, f->cxid});
       } else if (op == OpCode::sync || !is_write(op)) {
         // A sync is a no-op txn: its commit reaches the member after every commit before it.
-        Txn t;
-        t.session = f->session;
-        t.cxid = f->cxid;
-        t.time = now;
-        t.type = f->type;
-        t.body = ErrorTxn{static_cast<int32_t>(op == OpCode::sync ? Err::ok : Err::unimplemented)};
-        submit(std::move(t), Pending{Kind::request, 0, f->cxid});
+        submit(marker_txn(f->session, f->cxid, now, f->type, op == OpCode::sync ? Err::ok : Err::unimplemented),
+               Pending{Kind::request, 0, f->cxid});
       } else {
         PrepRequest pr{f->session, f->cxid, op, f->body, &f->auth, now};
         submit(prep_.prepare(pr), Pending{Kind::request, 0, f->cxid});

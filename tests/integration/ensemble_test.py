@@ -301,6 +301,57 @@ for option in (False, True):
             k.stop()
         c.equal(ens.stop_cleanly(), [], "every member exits cleanly on SIGTERM")
 
+# ---- a leader that cannot hear the others still thinks it leads for up to syncLimit; meanwhile
+# the majority elects another and overwrites a value. A sync then a read through the old leader
+# must not return the old value (ZooKeeper's leader answers a sync at once, and that read is
+# stale; it_fault's register check once caught Warden doing the same after a SIGSTOP). The
+# followers give up on a silent leader after 5 ticks, the leader on silent followers after 25,
+# and the proxy holds their traffic without closing a connection, so the old leader cannot
+# know for the whole exchange.
+with Ensemble(3, proxied=True, sync_limit=25, init_limit=30) as ens:
+    ens.start()
+    old = ens.leader()
+    rest = [m for m in ens.members if m is not old]
+    for m in rest:  # one at a time: the old leader keeps its quorum
+        m.terminate()
+        with open(m.cfg) as f:
+            text = f.read()
+        with open(m.cfg, "w") as f:
+            f.write(text.replace("syncLimit=25\n", "syncLimit=5\n"))
+        m.start()
+        ens.wait_serving([m], timeout=30)
+    c.equal(old.mode(), "leader", "the leader leads on after its followers restarted")
+    via_old = client(old.hosts)
+    via_old.create("/deposed", b"before")
+    for m in rest:
+        ens.proxy.delay(old.id, m.id, 3600)
+        ens.proxy.delay(m.id, old.id, 3600)
+    deadline = time.time() + 30
+    new = None
+    while new is None and time.time() < deadline:
+        new = next((m for m in rest if m.mode() == "leader"), None)
+        time.sleep(0.05)
+    c.check(new is not None, "the other two elect a leader")
+    via_new = client(ens.hosts_of(rest))
+    via_new.set("/deposed", b"after")
+    c.equal(old.mode(), "leader", "the old leader does not know it yet (its syncLimit is 5 s)")
+    sync_at = time.time()
+    try:
+        via_old.sync_async("/deposed").get(timeout=20)
+        seen = via_old.get_async("/deposed").get(timeout=20)[0]
+        c.equal(seen, b"after", "after a sync, a read through the deposed leader is not stale")
+        print(f"the deposed leader's sync was answered after {time.time() - sync_at:.2f}s", flush=True)
+    except Exception as e:  # never answered: the client gives up on the connection
+        c.check(time.time() - sync_at > 1.0, f"the sync through the deposed leader is not answered ({e!r})")
+        print(f"the deposed leader's sync failed after {time.time() - sync_at:.2f}s: {e!r}", flush=True)
+    for k in (via_old, via_new):
+        try:
+            k.stop()
+            k.close()
+        except Exception:
+            pass
+    c.equal(ens.stop_cleanly(), [], "every member exits cleanly on SIGTERM")
+
 # ---- an observer serves reads and forwards writes, and does not vote
 with Ensemble(3, observers=1) as ens:
     ens.start()
