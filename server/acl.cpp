@@ -85,6 +85,57 @@ std::string digest_id(std::string_view user_colon_password) {
 }
 
 namespace {
+// Java's String.hashCode: over the UTF-16 code units of the text. A byte that does not start
+// a whole UTF-8 sequence counts as one U+FFFD (Java's decoder may fold some malformed runs into
+// fewer; such ids may then sit in another place of the order, nothing else).
+int32_t java_string_hash(std::string_view utf8) {
+  uint32_t h = 0;
+  auto unit = [&](uint32_t u) { h = 31 * h + u; };
+  for (size_t i = 0; i < utf8.size();) {
+    auto b = static_cast<unsigned char>(utf8[i]);
+    int len = b < 0x80 ? 1 : (b >> 5) == 0x6 ? 2 : (b >> 4) == 0xe ? 3 : (b >> 3) == 0x1e ? 4 : 0;
+    uint32_t cp = len == 1 ? b : len == 2 ? (b & 0x1f) : len == 3 ? (b & 0x0f) : (b & 0x07);
+    bool ok = len > 0 && i + len <= utf8.size();
+    for (int k = 1; ok && k < len; ++k) {
+      auto c = static_cast<unsigned char>(utf8[i + k]);
+      ok = (c & 0xc0) == 0x80;
+      cp = (cp << 6) | (c & 0x3f);
+    }
+    if (!ok) {
+      unit(0xfffd);
+      ++i;
+      continue;
+    }
+    if (cp >= 0x10000) {
+      cp -= 0x10000;
+      unit(0xd800 + (cp >> 10));
+      unit(0xdc00 + (cp & 0x3ff));
+    } else {
+      unit(cp);
+    }
+    i += len;
+  }
+  return static_cast<int32_t>(h);
+}
+
+// The bin of a 16-bin ConcurrentHashMap that holds `id` (the Id record's generated hashCode,
+// spread as the map does).
+int chm_bin(const wire::Id& id) {
+  uint32_t h = 17;
+  h = 37 * h + static_cast<uint32_t>(java_string_hash(id.scheme));
+  h = 37 * h + static_cast<uint32_t>(java_string_hash(id.id));
+  return static_cast<int>(((h ^ (h >> 16)) & 0x7fffffff) & 15);
+}
+}  // namespace
+
+void add_auth_id(AuthIds& ids, wire::Id id) {
+  if (std::find(ids.begin(), ids.end(), id) != ids.end()) return;
+  int bin = chm_bin(id);
+  auto at = std::find_if(ids.begin(), ids.end(), [&](const wire::Id& i) { return chm_bin(i) > bin; });
+  ids.insert(at, std::move(id));
+}
+
+namespace {
 struct IpPrefix {
   int family = 0;
   std::array<unsigned char, 16> bytes{};

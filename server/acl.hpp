@@ -16,6 +16,12 @@ using AuthIds = std::vector<wire::Id>;
 // The digest id ZooKeeper derives from "user:password": user:base64(sha1(user:password)).
 std::string digest_id(std::string_view user_colon_password);
 
+// Adds `id` to a connection's ids unless it is there, where ZooKeeper's per-connection set
+// (a ConcurrentHashMap of 16 bins) iterates it: by bin of Java's hash of the Id record, then in
+// the order added. That order shows in the ACL an "auth" entry expands to and in whoAmI.
+// (ZooKeeper's table grows past 12 ids and reorders its bins; more ids keep the 16-bin order.)
+void add_auth_id(AuthIds& ids, wire::Id id);
+
 // True when `ids` may do `perm` on a node with `acl`. An empty ACL allows everything, and an
 // id of scheme "super" passes every check.
 bool acl_allows(const wire::AclList& acl, int32_t perm, const AuthIds& ids);

@@ -86,7 +86,7 @@ ConnId ZkServer::open(ClientLink* link) {
   Conn c;
   c.link = link;
   c.stats.established_ms = clock_();
-  c.auth.push_back(wire::Id{"ip", link->peer_address()});
+  add_auth_id(c.auth, wire::Id{"ip", link->peer_address()});
   conns_.emplace(id, std::move(c));
   return id;
 }
@@ -587,12 +587,9 @@ void ZkServer::handle_auth(ConnId id, Conn& c, std::string_view body) {
   auto req = wire::decode<wire::AuthPacket>(body);
   if (req && req->scheme == "digest" && req->auth) {
     wire::Id id{"digest", digest_id(*req->auth)};
-    auto add = [&](const wire::Id& i) {
-      if (std::find(c.auth.begin(), c.auth.end(), i) == c.auth.end()) c.auth.push_back(i);
-    };
     // The super digest's user passes every ACL check (acl_allows), as in ZooKeeper.
-    if (!opts_.super_digest.empty() && id.id == opts_.super_digest) add(wire::Id{"super", ""});
-    add(id);
+    if (!opts_.super_digest.empty() && id.id == opts_.super_digest) add_auth_id(c.auth, wire::Id{"super", ""});
+    add_auth_id(c.auth, id);
     send_frame(c, frame_of<wire::ErrorResponse>(wire::ReplyHeader{wire::xid::auth, 0, 0}, nullptr));
     return;
   }

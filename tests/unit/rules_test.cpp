@@ -73,6 +73,35 @@ TEST_CASE("fixup_acl drops duplicates, expands auth, refuses malformed ids") {
   CHECK(acl_allows({{2, {"digest", "other"}}}, 2, {{"super", ""}}));
 }
 
+TEST_CASE("a connection's ids iterate in ZooKeeper's order, which the auth ACL and whoAmI show") {
+  // The expected order was printed by ZooKeeper 3.8's own classes: org.apache.zookeeper.data.Id
+  // added in this order to the ConcurrentHashMap-backed set ServerCnxn keeps, then iterated.
+  std::vector<warden::wire::Id> added = {{"ip", "127.0.0.1"},
+                                 {"digest", "carol:RffyCdXXV1Js0ywLAoP5/l25yKs="},
+                                 {"digest", "bob:ikIaKsbtGweaHnb/jKn7OHqbunM="},
+                                 {"super", ""},
+                                 {"digest", "j\xc3\xbcrgen:x"},           // two-byte UTF-8
+                                 {"digest", "\xf0\x9f\x98\x80:y"},       // a surrogate pair in Java
+                                 {"ip", "::1"},
+                                 {"digest", "alice:a"}};
+  AuthIds ids;
+  for (const auto& id : added) add_auth_id(ids, id);
+  add_auth_id(ids, added[1]);  // once only
+  std::vector<warden::wire::Id> want;
+  for (int i : {2, 1, 7, 3, 0, 4, 6, 5}) want.push_back(added[i]);
+  CHECK(ids == want);
+  // Bytes that are not UTF-8 hash as U+FFFD, and are kept as they came.
+  AuthIds odd;
+  add_auth_id(odd, warden::wire::Id{"digest", "\xff\xfe:z"});
+  add_auth_id(odd, warden::wire::Id{"digest", "\xc3:z"});
+  CHECK(odd.size() == 2);
+  // The auth entry expands in that order.
+  auto acl = fixup_acl(warden::wire::AclList{warden::wire::Acl{31, warden::wire::Id{"auth", ""}}}, ids);
+  REQUIRE(acl.size() >= 3);
+  CHECK(acl[0].id.id == added[2].id);
+  CHECK(acl[1].id.id == added[1].id);
+}
+
 TEST_CASE("zoo.cfg: the keys ZooKeeper users write") {
   auto r = parse_config(
       "# comment\n"
