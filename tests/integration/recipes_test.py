@@ -26,10 +26,11 @@ RECIPES_TESTS = os.path.join(BUILD, "tests", "recipes", "warden-recipes-tests")
 CONTENDER = os.path.join(BUILD, "tests", "recipes", "warden-recipe-contender")
 
 
-def library_tests(hosts, what):
+def library_tests(hosts, what, kind="warden"):
     print(f"{what}: the client library's tests", flush=True)
+    env = dict(os.environ, WARDEN_TEST_HOSTS=hosts, WARDEN_TEST_SERVER_KIND=kind)
     try:
-        r = subprocess.run([RECIPES_TESTS, "--durations", "yes"], env=dict(os.environ, WARDEN_TEST_HOSTS=hosts),
+        r = subprocess.run([RECIPES_TESTS, "--durations", "yes"], env=env,
                            capture_output=True, text=True, timeout=240)
     except subprocess.TimeoutExpired as e:
         c.check(False, f"{what}: the client library's tests did not finish in 240 s:\n{(e.stdout or b'')[-3000:]}")
@@ -391,7 +392,7 @@ with Ensemble(3, tick_ms=500) as ens:
     interop_tests(ens.connect_string, "Warden 3-member ensemble", cp)
     c.equal(ens.stop_cleanly(), [], "ensemble members exit cleanly")
 with support.start_zookeeper() as zk:
-    library_tests(zk.hosts, "ZooKeeper 3.8")
+    library_tests(zk.hosts, "ZooKeeper 3.8", kind="zookeeper")
     cli_tests(zk.hosts, "ZooKeeper 3.8", cp)
     interop_tests(zk.hosts, "ZooKeeper 3.8", cp)
     zkcli_comparison(zk.hosts, "ZooKeeper 3.8")

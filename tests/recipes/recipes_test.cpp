@@ -34,6 +34,12 @@ std::string hosts() {
   const char* h = std::getenv("WARDEN_TEST_HOSTS");
   return h ? h : "";
 }
+// Set by the harness when the server is Apache ZooKeeper, for the few places where its behaviour
+// differs from Warden's on purpose.
+bool against_zookeeper() {
+  const char* k = std::getenv("WARDEN_TEST_SERVER_KIND");
+  return k && std::string(k) == "zookeeper";
+}
 // A fresh top-level path per test run, so runs against one server do not meet.
 std::string fresh(const std::string& what) {
   static std::mt19937_64 g(std::random_device{}());
@@ -437,7 +443,23 @@ TEST_CASE("an expired session: expired is reported, requests fail with SessionEx
   } catch (const Error& e) {
     CHECK(e.code() == Err::sessionExpired);
   }
-  CHECK(c.exists(p));  // the rightful owner goes on
+  // The rightful owner goes on. ZooKeeper closes a session's connection before it checks the
+  // password of a new attach (processConnectRequest closes it, then reopenSession refuses the
+  // password), so there the owner may lose its connection once and must come back with its
+  // session; Warden checks the password first and leaves the owner's connection alone.
+  if (against_zookeeper()) {
+    auto until = std::chrono::steady_clock::now() + 20s;
+    for (;;) {
+      try {
+        c.exists(p);
+        break;
+      } catch (const Error& e) {
+        if (e.code() != Err::connectionLoss || std::chrono::steady_clock::now() > until) throw;
+        std::this_thread::sleep_for(50ms);
+      }
+    }
+  }
+  CHECK(c.exists(p));
   // The same session from a second Client, as ZooKeeper's constructor with an id and password.
   // (Only the attach is checked: the server then closes the first Client's connection, which
   // takes the session back as it reconnects.)
