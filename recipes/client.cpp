@@ -316,12 +316,20 @@ struct Client::Impl {
     });
   }
 
+  // A ping goes out once nothing has been sent for a third of the session timeout (ZooKeeper's
+  // client rule: half its read timeout), timed from the last send itself: a fixed period from
+  // the last check could let a send just after a check put off the ping to nearly two thirds,
+  // and the read timer (two thirds after the last reply) then fire before the ping's answer
+  // came (CI saw an idle session suspended on ZooKeeper 3.8).
   void schedule_ping() {
     uint64_t gen = generation;
-    ping_timer.expires_after(std::chrono::milliseconds(std::max(10, negotiated_ / 3)));
-    ping_timer.async_wait([self = this, gen](boost::system::error_code ec) {
+    auto idle = std::chrono::milliseconds(std::max(10, negotiated_ / 3));
+    auto due = last_send + idle;
+    auto now = Clock::now();
+    ping_timer.expires_after(due > now ? due - now : Clock::duration::zero());
+    ping_timer.async_wait([self = this, gen, idle](boost::system::error_code ec) {
       if (ec || gen != self->generation || !self->connected) return;
-      if (Clock::now() - self->last_send >= std::chrono::milliseconds(self->negotiated_ / 3)) {
+      if (Clock::now() - self->last_send >= idle) {
         self->pings.push_back(Clock::now());
         self->send_raw(framed(wire::encode(wire::RequestHeader{wire::xid::ping, static_cast<int32_t>(OpCode::ping)})));
       }

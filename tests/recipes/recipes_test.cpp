@@ -293,6 +293,11 @@ class CutProxy {
   std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
   void cut() { set_cut(true); }
   void restore() { set_cut(false); }
+  // When bytes from a client reached the relay, in order.
+  std::vector<std::chrono::steady_clock::time_point> client_sends() {
+    std::lock_guard<std::mutex> l(mu_);
+    return client_sends_;
+  }
 
  private:
   void set_cut(bool c) {
@@ -372,6 +377,10 @@ class CutProxy {
           char buf[65536];
           ssize_t n = ::read(f.fd, buf, sizeof buf);
           int to = f.fd == x ? y : x;
+          if (n > 0 && f.fd == x) {
+            std::lock_guard<std::mutex> l(mu_);
+            client_sends_.push_back(std::chrono::steady_clock::now());
+          }
           if (n <= 0 || ::write(to, buf, static_cast<size_t>(n)) != n) dead.emplace_back(x, y);
         }
       }
@@ -392,6 +401,7 @@ class CutProxy {
   std::mutex mu_;
   std::condition_variable cv_;
   bool want_cut_ = false, done_ = true;
+  std::vector<std::chrono::steady_clock::time_point> client_sends_;
   std::thread thread_;
 };
 }  // namespace
@@ -550,6 +560,36 @@ TEST_CASE("pings keep an idle session alive past its timeout") {
   CHECK(a.session_id() == sid);
   CHECK_FALSE(log.has(State::suspended));  // never lost its connection
   CHECK(other.exists(p));
+}
+
+TEST_CASE("an idle client sends a ping a third of the session timeout after its last send") {
+  NEEDS_SERVER();
+  CutProxy proxy;
+  Options o = opts();
+  o.connect_string = proxy.address();
+  o.session_timeout_ms = 4000;
+  Client a(o);
+  a.start();
+  auto t = std::chrono::milliseconds(a.negotiated_timeout_ms());
+  // A request shortly after the connection began: a ping timer counting from the connection
+  // instead of the last send would wait nearly two thirds of the timeout for the next ping,
+  // and the read timer (two thirds after the last reply) could fire first.
+  std::this_thread::sleep_for(t / 40);
+  a.exists("/");
+  auto from = std::chrono::steady_clock::now();
+  std::this_thread::sleep_for(t * 3 / 2);
+  auto until = std::chrono::steady_clock::now();
+  auto last = from;
+  std::chrono::steady_clock::duration widest{};
+  for (auto s : proxy.client_sends()) {
+    if (s <= from) continue;
+    widest = std::max(widest, s - last);
+    last = s;
+  }
+  widest = std::max(widest, until - last);
+  INFO("widest silence " << std::chrono::duration_cast<std::chrono::milliseconds>(widest).count() << " ms of a "
+                         << t.count() << " ms timeout");
+  CHECK(widest <= t / 2);  // a third, and room for a slow machine
 }
 
 TEST_CASE("mutex: exclusion under contention, strictly increasing fencing tokens, one wakeup per release") {
