@@ -213,6 +213,8 @@ ConfigResult parse_config(std::string_view text, std::string_view file_name) {
       }
     } else if (key == "snapCount") {
       err = set_int(c.snap_count, 2, 1 << 30);
+    } else if (key == "snapTreePercent") {
+      err = set_int(c.snap_tree_percent, 0, 1000000);
     } else if (key == "autopurge.snapRetainCount") {
       err = set_int(c.snap_retain_count, 3, 1 << 20);
     } else if (key == "autopurge.purgeInterval") {

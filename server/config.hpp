@@ -52,6 +52,12 @@ struct Config {
   // A snapshot is started after about this many txns (ZooKeeper's snapCount; each server picks
   // a point between half and the whole of it, so that replicas do not snapshot together).
   int32_t snap_count = 100000;
+  // Beyond ZooKeeper: a snapshot also waits until the txns since the last one number this
+  // percent of the tree's znodes (snapTreePercent; 0: ZooKeeper's rule alone). A snapshot costs
+  // the whole tree, so this bounds its cost per txn (here 4 znodes written per txn at most)
+  // however large the tree, and a start then replays at most a quarter of the tree's size in
+  // txns beyond snapCount's.
+  int32_t snap_tree_percent = 25;
   // autopurge: keep this many snapshots (at least 3, as in ZooKeeper), and purge every this
   // many hours (0: never, the default, as in ZooKeeper).
   int32_t snap_retain_count = 3;

@@ -526,6 +526,7 @@ struct ServerRuntime::Impl {
 
   void count_for_snapshot() {
     if (++txns_since_snapshot < snapshot_after) return;
+    if (!snapshot_due(txns_since_snapshot, server->tree().size(), config.snap_tree_percent)) return;
     txns_since_snapshot = 0;
     plan_next_snapshot();
     if (walk) {

@@ -93,4 +93,10 @@ Zxid load_newest_snapshot(const storage::SnapshotStore& log, const SnapshotSink&
                           size_t progress_every = 1000000,
                           const std::function<void(const std::string& why)>& unusable = {});
 
+// Whether a snapshot that snapCount's count has made due may start: the txns since the last one
+// must also number `tree_percent` percent of the tree's znodes (snapTreePercent; 0: always).
+inline bool snapshot_due(int64_t txns_since, size_t tree_nodes, int32_t tree_percent) {
+  return tree_percent <= 0 || txns_since * 100 >= static_cast<int64_t>(tree_nodes) * tree_percent;
+}
+
 }  // namespace warden::server

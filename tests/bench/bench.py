@@ -130,7 +130,9 @@ def size_run(args):
             if name == "zk":
                 return support.start_zookeeper(extended_types=False, extra_cfg="maxClientCnxns=0\n" + cfg,
                                                workdir=workdir, heap_mb=args.zk_heap_mb)
-            return support.start_warden(cfg, workdir=workdir)
+            # The snapshotting cell measures writes with snapshots of the tree running at
+            # ZooKeeper's cadence: Warden's own rule (snapTreePercent) would take fewer.
+            return support.start_warden(cfg + ("snapTreePercent=0\n" if snap_count else ""), workdir=workdir)
 
         try:
             server = starter()

@@ -163,7 +163,47 @@ def main():
     os.unlink(f.name)
     shutil.rmtree(foreign, ignore_errors=True)
     snapshot_dump(c)
+    snapshot_tree_rule(c)
     c.finish()
+
+
+def snapshot_tree_rule(c):
+    """snapCount makes a snapshot due; by default it also waits until the txns since the last one
+    number a quarter of the tree's znodes (snapTreePercent=25); snapTreePercent=0 is ZooKeeper's
+    rule alone."""
+    for percent, wanted in ((None, "waits"), (0, "does not wait")):
+        workdir = tempfile.mkdtemp(prefix="warden-snaprule-")
+        cfg = "snapCount=10\n" + (f"snapTreePercent={percent}\n" if percent is not None else "")
+        try:
+            with support.start_warden(cfg, workdir=workdir) as w:
+                zk = KazooClient(hosts=w.hosts, timeout=30)
+                zk.start(timeout=10)
+                zk.create("/big")
+                t = zk.transaction()  # 400 znodes in one txn
+                for i in range(400):
+                    t.create(f"/big/n{i:03}")
+                c.check(all(r is not None and not isinstance(r, Exception) for r in t.commit()),
+                        "the 400 creates commit")
+                time.sleep(0.5)  # a snapshot already due may finish
+                before = w.log().count(" written: ")
+                for _ in range(60):  # 60 txns: due by snapCount, under 25% of 402 znodes
+                    zk.set("/big", b"x")
+                time.sleep(1)
+                during = w.log().count(" written: ") - before
+                if percent is None:
+                    c.equal(during, 0, "no snapshot of a 402-znode tree after 60 txns with the default snapTreePercent")
+                    deadline = time.time() + 20
+                    while time.time() < deadline and w.log().count(" written: ") == before:
+                        zk.set("/big", b"y")
+                        time.sleep(0.005)
+                    c.check(w.log().count(" written: ") > before, "one once the txns reach a quarter of the tree")
+                else:
+                    c.check(during >= 3, f"snapTreePercent=0: snapshots every 5-10 txns, as ZooKeeper ({during})")
+                zk.stop()
+                zk.close()
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
+        print(f"snapshot rule: {wanted} for the tree's size", flush=True)
 
 
 def snapshot_dump(c):

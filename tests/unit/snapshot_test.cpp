@@ -10,6 +10,7 @@
 #include <set>
 
 #include "harness.hpp"
+#include "server/config.hpp"
 #include "server/snapshot_walk.hpp"
 
 using namespace test;
@@ -57,6 +58,26 @@ wire::Zxid write_snapshot(storage::RocksDbLogStore& store, Harness& h, size_t pe
   return walk.at();
 }
 }  // namespace
+
+TEST_CASE("a snapshot due by snapCount also waits for txns a share of the tree's size (snapTreePercent)") {
+  using server::Config;
+  using server::parse_config;
+  using server::snapshot_due;
+  CHECK(snapshot_due(1, 1000000, 0));  // 0: ZooKeeper's rule alone
+  CHECK_FALSE(snapshot_due(249999, 1000000, 25));
+  CHECK(snapshot_due(250000, 1000000, 25));
+  CHECK(snapshot_due(10, 40, 25));
+  CHECK_FALSE(snapshot_due(9, 40, 25));
+  CHECK(snapshot_due(5, 0, 25));                    // an empty tree
+  CHECK_FALSE(snapshot_due(1000, 1000000000, 1000000));  // no overflow at the key's largest value
+  CHECK(std::get<Config>(parse_config("dataDir=/d\nclientPort=1\n", "f")).snap_tree_percent == 25);
+  CHECK(std::get<Config>(parse_config("dataDir=/d\nclientPort=1\nsnapTreePercent=0\n", "f")).snap_tree_percent == 0);
+  for (const char* bad : {"snapTreePercent=-1\n", "snapTreePercent=lots\n", "snapTreePercent=\n"}) {
+    auto r = parse_config(std::string("dataDir=/d\nclientPort=1\n") + bad, "my.cfg");
+    REQUIRE(std::holds_alternative<std::string>(r));
+    CHECK(std::get<std::string>(r).rfind("my.cfg:3: snapTreePercent=", 0) == 0);
+  }
+}
 
 TEST_CASE("a snapshot taken in chunks while writes go on, plus the log after it, rebuilds the same tree") {
   server::ServerOptions o;
