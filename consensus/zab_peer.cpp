@@ -111,7 +111,14 @@ void ZabPeer::try_join(const Vote& v) {
 void ZabPeer::on_vote(PeerId from, const pb::PeerMessage& m) {
   const pb::Vote& v = m.vote();
   if (role_ != Role::looking) {
-    if (v.state() == pb::LOOKING) send_vote(from);  // tell it who leads
+    if (v.state() == pb::LOOKING) {
+      send_vote(from);  // tell it who leads
+    } else if (v.state() == pb::LEADING && from == leader_ && role_ != Role::leading &&
+               fphase_ == FPhase::discovery && link_ == 0) {
+      // Our FollowerInfo may have reached it while it was still looking (each decides on its
+      // own tick): it leads now, so ask again at once rather than at the next retry.
+      send_follower_info();
+    }
     return;
   }
   bool observer = cfg_.ensemble.is_observer(cfg_.id);
@@ -221,6 +228,9 @@ void ZabPeer::become_leader() {
   last_proposed_ = history_end_;
   unsent_.clear();
   maybe_choose_epoch();
+  // Say so: a voter that decided to follow before this one decided to lead asks again at once
+  // (its first FollowerInfo found it looking), and a looking one learns who leads.
+  broadcast_vote();
 }
 
 // ---------------------------------------------------------------- events

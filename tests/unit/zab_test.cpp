@@ -350,3 +350,35 @@ TEST_CASE("a broken connection to the leader sends its followers looking at once
   CHECK(net.leader() != 0);
   CHECK(net.peers[f]->serving());
 }
+
+TEST_CASE("a follower that decided before its leader did is synced as soon as the leader leads, not at its next retry") {
+  Net net(3);
+  PeerId l = net.settle();
+  REQUIRE(l != 0);
+  std::vector<PeerId> rest;
+  for (PeerId p = 1; p <= 3; ++p)
+    if (p != l) rest.push_back(p);
+  PeerId lo = rest[0], hi = rest[1];  // the same history: the higher id wins
+  net.cut.insert(l);
+  for (PeerId p : rest) {
+    net.peers[p]->peer_lost(l);
+    net.drain(p);
+  }
+  net.deliver_all();
+  auto tick_until = [&](PeerId p, Role leaves) {
+    for (uint64_t t = 0; t < 5 && net.peers[p]->role() == leaves; ++t) {
+      net.peers[p]->tick(t);
+      net.drain(p);
+      net.deliver_all();
+    }
+  };
+  // lo decides on its own tick first; its FollowerInfo finds hi still looking.
+  tick_until(lo, Role::looking);
+  REQUIRE(net.peers[lo]->role() == Role::following);
+  REQUIRE(net.peers[hi]->role() == Role::looking);
+  // hi decides on its tick; lo gets no tick of its own (no retry) and must still be synced.
+  tick_until(hi, Role::looking);
+  REQUIRE(net.peers[hi]->role() == Role::leading);
+  CHECK(net.peers[hi]->serving());
+  CHECK(net.peers[lo]->serving());
+}
