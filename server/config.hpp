@@ -54,9 +54,9 @@ struct Config {
   int32_t snap_count = 100000;
   // Beyond ZooKeeper: a snapshot also waits until the txns since the last one number this
   // percent of the tree's znodes (snapTreePercent; 0: ZooKeeper's rule alone). A snapshot costs
-  // the whole tree, so this bounds its cost per txn (here 4 znodes written per txn at most)
-  // however large the tree, and a start then replays at most a quarter of the tree's size in
-  // txns beyond snapCount's.
+  // the whole tree, so this bounds its cost per txn (at 25, at most 4 znodes written per txn)
+  // however large the tree; a start then replays at most that share of the tree's size in txns
+  // beyond what snapCount alone would leave.
   int32_t snap_tree_percent = 25;
   // autopurge: keep this many snapshots (at least 3, as in ZooKeeper), and purge every this
   // many hours (0: never, the default, as in ZooKeeper).
