@@ -95,17 +95,24 @@ bool ZabPeer::quorum_agrees(const std::map<PeerId, Vote>& votes, const Vote& v) 
   return n >= cfg_.ensemble.quorum();
 }
 
-void ZabPeer::try_join(const Vote& v) {
-  // ZooKeeper's checkLeader: a quorum of settled voters names the leader for one epoch, and the
-  // leader itself says it leads.
-  auto it = settled_.find(v.leader);
-  if (v.leader == cfg_.id || it == settled_.end() || it->second.state() != pb::LEADING ||
-      it->second.epoch() != v.epoch)
-    return;
+void ZabPeer::try_join(PeerId leader) {
+  // ZooKeeper's checkLeader and termPredicate over the votes of this round and of settled
+  // voters together: join `leader` once it says itself that it leads and a quorum of voters
+  // back it, each by its latest word: a settled vote naming it, or a looking vote of this round
+  // for it (this server's own included). Counting settled votes alone stranded a voter whose own
+  // round had elected the leader but that had missed the leader's looking vote (it was still
+  // following the last leader when that vote came): the leader was short of the voter it was
+  // elected with, and gave up after initLimit (simulator seed 431533584).
+  auto it = settled_.find(leader);
+  if (leader == cfg_.id || it == settled_.end() || it->second.state() != pb::LEADING) return;
   size_t n = 0;
-  for (const auto& [p, w] : settled_)
-    if (cfg_.ensemble.is_voter(p) && w.leader() == v.leader && w.epoch() == v.epoch) ++n;
-  if (n >= cfg_.ensemble.quorum()) become_follower(v.leader);
+  for (PeerId p : cfg_.ensemble.voters) {
+    if (auto s = settled_.find(p); s != settled_.end())
+      n += s->second.leader() == leader ? 1 : 0;
+    else if (auto r = received_.find(p); r != received_.end())
+      n += r->second.leader == leader ? 1 : 0;
+  }
+  if (n >= cfg_.ensemble.quorum()) become_follower(leader);
 }
 
 void ZabPeer::on_vote(PeerId from, const pb::PeerMessage& m) {
@@ -122,13 +129,20 @@ void ZabPeer::on_vote(PeerId from, const pb::PeerMessage& m) {
     return;
   }
   bool observer = cfg_.ensemble.is_observer(cfg_.id);
+  if (!cfg_.ensemble.is_voter(from)) return;  // only voters' votes count
   if (v.state() != pb::LOOKING) {
-    if (!cfg_.ensemble.is_voter(from)) return;
     settled_[from] = v;
-    try_join(Vote{v.leader(), v.zxid(), v.epoch()});
+    // Its looking vote is no longer its word if it settled on another leader: a candidate
+    // must not decide on it.
+    if (auto r = received_.find(from); r != received_.end() && r->second.leader != v.leader()) {
+      received_.erase(r);
+      if (decide_at_ && !quorum_agrees(received_, vote_)) decide_at_.reset();
+    }
+    try_join(v.leader());
     return;
   }
-  if (observer || !cfg_.ensemble.is_voter(from)) return;  // only voters' looking votes count
+  settled_.erase(from);  // it looks again: what it said while settled is past
+  if (observer) return;  // observers join the leader the voters name; they do not vote
   Vote theirs{v.leader(), v.zxid(), v.epoch()};
   if (v.round() > round_) {
     round_ = v.round();
@@ -152,6 +166,8 @@ void ZabPeer::on_vote(PeerId from, const pb::PeerMessage& m) {
   } else {
     decide_at_.reset();
   }
+  // A leader this round's votes name may already have said that it leads.
+  if (auto s = settled_.find(vote_.leader); s != settled_.end()) try_join(vote_.leader);
 }
 
 // ---------------------------------------------------------------- roles

@@ -186,7 +186,7 @@ class ZabPeer {
   void broadcast_vote();
   void on_vote(PeerId from, const pb::PeerMessage& m);
   bool quorum_agrees(const std::map<PeerId, Vote>& votes, const Vote& v) const;
-  void try_join(const Vote& v);
+  void try_join(PeerId leader);
 
   void become_looking();
   void become_follower(PeerId leader);

@@ -30,6 +30,7 @@ struct Net {
   std::map<PeerId, Zxid> committed;
   std::deque<std::pair<PeerId, std::pair<PeerId, std::string>>> wire;  // (to, (from, bytes))
   std::set<PeerId> cut;
+  std::set<std::pair<PeerId, PeerId>> dropped;  // (from, to): messages lost on that way only
   bool auto_durable = true;
   std::map<PeerId, std::vector<std::pair<PeerId, std::string>>> requests;  // what each leader was forwarded
 
@@ -52,7 +53,8 @@ struct Net {
       logs[id].truncate_after(*r.truncate_after);
     for (auto& e : r.append) logs[id].log.push_back(e);
     for (auto& [to, m] : r.messages)
-      if (!cut.count(id) && !cut.count(to)) wire.push_back({to, {id, encode_peer_message(m)}});
+      if (!cut.count(id) && !cut.count(to) && !dropped.count({id, to}))
+        wire.push_back({to, {id, encode_peer_message(m)}});
     committed[id] = r.committed;
     for (auto& q : r.requests) requests[id].push_back(std::move(q));
     if (auto_durable && (!r.append.empty() || r.truncate_after)) {
@@ -95,6 +97,40 @@ struct Net {
 };
 
 Entry entry(uint32_t epoch, uint32_t counter, std::string p = "x") { return Entry{make_zxid(epoch, counter), p}; }
+
+std::vector<Entry> history(uint32_t epoch, uint32_t upto) {
+  std::vector<Entry> h;
+  for (uint32_t c = 1; c <= upto; ++c) h.push_back(entry(epoch, c));
+  return h;
+}
+
+// One voter of five, alone: a test feeds it hand-made messages.
+struct OnePeer {
+  MemoryLog log;
+  std::unique_ptr<ZabPeer> peer;
+  OnePeer(PeerId id, std::vector<Entry> entries, Epochs epochs) {
+    PeerConfig c;
+    c.id = id;
+    c.ensemble.voters = {1, 2, 3, 4, 5};
+    log.log = std::move(entries);
+    peer = std::make_unique<ZabPeer>(c, log, epochs, 0);
+    (void)peer->ready();
+  }
+};
+
+// A vote as a peer sends it.
+pb::PeerMessage vote(PeerId from, uint64_t round, PeerId leader, Zxid zxid, uint32_t epoch, pb::PeerState state) {
+  pb::PeerMessage m;
+  m.set_version(protocol_version);
+  m.set_from(from);
+  auto* v = m.mutable_vote();
+  v->set_round(round);
+  v->set_leader(leader);
+  v->set_zxid(zxid);
+  v->set_epoch(epoch);
+  v->set_state(state);
+  return m;
+}
 
 }  // namespace
 
@@ -381,4 +417,68 @@ TEST_CASE("a follower that decided before its leader did is synced as soon as th
   REQUIRE(net.peers[hi]->role() == Role::leading);
   CHECK(net.peers[hi]->serving());
   CHECK(net.peers[lo]->serving());
+}
+
+// Simulator seed 431533584 (5 voters): after the faults, 3 and 4 led minorities in turn for 8 s.
+// In each round a looking voter (5 here) had voted for the candidate but had missed the
+// candidate's own looking vote of that round (it came while 5 still followed the last leader,
+// and a settled voter answers a looking vote instead of counting it). The candidate led on 5's
+// vote; 5, hearing it lead, counted only settled votes (the leader's and 1's: two of five) and
+// stayed looking, so the leader was one voter short and gave up after initLimit.
+TEST_CASE("a voter whose round elected a leader joins it once it leads even if it missed the leader's own vote") {
+  // 3 has the newest history (two uncommitted txns beyond 4's), 1 is behind it, 2 and 5 an epoch
+  // behind; 2 and 4 are away (in the seed 4 led a minority with 2 following it).
+  std::map<PeerId, std::vector<Entry>> logs{{1, history(8, 1)}, {2, history(7, 17)}, {3, history(8, 8)},
+                                            {4, history(8, 6)}, {5, history(7, 17)}};
+  std::map<PeerId, Epochs> e{{1, {8, 8}}, {2, {7, 7}}, {3, {8, 8}}, {4, {8, 8}}, {5, {7, 7}}};
+  Net net(5, logs, e);
+  net.cut = {2, 4};
+  std::erase_if(net.wire, [&](const auto& w) { return net.cut.count(w.first) || net.cut.count(w.second.first); });
+  // 3's looking votes never reach 5; 1's and 5's reach everyone.
+  std::erase_if(net.wire, [](const auto& w) { return w.first == 5 && w.second.first == 3; });
+  net.dropped.insert({3, 5});
+  net.deliver_all();
+  // 1 and 5 now vote for 3: 3 has its quorum (1, 3, 5) and decides on its own tick first. From
+  // here on its messages reach 5 (in the seed, its LEADING vote did).
+  REQUIRE(net.peers[5]->role() == Role::looking);
+  net.dropped.clear();
+  for (uint64_t t = 0; t < 3 && net.peers[3]->role() == Role::looking; ++t) {
+    net.peers[3]->tick(t);
+    net.drain(3);
+    net.deliver_all();
+  }
+  REQUIRE(net.peers[3]->role() == Role::leading);
+  CHECK(net.peers[5]->role() == Role::following);
+  CHECK(net.peers[5]->leader() == 3);
+  // Well within initLimit (10 ticks), the leader it was elected with establishes.
+  net.ticks(3);
+  CHECK(net.leader() == 3);
+  CHECK(net.peers[5]->serving());
+  CHECK(net.peers[1]->serving());
+}
+
+TEST_CASE("a looking voter forgets what a peer said while settled once it looks again") {
+  OnePeer one(5, history(7, 3), Epochs{7, 7});
+  ZabPeer& p = *one.peer;
+  // 3 said it leads, then stepped down; 1 and 2 have not noticed yet and still follow it.
+  p.receive(3, vote(3, 1, 3, make_zxid(8, 8), 0, pb::LEADING));
+  p.receive(3, vote(3, 2, 3, make_zxid(8, 8), 8, pb::LOOKING));
+  p.receive(1, vote(1, 1, 3, make_zxid(8, 1), 0, pb::FOLLOWING));
+  p.receive(2, vote(2, 1, 3, make_zxid(7, 17), 0, pb::FOLLOWING));
+  CHECK(p.role() == Role::looking);  // 3 no longer says it leads: nobody to join
+}
+
+TEST_CASE("a candidate does not decide on the vote of a voter that has since settled on another leader") {
+  OnePeer one(3, history(8, 8), Epochs{8, 8});
+  ZabPeer& p = *one.peer;
+  p.receive(1, vote(1, 1, 3, make_zxid(8, 8), 8, pb::LOOKING));
+  p.receive(5, vote(5, 1, 3, make_zxid(8, 8), 8, pb::LOOKING));
+  // A quorum (1, 3, 5) votes for 3; before its decision tick 5 reports that it follows 4.
+  p.receive(5, vote(5, 1, 4, make_zxid(8, 6), 0, pb::FOLLOWING));
+  for (uint64_t t = 0; t < 3; ++t) p.tick(t);
+  CHECK(p.role() == Role::looking);
+  // Once 2 votes for it as well, it has its quorum again and leads.
+  p.receive(2, vote(2, 1, 3, make_zxid(8, 8), 8, pb::LOOKING));
+  for (uint64_t t = 0; t < 3; ++t) p.tick(t);
+  CHECK(p.role() == Role::leading);
 }
