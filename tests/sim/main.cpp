@@ -2,6 +2,9 @@
 //   warden-sim --seeds N [--first S] [--voters 3|5] [--observers K] [--plant BUG] [--stop]
 //   warden-sim --seed S [--voters 3|5] [--observers K] [--plant BUG] [--verbose] [--capture DIR]
 // One line per failing seed (the seed and the broken invariant) and exit 1; or a summary and 0.
+#include <fmt/format.h>
+
+#include <chrono>
 #include <charconv>
 #include <cstdio>
 #include <cstring>
@@ -90,6 +93,13 @@ int main(int argc, char** argv) {
       }
     };
 
+  auto totals = [](const warden::sim::SimResult& r) {
+    return fmt::format("{} steps, {} txns committed, {} writes acknowledged, {} leaders established; faults: {} "
+                       "crashes, {} partitions, {} network changes, {} disk changes; {} calm stretches checked, the "
+                       "longest wait for a commit in one {} ms",
+                       r.steps, r.committed, r.acked, r.elections, r.crashes, r.partitions, r.network_changes,
+                       r.disk_changes, r.calm_stretches, r.max_settle_ms);
+  };
   if (one) {
     base.seed = seed;
     auto r = warden::sim::run_simulation(base);
@@ -97,30 +107,39 @@ int main(int argc, char** argv) {
       std::printf("seed %llu FAILED: %s\n", static_cast<unsigned long long>(seed), r.failure.c_str());
       return 1;
     }
-    std::printf("seed %llu passed: %llu steps, %llu txns committed, %llu writes acknowledged, %llu leaders\n",
-                static_cast<unsigned long long>(seed), static_cast<unsigned long long>(r.steps),
-                static_cast<unsigned long long>(r.committed), static_cast<unsigned long long>(r.acked),
-                static_cast<unsigned long long>(r.elections));
+    std::printf("seed %llu passed: %s\n", static_cast<unsigned long long>(seed), totals(r).c_str());
     return 0;
   }
-  uint64_t failed = 0, steps = 0, committed = 0, ran = 0;
+  warden::sim::SimResult sum;
+  uint64_t failed = 0, ran = 0;
+  auto started = std::chrono::steady_clock::now();
   for (uint64_t s = first; s < first + seeds && !(stop && failed); ++s, ++ran) {
     base.seed = s;
     auto r = warden::sim::run_simulation(base);
-    steps += r.steps;
-    committed += r.committed;
+    sum.steps += r.steps;
+    sum.committed += r.committed;
+    sum.acked += r.acked;
+    sum.elections += r.elections;
+    sum.crashes += r.crashes;
+    sum.partitions += r.partitions;
+    sum.network_changes += r.network_changes;
+    sum.disk_changes += r.disk_changes;
+    sum.calm_stretches += r.calm_stretches;
+    sum.max_settle_ms = std::max(sum.max_settle_ms, r.max_settle_ms);
     if (!r.ok) {
       ++failed;
       std::printf("seed %llu FAILED: %s\n", static_cast<unsigned long long>(s), r.failure.c_str());
       std::fflush(stdout);
     }
   }
-  std::printf("%llu seeds (%llu..%llu, %llu voters, %llu observers): %llu passed, %llu failed; %llu steps, %llu txns "
-              "committed\n",
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  std::printf("%llu seeds (%llu..%llu, %llu voters, %llu observers) in %.0f s (%.1f seeds/s): %s\n",
               static_cast<unsigned long long>(ran), static_cast<unsigned long long>(first),
               static_cast<unsigned long long>(first + ran - 1), static_cast<unsigned long long>(voters),
-              static_cast<unsigned long long>(observers), static_cast<unsigned long long>(ran - failed),
-              static_cast<unsigned long long>(failed), static_cast<unsigned long long>(steps),
-              static_cast<unsigned long long>(committed));
+              static_cast<unsigned long long>(observers), secs, secs > 0 ? static_cast<double>(ran) / secs : 0.0,
+              totals(sum).c_str());
+  // The closing line CTest's output is read for.
+  std::printf("%llu passed, %llu failed\n", static_cast<unsigned long long>(ran - failed),
+              static_cast<unsigned long long>(failed));
   return failed ? 1 : 0;
 }

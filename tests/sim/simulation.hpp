@@ -34,6 +34,11 @@ struct SimResult {
   uint64_t committed = 0;  // txns committed (the highest counter of the run, summed over epochs)
   uint64_t acked = 0;      // client writes acknowledged
   uint64_t elections = 0;  // leaders established
+  // Faults injected: crashes, partitions, changes of the network's drop/duplicate/delay, disks
+  // made slow or quick.
+  uint64_t crashes = 0, partitions = 0, network_changes = 0, disk_changes = 0;
+  uint64_t calm_stretches = 0;  // stretches with every server up and the network whole, checked
+  int64_t max_settle_ms = 0;    // the longest a calm stretch waited for its first commit
 };
 
 SimResult run_simulation(const SimOptions& options);

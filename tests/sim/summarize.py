@@ -1,0 +1,56 @@
+"""Sums the outputs of many warden-sim --seeds runs (one file each, named VOTERS-OBSERVERS-FIRST.txt)
+per ensemble and in all, and lists every failing seed with the command that replays it. Exits 1
+when a seed failed or a run printed no summary (it crashed)."""
+import collections
+import pathlib
+import re
+import sys
+
+SUMMARY = re.compile(
+    r"^(\d+) seeds \(.*\) in (\d+) s \(.*\): (\d+) steps, (\d+) txns committed, (\d+) writes acknowledged, "
+    r"(\d+) leaders established; faults: (\d+) crashes, (\d+) partitions, (\d+) network changes, "
+    r"(\d+) disk changes; (\d+) calm stretches checked, the longest wait for a commit in one (\d+) ms$", re.M)
+FIELDS = ["seeds", "seconds", "steps", "committed", "acked", "leaders", "crashes", "partitions",
+          "network", "disks", "calm", "longest_ms"]
+
+
+def main(folder):
+    totals = collections.defaultdict(lambda: collections.Counter())
+    failures, broken = [], []
+    for f in sorted(pathlib.Path(folder).glob("*.txt")):
+        voters, observers, _ = f.stem.split("-")
+        text = f.read_text(errors="replace")
+        for seed, why in re.findall(r"^seed (\d+) FAILED: (.*)$", text, re.M):
+            failures.append((voters, observers, seed, why))
+        m = SUMMARY.search(text)
+        if not m:
+            broken.append((f.name, text[-500:]))
+            continue
+        t = totals[(voters, observers)]
+        for name, value in zip(FIELDS, m.groups()):
+            value = int(value)
+            t[name] = max(t[name], value) if name == "longest_ms" else t[name] + value
+    for voters, observers, seed, why in failures:
+        print(f"FAILED seed {seed} ({voters} voters, {observers} observers): {why}\n"
+              f"  replay: build/tests/sim/warden-sim --seed {seed} --voters {voters} --observers {observers} --verbose")
+    for name, tail in broken:
+        print(f"run {name} printed no summary (a crash?):\n{tail}")
+    grand = collections.Counter()
+    for (voters, observers), t in sorted(totals.items()):
+        rate = t["seeds"] / t["seconds"] if t["seconds"] else 0
+        print(f"{voters} voters, {observers} observers: {t['seeds']} seeds, {rate:.1f} seeds/s per process; "
+              f"{t['steps']} steps, {t['committed']} txns committed, {t['acked']} writes acknowledged, "
+              f"{t['leaders']} leaders established; {t['crashes']} crashes, {t['partitions']} partitions, "
+              f"{t['network']} network changes, {t['disks']} disk changes; {t['calm']} calm stretches, "
+              f"longest wait for a commit {t['longest_ms']} ms")
+        for name in FIELDS:
+            grand[name] = max(grand[name], t[name]) if name == "longest_ms" else grand[name] + t[name]
+    print(f"all: {grand['seeds']} seeds, {len(failures)} failed; {grand['leaders']} leaders established, "
+          f"{grand['committed']} txns committed, {grand['crashes'] + grand['partitions'] + grand['network'] + grand['disks']} "
+          f"faults, {grand['calm']} calm stretches (longest wait {grand['longest_ms']} ms)")
+    print(f"{grand['seeds'] - len(failures)} passed, {len(failures)} failed")
+    return 1 if failures or broken else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1]))

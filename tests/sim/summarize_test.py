@@ -1,0 +1,27 @@
+"""scripts/simulate's summary (summarize.py) over real warden-sim output: counts the seeds and
+passes a clean run; names a run that printed no summary and a failing seed, and fails then."""
+import pathlib
+import subprocess
+import sys
+import tempfile
+
+sim = sys.argv[1]
+here = pathlib.Path(__file__).parent
+checks = []
+with tempfile.TemporaryDirectory() as d:
+    out = pathlib.Path(d)
+    (out / "3-0-1.txt").write_text(subprocess.run([sim, "--seeds", "3", "--first", "1"], capture_output=True,
+                                                  text=True, timeout=300).stdout)
+    r = subprocess.run([sys.executable, str(here / "summarize.py"), d], capture_output=True, text=True)
+    checks.append((r.returncode == 0 and "3 passed, 0 failed" in r.stdout, f"a clean run sums up:\n{r.stdout}"))
+    (out / "5-1-9.txt").write_text("\x00garbage\nseed 12 FAILED: t=1ms step=2: planted\n")
+    r = subprocess.run([sys.executable, str(here / "summarize.py"), d], capture_output=True, text=True)
+    checks.append((r.returncode == 1 and "FAILED seed 12 (5 voters, 1 observers)" in r.stdout
+                   and "--seed 12 --voters 5 --observers 1" in r.stdout and "5-1-9.txt printed no summary" in r.stdout,
+                   f"a failing seed and a broken run are named:\n{r.stdout}"))
+for ok, what in checks:
+    if not ok:
+        print("FAILED:", what)
+passed = sum(ok for ok, _ in checks)
+print(f"summarize: {passed} passed, {len(checks) - passed} failed")
+sys.exit(0 if passed == len(checks) else 1)
