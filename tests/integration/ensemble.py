@@ -106,7 +106,7 @@ class Ensemble:
 
     def __init__(self, n, observers=0, tick_ms=200, init_limit=10, sync_limit=5, extra_cfg="", proxied=False):
         self.dir = tempfile.mkdtemp(prefix="warden-ens-")
-        self.tick_ms, self.sync_limit = tick_ms, sync_limit
+        self.tick_ms, self.init_limit, self.sync_limit = tick_ms, init_limit, sync_limit
         self.members = [Member(self, i + 1) for i in range(n)]
         self.members += [Member(self, n + i + 1, observer=True) for i in range(observers)]
         self.proxy = PeerProxy() if proxied else None

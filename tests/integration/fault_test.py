@@ -306,6 +306,15 @@ def writes_work(hosts, timeout=30):
     return False
 
 
+def kill_all(ens):
+    """SIGKILL to every member, then all started again a moment later."""
+    for m in ens.members:
+        m.kill()
+    time.sleep(rng.uniform(0.1, 0.5))
+    for m in ens.members:
+        m.start()
+
+
 def three_member_round(rnd):
     with Ensemble(3, proxied=True) as ens:
         ens.start()
@@ -355,11 +364,7 @@ def three_member_round(rnd):
                 ens.proxy.heal()
                 c.equal(wait_mode(leader, ("follower",), 30), "follower", f"{scenario}: healed, it follows")
             elif scenario == "kill all":
-                for m in ens.members:
-                    m.kill()
-                time.sleep(rng.uniform(0.1, 0.5))
-                for m in ens.members:
-                    m.start()
+                kill_all(ens)
             ens.wait_serving(ens.members, timeout=60)
             c.check(writes_work(ens.connect_string), f"{scenario}: writes work again")
             deadline = time.time() + 20
@@ -371,8 +376,44 @@ def three_member_round(rnd):
         c.equal(ens.stop_cleanly(), [], f"round {rnd}: every member exits cleanly on SIGTERM")
 
 
+def settle_bound_s(ens):
+    """How soon after a heal (every member up, the network whole) a leader must be established and
+    a write committed: the simulator's bound (tests/sim: initLimit, then two vote rounds with the
+    wait for a better vote; the core ticks ten times a tickTime, votes go out every 2 subticks
+    and a decision waits 1) from this ensemble's zoo.cfg, plus a second for what real processes
+    add: a restarted member opening its log, fsyncs, the probe's own connection (more on a
+    sanitizer build). ZooKeeper's leader alone may wait initLimit * tickTime at each of three
+    steps."""
+    subtick_ms = ens.tick_ms / 10
+    election_ms = ens.init_limit * ens.tick_ms + 2 * (2 + 1 + 1) * subtick_ms
+    return (election_ms + 1000) / 1000
+
+
+def committed_after(ens, healed_at, limit):
+    """Seconds from `healed_at` until some member says it leads and a write through it commits;
+    None if that takes longer than `limit` seconds. Raw protocol, one short attempt at a time, so
+    the measure is not a client library's back-off."""
+    from zkproto import CREATE, OPEN_ACL, Session, jacl, jint, jstr
+    body = jstr("/settle-") + jint(0) + jacl(OPEN_ACL) + jint(2)  # persistent sequential
+    while time.time() - healed_at < limit:
+        for m in ens.members:
+            if not m.alive() or m.mode() != "leader":
+                continue
+            try:
+                s = Session(m.client_port, timeout_ms=4000)
+                s.sock.settimeout(1.0)
+                err = s.call(CREATE, body)[0]
+                s.close()
+                if err == 0:
+                    return time.time() - healed_at
+            except (OSError, RuntimeError, TypeError):
+                pass
+        time.sleep(0.02)
+    return None
+
+
 def five_members():
-    with Ensemble(5) as ens:
+    with Ensemble(5, proxied=True) as ens:
         ens.start()
         prepare(ens.connect_string)
         history = History()
@@ -393,10 +434,63 @@ def five_members():
             m.start()
         ens.wait_serving(ens.members, timeout=60)
         c.check(writes_work(ens.connect_string), "5 members, all back: writes work")
+        five_member_rounds(ens)
         time.sleep(1.0)
         load.stop()
         check_history(history, ens.connect_string, "five members")
         c.equal(ens.stop_cleanly(), [], "five members: every member exits cleanly on SIGTERM")
+
+
+def five_member_rounds(ens):
+    """Rounds of faults on the 5 members under load; after each heals, a leader and a committed
+    write within settle_bound_s (issue 21: an election that finishes once the faults stop)."""
+    bound = settle_bound_s(ens)
+    sync_s = ens.tick_ms * ens.sync_limit / 1000
+    scenarios = ["kill leader", "kill leader and a follower", "stop leader", "partition leader",
+                 "split two from three", "kill all"]
+    rng.shuffle(scenarios)
+    waits = []
+    for scenario in scenarios:
+        leader = ens.leader()
+        others = [m for m in ens.members if m is not leader]
+        print(f"five members: {scenario} (leader is server {leader.id})", flush=True)
+        if scenario == "kill leader":
+            leader.kill()
+            time.sleep(rng.uniform(0.2, 1.5))
+            leader.start()
+        elif scenario == "kill leader and a follower":
+            f = rng.choice(others)
+            leader.kill()
+            f.kill()
+            time.sleep(rng.uniform(0.2, 1.5))
+            leader.start()
+            f.start()
+        elif scenario == "stop leader":
+            leader.pause()
+            time.sleep(sync_s * 2 + rng.uniform(0.2, 1.0))
+            leader.resume()
+        elif scenario == "partition leader":
+            ens.proxy.cut([leader.id], [m.id for m in others])
+            time.sleep(sync_s * 2 + rng.uniform(0.2, 1.0))
+            ens.proxy.heal()
+        elif scenario == "split two from three":
+            two = [leader] + rng.sample(others, 1)
+            ens.proxy.cut([m.id for m in two], [m.id for m in ens.members if m not in two])
+            time.sleep(sync_s * 2 + rng.uniform(0.2, 1.0))
+            ens.proxy.heal()
+        elif scenario == "kill all":
+            kill_all(ens)
+        healed = time.time()
+        took = committed_after(ens, healed, 60)
+        c.check(took is not None and took <= bound,
+                f"five members, {scenario}: healed, a leader and a committed write within {bound:.2f} s "
+                f"({'none in 60 s' if took is None else f'{took:.2f} s'})")
+        if took is not None:
+            waits.append(took)
+        ens.wait_serving(ens.members, timeout=60)
+    if waits:
+        print(f"five members: the longest from a heal to a committed write was {max(waits):.2f} s "
+              f"(bound {bound:.2f} s; {len(waits)} rounds)", flush=True)
 
 
 checker_self_test()
