@@ -133,11 +133,28 @@ void ZkServer::receive(ConnId id, std::string_view payload) {
 
 bool ZkServer::must_wait(const Conn& c, std::string_view payload) const {
   if (!c.attached) return c.session != 0;  // its session is being created
-  if (c.in_flight == 0) return false;
+  if (c.in_flight == 0 && !session_writes_.count(c.session)) return false;
   wire::Reader r(payload);
   wire::RequestHeader h;
   h.visit(r);
   return !r.ok() || !is_write(static_cast<OpCode>(h.type));
+}
+
+void ZkServer::hold_reads(Pending& p, SessionId s) {
+  if (p.kind != Kind::request || p.barrier || s == 0) return;
+  p.holds_reads = s;
+  ++session_writes_[s];
+}
+
+void ZkServer::release_reads(const Pending& p) {
+  if (p.holds_reads == 0) return;
+  auto it = session_writes_.find(p.holds_reads);
+  if (it == session_writes_.end() || --it->second > 0) return;
+  session_writes_.erase(it);
+  std::vector<ConnId> waiting;
+  for (const auto& [id, c] : conns_)
+    if (c.attached && c.session == p.holds_reads && !c.held.empty()) waiting.push_back(id);
+  for (ConnId id : waiting) drain(id);
 }
 
 void ZkServer::process(ConnId id, Conn& c, std::string_view payload) {
@@ -650,6 +667,7 @@ void ZkServer::handle_set_watches(ConnId id, Conn& c, int32_t xid, std::string_v
 
 void ZkServer::submit(Txn txn, Pending p) {
   if (Conn* c = p.conn ? conn(p.conn) : nullptr) ++c->in_flight;
+  hold_reads(p, txn.session);
   p.prep_mark = prep_.mark();
   p.seq = ++submitted_;
   // Queued before proposing (its zxid unknown yet): a synchronous log commits it from inside
@@ -667,6 +685,7 @@ void ZkServer::submit(Txn txn, Pending p) {
   // client is treated as on a lost connection, as ZooKeeper's clients are on a leader change.
   spdlog::warn("a txn could not be proposed (this server does not lead); closing its connection");
   pending_.pop_back();
+  release_reads(p);
   // Its staging in prep's overlay goes with the next txn that applies (retire() takes every
   // mark up to that one's), or now when nothing else is in flight.
   if (pending_.empty()) prep_.retire_all();
@@ -720,6 +739,7 @@ void ZkServer::on_commit(Zxid zxid, std::string_view payload) {
     --c->in_flight;
     drain(p.conn);
   }
+  release_reads(p);
 }
 
 bool ZkServer::hold_for_barrier(ConnId id, Conn& c, OpCode op, int32_t xid, std::string_view payload) {
@@ -787,6 +807,7 @@ void ZkServer::forward(Forwarded f, Pending p) {
     return;
   }
   if (Conn* c = p.conn ? conn(p.conn) : nullptr) ++c->in_flight;
+  hold_reads(p, f.session);
   pending_.push_back(std::move(p));
 }
 
@@ -878,6 +899,7 @@ void ZkServer::lose(Pending p) {
     --c->in_flight;
     close_conn(p.conn);
   }
+  release_reads(p);
 }
 
 void ZkServer::leadership_lost() {
@@ -915,6 +937,7 @@ void ZkServer::abort_in_flight(Err err) {
   Zxid last = tree_.last_applied();
   std::vector<ConnId> touched;
   for (const auto& p : aborted) {
+    release_reads(p);
     Conn* c = p.conn ? conn(p.conn) : nullptr;
     if (!c) continue;  // internal txns are tried again by later ticks
     --c->in_flight;

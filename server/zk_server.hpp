@@ -209,9 +209,19 @@ class ZkServer {
     std::string sync_path;   // a forwarded sync: the path its reply names
     bool reattach = false;   // a connect for a session the leader must confirm
     bool barrier = false;    // a linearizable read's no-op: answers nobody
+    // A client's write: its session's reads wait for it (session_writes_), on whichever
+    // connection they come, until it applies or is lost.
+    SessionId holds_reads = 0;
   };
 
+  // Whether a frame must wait behind writes in flight: a read waits for the session's writes,
+  // those of its earlier connections included (ZooKeeper orders a session's requests, not a
+  // connection's), so a client that re-attaches reads what it wrote before the break.
   bool must_wait(const Conn& c, std::string_view payload) const;
+  // Counts `p` as a write of `s` in flight (Pending::holds_reads).
+  void hold_reads(Pending& p, SessionId s);
+  // `p` left the queue (applied, lost or aborted): it no longer holds back its session's reads.
+  void release_reads(const Pending& p);
   // linearizable_reads: sends the read's barrier and holds the read behind it; false when the
   // read may be answered now (its barrier was applied).
   bool hold_for_barrier(ConnId id, Conn& c, wire::OpCode op, int32_t xid, std::string_view payload);
@@ -270,6 +280,10 @@ class ZkServer {
   std::unordered_map<ConnId, Conn> conns_;
   std::unordered_map<SessionId, ConnId> owner_;
   std::deque<Pending> pending_;
+  // Per session, its client writes in flight here (Pending::holds_reads). A connection's
+  // `in_flight` alone would let a client that re-attached after a break read past the writes
+  // its old connection left in flight (a lock's create it would then make again).
+  std::unordered_map<SessionId, int> session_writes_;
   uint64_t submitted_ = 0;
   ConnId next_conn_ = 1;
   int64_t packets_received_ = 0, packets_sent_ = 0;

@@ -352,6 +352,39 @@ with Ensemble(3, proxied=True, sync_limit=25, init_limit=30) as ens:
             pass
     c.equal(ens.stop_cleanly(), [], "every member exits cleanly on SIGTERM")
 
+# ---- a session's reads wait for its writes in flight from an earlier connection: a lock's create
+# waits for the followers' acks (both stopped), the connection is cut, the client re-attaches and
+# lists the lock's children at once; the list must hold the create (ZooKeeper orders a session's
+# requests, not a connection's), else the client would queue behind an orphan of its own.
+with Ensemble(3, sync_limit=15) as ens:
+    ens.start()
+    lead = ens.leader()
+    rest = [m for m in ens.members if m is not lead]
+    a = zp.Session(lead.client_port)
+    c.equal(a.call(zp.CREATE, zp.jstr("/relock") + zp.jbuf(b"") + zp.jacl(zp.OPEN_ACL) + zp.jint(0))[0], 0,
+            "the lock's parent is created")
+    for m in rest:
+        m.pause()
+    a.send(zp.CREATE, zp.jstr("/relock/n-") + zp.jbuf(b"") + zp.jacl(zp.OPEN_ACL) + zp.jint(3))
+    time.sleep(0.2)
+    a.sock.close()
+    time.sleep(0.2)
+    b = socket.create_connection(("127.0.0.1", lead.client_port), timeout=10)
+    b.sendall(zp.frame(zp.connect_request(30000, a.session_id, a.passwd)))
+    c.check(zp.read_frame(b) is not None, "the session re-attaches to the leader")
+    b.sendall(zp.frame(struct.pack(">ii", 1, zp.GET_CHILDREN) + zp.jstr("/relock") + zp.jbool(False)))
+    time.sleep(0.5)
+    for m in rest:
+        m.resume()
+    reply = zp.read_frame(b)
+    kids = []
+    if reply is not None and struct.unpack(">iqi", reply[:16])[2] == 0:
+        r = zp.Reader(reply[16:])
+        kids = r.vec(r.str)
+    c.equal(len(kids), 1, f"the re-attached read sees the create its old connection left in flight ({kids})")
+    b.close()
+    c.equal(ens.stop_cleanly(), [], "every member exits cleanly on SIGTERM")
+
 # ---- an observer serves reads and forwards writes, and does not vote
 with Ensemble(3, observers=1) as ens:
     ens.start()

@@ -23,9 +23,11 @@ TEST_CASE("an ephemeral created while its session is closed on another connectio
   h.defer_sync = true;  // a group commit in progress: the create is in flight
   a.send(OpCode::create, ephemeral("/locks/lock-"));
   // The same session re-attaches elsewhere and closes at once, before the create is durable.
+  // The close keeps the session's order: it waits for the create, then takes it along.
   Client b(h);
   REQUIRE(b.connect(30000, a.session(), a.passwd()));
   send_close(b);
+  h.sync();
   h.sync();
   auto close = b.next_reply();
   CHECK(close.err() == Err::ok);
@@ -50,8 +52,32 @@ TEST_CASE("an ephemeral created by a multi in flight goes with its session too")
   REQUIRE(b.connect(30000, a.session(), a.passwd()));
   send_close(b);
   h.sync();
+  h.sync();
   h.defer_sync = false;
   CHECK(watcher.children("/m").empty());
+}
+
+TEST_CASE("a read on a re-attached connection waits for the session's writes from the old one") {
+  // A lock's create is waiting for its fsync when the connection drops; the client re-attaches
+  // and lists the lock's children at once. The list must hold the create (ZooKeeper orders a
+  // session's requests, not a connection's), or the client would queue a second node behind an
+  // orphan of its own live session.
+  Harness h;
+  Client a(h);
+  a.connect();
+  a.create("/lock");
+  h.defer_sync = true;
+  a.send(OpCode::create, ephemeral("/lock/n-"));
+  a.disconnect();
+  Client b(h);
+  REQUIRE(b.connect(30000, a.session(), a.passwd()));
+  b.send(OpCode::getChildren, wire::PathWatchRequest{"/lock", false});
+  CHECK_FALSE(b.has_frames());  // held behind the session's create
+  h.sync();
+  h.defer_sync = false;
+  auto kids = b.next_reply();
+  REQUIRE(kids.err() == Err::ok);
+  CHECK(wire::decode<wire::GetChildrenResponse>(kids.body)->children == std::vector<std::string>{"n-"});
 }
 
 TEST_CASE("a session that expires during a long sync stall takes its in-flight ephemeral with it") {
