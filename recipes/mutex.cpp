@@ -113,7 +113,20 @@ void Mutex::on_lost(std::function<void()> f) {
   sh_->on_lost = std::move(f);
 }
 
-int64_t Mutex::acquire() { return *lock(std::nullopt); }
+int64_t Mutex::acquire() {
+  auto token = lock(std::nullopt);
+  if (!token) throw std::runtime_error("lock " + path_ + ": the acquisition was cancelled");
+  return *token;
+}
+
+void Mutex::cancel() {
+  {
+    std::lock_guard<std::mutex> l(sh_->mu);
+    sh_->cancelled = true;
+    ++sh_->changes;
+  }
+  sh_->cv.notify_all();
+}
 
 std::optional<int64_t> Mutex::try_acquire(std::chrono::milliseconds timeout) {
   return lock(std::chrono::steady_clock::now() + timeout);
@@ -180,6 +193,7 @@ std::optional<int64_t> Mutex::lock(std::optional<std::chrono::steady_clock::time
       ++sh_->holds;
       return token_;
     }
+    if (sh_->cancelled) return std::nullopt;
     sh_->holds = 0;
     sh_->lost = false;
   }
@@ -202,7 +216,15 @@ std::optional<int64_t> Mutex::wait_turn(const std::string& ours,
   int losses = 0;
   std::string watched;      // the node whose watch is set, until it fires
   uint64_t watched_at = 0;  // `changes` when it was set
+  auto withdraw = [&] {
+    remove_for_sure(client_, ours);
+    return std::nullopt;
+  };
   for (;;) {
+    {
+      std::lock_guard<std::mutex> l(sh_->mu);
+      if (sh_->cancelled) return withdraw();
+    }
     std::vector<std::string> kids;
     try {
       kids = client_.children(path_);
@@ -268,6 +290,10 @@ std::optional<int64_t> Mutex::wait_turn(const std::string& ours,
     if (sh_->lost) {
       l.unlock();
       throw Error(Err::sessionExpired, "lock " + path_ + ": the session was lost while waiting");
+    }
+    if (sh_->cancelled) {
+      l.unlock();
+      return withdraw();
     }
     if (woken && turn.holds_once_gone && sh_->gone == before) {
       // The only node ahead went: ours is first now. (The event came on a live session, so

@@ -57,10 +57,15 @@ class Mutex {
   Mutex& operator=(const Mutex&) = delete;
 
   // Blocks until held; the fencing token of this acquisition. Throws Error on a session or
-  // connection failure.
+  // connection failure, and std::runtime_error once cancel() was called.
   int64_t acquire();
-  // Blocks at most `timeout`; nothing when it was not acquired in time (its node is removed).
+  // Blocks at most `timeout`; nothing when it was not acquired in time or cancel() was called
+  // (its node is removed either way).
   std::optional<int64_t> try_acquire(std::chrono::milliseconds timeout);
+  // From any thread: an acquisition waiting for its turn withdraws (its node is removed) and
+  // returns as above; every later one returns at once. For a process that is told to stop while
+  // it waits (`warden lock` on SIGINT or SIGTERM). A lock already held stays held.
+  void cancel();
   // One release per acquire; the last deletes the node.
   void release();
   bool held() const;
@@ -85,6 +90,7 @@ class Mutex {
     std::string gone;      // the watched node, once its watch said it was deleted
     int64_t wakeups = 0;
     bool lost = false;
+    bool cancelled = false;  // sticky: set by cancel(), never cleared
     int holds = 0;
     std::function<void()> on_lost;
   };

@@ -9,6 +9,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <exception>
+#include <optional>
 #include <condition_variable>
 #include <mutex>
 #include <cerrno>
@@ -40,11 +43,17 @@ const char* usage_text =
     "  getAcl PATH                 setAcl PATH ACL (scheme:id:perms[,...])\n"
     "  addauth SCHEME AUTH         (checks the credentials; --auth SCHEME:AUTH applies them to a command)\n"
     "  sync PATH                   watch PATH (prints one event)\n"
-    "  lock PATH [--timeout SECONDS] -- CMD [ARGS...]\n"
+    "  lock PATH [--timeout SECONDS] [--grace SECONDS] -- CMD [ARGS...]\n"
     "      runs CMD holding the Curator-compatible mutex at PATH, with WARDEN_FENCING_TOKEN set;\n"
-    "      exits with CMD's status, 75 if not acquired within --timeout\n"
-    "  elect PATH -- CMD [ARGS...]     runs CMD only while this process leads (Curator's LeaderLatch)\n"
-    "  register PATH NAME [--data TEXT] -- CMD [ARGS...]   keeps PATH/NAME (ephemeral) while CMD runs\n"
+    "      exits with CMD's status, 75 if not acquired within --timeout; SIGINT or SIGTERM while\n"
+    "      waiting withdraws from the queue and exits 130 or 143 without running CMD\n"
+    "  elect PATH [--grace SECONDS] -- CMD [ARGS...]   runs CMD only while this process leads\n"
+    "      (Curator's LeaderLatch)\n"
+    "  register PATH NAME [--data TEXT] [--grace SECONDS] -- CMD [ARGS...]\n"
+    "      keeps PATH/NAME (ephemeral) while CMD runs\n"
+    "  CMD runs in a process group of its own; SIGINT and SIGTERM are passed on to that group. If\n"
+    "  the session is lost, the group gets SIGTERM, then SIGKILL after --grace seconds (default 5),\n"
+    "  and warden exits 70 once the whole group is gone.\n"
     "  members PATH [--watch]          PATH's children, sorted; --watch: then +NAME and -NAME as they change\n";
 
 int usage(const std::string& why = {}) {
@@ -179,23 +188,82 @@ void delete_all(Client& c, const std::string& path) {
 // ---- warden lock ----
 std::atomic<bool> lost{false};
 
-// Runs `cmd` as a child and waits for it, passing SIGTERM and SIGINT on; a lost session stops it
-// (SIGTERM) and makes the result 70. `what` names the hold in messages.
+// How long CMD's process group has after SIGTERM on a lost session before SIGKILL.
+double grace_s = 5;
+
+// SIGTERM or SIGINT if one is pending (they are blocked in every thread: see main), else 0;
+// waits at most `ms` for one.
+int pending_stop_signal(long ms) {
+  sigset_t stop;
+  sigemptyset(&stop);
+  sigaddset(&stop, SIGTERM);
+  sigaddset(&stop, SIGINT);
+  timespec wait{ms / 1000, (ms % 1000) * 1000 * 1000};
+  int sig = sigtimedwait(&stop, nullptr, &wait);
+  return sig == SIGTERM || sig == SIGINT ? sig : 0;
+}
+
+// Runs `cmd` in a process group of its own and waits for it, passing SIGTERM and SIGINT on to
+// the group; a lost session stops the whole group (SIGTERM, SIGKILL after grace_s) and makes the
+// result 70. `what` names the hold in messages.
 int run_child(const std::vector<std::string>& cmd, const std::string& token, const std::string& what);
 
 int run_locked(Client& client, const std::string& path, double timeout_s, const std::vector<std::string>& cmd,
                const std::string& lock_name = "lock-") {
   Mutex m(client, path, lock_name);
   m.on_lost([] { lost = true; });
+  // The wait for the lock runs on a thread of its own, so that SIGINT and SIGTERM (blocked, and
+  // taken here with sigtimedwait) can withdraw it: a process told to stop never runs CMD.
+  std::mutex mu;
+  bool done = false;
   std::optional<int64_t> token;
-  if (timeout_s >= 0) {
-    token = m.try_acquire(std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000)));
-    if (!token) {
-      std::fprintf(stderr, "warden: lock %s not acquired within %g s\n", path.c_str(), timeout_s);
-      return 75;
+  std::exception_ptr failed;
+  std::thread waiter([&] {
+    std::optional<int64_t> t;
+    std::exception_ptr e;
+    try {
+      // Without --timeout: no deadline in practice (ten years), but one that cancel() can end.
+      auto limit = timeout_s >= 0 ? std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000))
+                                  : std::chrono::milliseconds(std::chrono::hours(24 * 3650));
+      t = m.try_acquire(limit);
+    } catch (...) {
+      e = std::current_exception();
     }
-  } else {
-    token = m.acquire();
+    std::lock_guard<std::mutex> l(mu);
+    token = t;
+    failed = e;
+    done = true;
+  });
+  int sig = 0;
+  for (;;) {
+    {
+      std::lock_guard<std::mutex> l(mu);
+      if (done) break;
+    }
+    if ((sig = pending_stop_signal(50)) != 0) {
+      m.cancel();
+      break;
+    }
+  }
+  waiter.join();
+  if (failed) std::rethrow_exception(failed);
+  // A signal that came while the lock was granted still means: do not run CMD.
+  if (sig == 0 && token) sig = pending_stop_signal(0);
+  if (sig != 0) {
+    std::fprintf(stderr, "warden: %s while waiting for %s: withdrawn, CMD not run\n",
+                 sig == SIGINT ? "SIGINT" : "SIGTERM", path.c_str());
+    if (token && !lost) {
+      try {
+        m.release();
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "warden: releasing %s: %s\n", path.c_str(), e.what());
+      }
+    }
+    return 128 + sig;
+  }
+  if (!token) {
+    std::fprintf(stderr, "warden: lock %s not acquired within %g s\n", path.c_str(), timeout_s);
+    return 75;
   }
   int rc = run_child(cmd, std::to_string(*token), path);
   if (!lost) {
@@ -215,6 +283,7 @@ int run_child(const std::vector<std::string>& cmd, const std::string& token, con
     return 1;
   }
   if (child == 0) {
+    setpgid(0, 0);  // a group of its own: what CMD starts is stopped with it
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, nullptr);
@@ -226,26 +295,38 @@ int run_child(const std::vector<std::string>& cmd, const std::string& token, con
     std::fprintf(stderr, "warden: cannot run %s: %s\n", argv[0], std::strerror(errno));
     _exit(127);
   }
-  // SIGTERM and SIGINT go on to CMD. A lost session stops CMD (SIGTERM): it must not go on
-  // believing it holds what the session held.
+  setpgid(child, child);  // also here, so no signal below can come before the child's own call
+  const pid_t group = child;
+  auto group_alive = [group] { return kill(-group, 0) == 0 || errno != ESRCH; };
+  // SIGTERM and SIGINT go on to CMD's group. A lost session stops the group: SIGTERM, then
+  // SIGKILL after the grace period; nothing CMD started may go on believing it holds the lock.
   sigset_t waited;
   sigemptyset(&waited);
   sigaddset(&waited, SIGTERM);
   sigaddset(&waited, SIGINT);
   sigaddset(&waited, SIGCHLD);
-  bool lost_reported = false;
+  std::optional<std::chrono::steady_clock::time_point> kill_at;
+  bool killed = false, reaped = false;
   int status = 0;
   for (;;) {
-    timespec tick{0, 100 * 1000 * 1000};
+    timespec tick{0, 50 * 1000 * 1000};
     int sig = sigtimedwait(&waited, nullptr, &tick);
-    if (sig == SIGTERM || sig == SIGINT) kill(child, sig);
-    if (lost && !lost_reported) {
-      lost_reported = true;
-      std::fprintf(stderr, "warden: the session holding %s was lost; stopping the command\n", what.c_str());
-      kill(child, SIGTERM);
+    if (sig == SIGTERM || sig == SIGINT) kill(-group, sig);
+    if (lost && !kill_at) {
+      std::fprintf(stderr, "warden: the session holding %s was lost; stopping the command (SIGTERM, SIGKILL after %g s)\n",
+                   what.c_str(), grace_s);
+      kill(-group, SIGTERM);
+      kill_at = std::chrono::steady_clock::now() + std::chrono::milliseconds(static_cast<int64_t>(grace_s * 1000));
     }
-    pid_t r = waitpid(child, &status, WNOHANG);
-    if (r == child) break;
+    if (kill_at && !killed && std::chrono::steady_clock::now() >= *kill_at && group_alive()) {
+      std::fprintf(stderr, "warden: the command's processes outlived the grace period: SIGKILL\n");
+      kill(-group, SIGKILL);
+      killed = true;
+    }
+    if (!reaped && waitpid(child, &status, WNOHANG) == child) reaped = true;
+    // On a loss, warden returns only once every process of the group is gone (SIGKILL cannot
+    // be refused; the bound on it is the kernel's).
+    if (reaped && (!lost || !group_alive())) break;
   }
   if (lost) return 70;
   if (WIFEXITED(status)) return WEXITSTATUS(status);
@@ -294,7 +375,7 @@ int main(int argc, char** argv) {
       command.assign(args.begin() + static_cast<long>(i) + 1, args.end());
       break;
     }
-    if ((a == "-t" || a == "-v" || a == "--timeout" || a == "--data") && i + 1 < args.size()) {
+    if ((a == "-t" || a == "-v" || a == "--timeout" || a == "--data" || a == "--grace") && i + 1 < args.size()) {
       values[a] = args[++i];
     } else if (a == "--watch") {
       flags.push_back(a);
@@ -328,6 +409,13 @@ int main(int argc, char** argv) {
   if (runs_command && command.empty()) return usage(cmd + " needs -- CMD [ARGS...]");
   if (!runs_command && !command.empty()) return usage(cmd + " takes no command after --");
   if (cmd == "register" && rest[1].find('/') != std::string::npos) return usage("a member NAME has no '/'");
+  if (values.count("--grace")) {
+    if (!runs_command) return usage(cmd + " takes no --grace");
+    char* end = nullptr;
+    grace_s = std::strtod(values["--grace"].c_str(), &end);
+    if (*end || values["--grace"].empty() || !(grace_s >= 0 && grace_s <= 3600))
+      return usage("--grace needs a number of seconds from 0 to 3600");
+  }
   AclList acl;
   if (cmd == "setAcl") {
     try {

@@ -50,6 +50,27 @@ def popen_lock(hosts, *args, session_ms=None, **kw):
                             stderr=subprocess.PIPE, text=True, start_new_session=True, **kw)
 
 
+def children(hosts, path):
+    """PATH's children as `warden ls` prints them ([a, b]); [] when it has none or is gone."""
+    out = warden(hosts, "ls", path).stdout.strip()
+    return [x for x in out.strip("[]").split(", ") if x] if out.startswith("[") else []
+
+
+def process_gone(pid, timeout):
+    """True once `pid` has exited (gone, or a zombie nobody reaped yet) within `timeout` seconds."""
+    deadline = time.time() + timeout
+    while True:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    return True
+        except OSError:
+            return True
+        if time.time() >= deadline:
+            return False
+        time.sleep(0.05)
+
+
 def wait_file(path, timeout=30):
     deadline = time.time() + timeout
     while time.time() < deadline:
@@ -123,6 +144,49 @@ def cli_tests(hosts, what, classpath):
     rc = p.wait(timeout=60)
     c.check(rc not in (0, None), f"{what}: warden exits non-zero when its session expired under CMD ({rc})")
     c.check(wait_file(got2, 10), f"{what}: CMD got SIGTERM")
+    # ---- a lost session stops CMD's whole process group: SIGTERM, then SIGKILL after --grace
+    bg_pid, ready3 = f"{work}/bg-pid", f"{work}/ready3"
+    p = subprocess.Popen([WARDEN, "--server", hosts, "--session-timeout-ms", "4000", "lock", "--grace", "1",
+                          "/cli/group", "--", "sh", "-c",
+                          f'trap "" TERM; sleep 600 & echo $! > "{bg_pid}"; echo up > "{ready3}"; wait'],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    c.check(wait_file(ready3) and wait_file(bg_pid), f"{what}: CMD and its background child run")
+    bg = int(open(bg_pid).read())
+    os.kill(p.pid, signal.SIGSTOP)  # warden alone: its session expires; CMD's group ignores SIGTERM
+    time.sleep(9)
+    os.kill(p.pid, signal.SIGCONT)
+    try:
+        rc = p.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        rc = None
+        os.killpg(p.pid, signal.SIGKILL)
+        p.wait()
+    c.equal(rc, 70, f"{what}: warden exits 70 once the session under CMD was lost")
+    c.check(process_gone(bg, 10), f"{what}: and CMD's background child is gone too (SIGKILL after --grace)")
+    if not process_gone(bg, 0):
+        os.kill(bg, signal.SIGKILL)
+    # ---- SIGTERM or SIGINT while waiting for the lock: the request is withdrawn, CMD never runs
+    held4 = f"{work}/held4"
+    holder = popen_lock(hosts, "/cli/wait", "--", "sh", "-c", f'echo x > "{held4}"; sleep 6')
+    c.check(wait_file(held4), f"{what}: a holder holds /cli/wait")
+    for sig, code in ((signal.SIGTERM, 143), (signal.SIGINT, 130)):
+        ran = f"{work}/ran-{int(sig)}"
+        w = popen_lock(hosts, "/cli/wait", "--", "touch", ran)
+        deadline = time.time() + 20
+        while len(children(hosts, "/cli/wait")) < 2 and time.time() < deadline:
+            time.sleep(0.05)
+        os.kill(w.pid, sig)
+        try:
+            rc = w.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            rc = None
+        c.equal(rc, code, f"{what}: {sig.name} while waiting: warden exits {code}")
+        c.check(not os.path.exists(ran), f"{what}: {sig.name} while waiting: CMD did not run")
+        c.equal(len(children(hosts, "/cli/wait")), 1, f"{what}: {sig.name} while waiting: its node was withdrawn")
+        if rc is None:
+            w.kill()
+            w.wait()
+    c.equal(holder.wait(timeout=30), 0, f"{what}: the holder of /cli/wait ends normally")
     # ---- Curator's InterProcessMutex and warden lock on one path never hold it together
     jmarker = f"{work}/jmarker"
     jbody = (f'mkdir "{jmarker}" 2>/dev/null || echo V >> "{viol}"; sleep 0.01; rmdir "{jmarker}" 2>/dev/null')
@@ -368,7 +432,9 @@ for bad in (["lock", "/x"], ["lock", "/x", "--timeout", "soon", "--", "true"], [
             ["nosuch"], [], ["ls"], ["--server", "h:0", "ls", "/"], ["--timeout-ms", "7", "ls", "/"],
             ["elect", "/x"], ["register", "/x", "a/b", "--", "true"], ["register", "/x", "--", "true"],
             ["members"], ["members", "/x", "--watch", "--", "true"], ["ls", "/", "--data"], ["--server"],
-            ["get", "/x", "extra"], ["setAcl", "/x", "garbage"]):
+            ["get", "/x", "extra"], ["setAcl", "/x", "garbage"], ["lock", "/x", "--grace", "soon", "--", "true"],
+            ["lock", "/x", "--grace", "-1", "--", "true"], ["elect", "/x", "--grace", "", "--", "true"],
+            ["ls", "/", "--grace", "1"]):
     r = subprocess.run([WARDEN, *bad], capture_output=True, text=True, timeout=30)
     c.equal(r.returncode, 2, f"warden {' '.join(bad)}: exit 2")
     c.check("usage: warden" in r.stderr, f"warden {' '.join(bad)}: prints the usage")
