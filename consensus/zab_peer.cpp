@@ -158,6 +158,11 @@ void ZabPeer::on_vote(PeerId from, const pb::PeerMessage& m) {
     vote_ = theirs;
     decide_at_.reset();
     broadcast_vote();
+  } else if (better(vote_, theirs)) {
+    // Ours is better: tell it. It may have missed our vote of this round (ours went out while
+    // it still followed someone, and a settled voter answers instead of counting), and without
+    // this it could elect a worse candidate with others who missed it too (seed 500028206).
+    send_vote(from);
   }
   received_[from] = theirs;
   received_[cfg_.id] = vote_;
@@ -257,7 +262,12 @@ void ZabPeer::tick(uint64_t random) {
     case Role::looking:
       if (decide_at_ && now_ >= *decide_at_) {
         decide_at_.reset();
-        if (quorum_agrees(received_, vote_)) {
+        // A candidate that has since said it follows another leader will not lead: following it
+        // would only wait out initLimit (seed 500028206). Its leader may be joined instead, once
+        // backed (try_join); else the election goes on.
+        auto s = settled_.find(vote_.leader);
+        bool gone = vote_.leader != cfg_.id && s != settled_.end() && s->second.state() != pb::LEADING;
+        if (!gone && quorum_agrees(received_, vote_)) {
           if (vote_.leader == cfg_.id)
             become_leader();
           else

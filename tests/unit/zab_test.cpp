@@ -482,3 +482,29 @@ TEST_CASE("a candidate does not decide on the vote of a voter that has since set
   for (uint64_t t = 0; t < 3; ++t) p.tick(t);
   CHECK(p.role() == Role::leading);
 }
+
+// Simulator seed 500028206 (5 voters), after a calm began with four servers restarted: 1, 2 and
+// 3 elected 5, which had just joined 4 instead (their followers waited out initLimit), and
+// later elected 3 in a round whose better candidates (4 and 5, each with two txns more) had sent
+// their votes while 1, 2 and 3 still followed 5; 3's leadership then failed on the first
+// follower ahead of it, and the calm went by without a commit.
+TEST_CASE("a voter does not follow a candidate that has said it follows another leader") {
+  OnePeer one(1, history(2, 0xfc), Epochs{2, 2});
+  ZabPeer& p = *one.peer;
+  Zxid z = make_zxid(2, 0xfc);
+  p.receive(2, vote(2, 1, 5, z, 2, pb::LOOKING));
+  p.receive(3, vote(3, 1, 5, z, 2, pb::LOOKING));  // 1, 2 and 3 vote for 5: a quorum of five
+  p.receive(5, vote(5, 1, 4, make_zxid(2, 0x105), 0, pb::FOLLOWING));
+  for (uint64_t t = 0; t < 3; ++t) p.tick(t);
+  CHECK(p.role() == Role::looking);
+}
+
+TEST_CASE("a looking voter answers a worse vote of its own round with its vote") {
+  OnePeer one(4, history(2, 0x109), Epochs{2, 2});
+  ZabPeer& p = *one.peer;
+  p.receive(1, vote(1, 1, 1, make_zxid(2, 0xfc), 2, pb::LOOKING));  // 1 never heard 4's vote
+  bool told = false;
+  for (const auto& [to, m] : p.ready().messages)
+    told = told || (to == 1 && m.has_vote() && m.vote().leader() == 4 && m.vote().state() == pb::LOOKING);
+  CHECK(told);
+}
