@@ -37,6 +37,16 @@ std::string endpoint_text(const tcp::socket& s) {
   auto ep = s.remote_endpoint(ec);
   return ec ? std::string("?") : ep.address().to_string() + ":" + std::to_string(ep.port());
 }
+// The address a connection comes from, as the configuration's addresses are written (an IPv4
+// address mapped into IPv6 as plain IPv4).
+std::string remote_address(const tcp::socket& s) {
+  boost::system::error_code ec;
+  auto ep = s.remote_endpoint(ec);
+  if (ec) return {};
+  auto a = ep.address();
+  if (a.is_v6() && a.to_v6().is_v4_mapped()) a = asio::ip::make_address_v4(asio::ip::v4_mapped, a.to_v6());
+  return a.to_string();
+}
 }  // namespace
 
 struct PeerTransport::Impl {
@@ -48,26 +58,73 @@ struct PeerTransport::Impl {
   bool stopping = false;
   uint64_t refused = 0;
   std::function<void(int64_t)> on_lost;
+  // Each member's host resolved at start: where its connections must come from (empty: it did
+  // not resolve then, and is not checked).
+  std::map<int64_t, std::vector<std::string>> addresses;
+  std::string own_address;  // this member's host, resolved: outgoing connections leave from it
+  size_t unidentified = 0;  // incoming connections that owe their hello
+  std::chrono::steady_clock::time_point last_cap_warning{};
 
   // A connection another member made to us: hello, then frames.
   struct Incoming : std::enable_shared_from_this<Incoming> {
     Impl& t;
     tcp::socket socket;
+    bool vote;  // came in on the election port
     std::string peer;
     int64_t from = 0;
     std::string in;
     std::vector<char> chunk = std::vector<char>(64 * 1024);
     bool hello_done = false, closed = false;
-    Incoming(Impl& impl, tcp::socket s) : t(impl), socket(std::move(s)), peer(endpoint_text(socket)) {}
+    asio::steady_timer hello_timer;
+    Incoming(Impl& impl, tcp::socket s, bool v)
+        : t(impl), socket(std::move(s)), vote(v), peer(endpoint_text(socket)), hello_timer(impl.io) {}
 
-    void start() { read(); }
+    void start() {
+      ++t.unidentified;
+      hello_timer.expires_after(std::chrono::milliseconds(PeerTransport::hello_timeout_ms));
+      hello_timer.async_wait([self = shared_from_this()](boost::system::error_code ec) {
+        if (ec || self->hello_done || self->closed || self->t.stopping) return;
+        ++self->t.refused;
+        spdlog::warn("closing a peer connection from {}: no hello within {} ms", self->peer,
+                     PeerTransport::hello_timeout_ms);
+        self->close();
+      });
+      read();
+    }
     void read() {
       socket.async_read_some(asio::buffer(chunk), [self = shared_from_this()](boost::system::error_code ec, size_t n) {
-        if (ec || self->t.stopping) return self->close();
-        self->in.append(self->chunk.data(), n);
-        if (!self->consume()) return self->close();
+        if (ec || self->t.stopping || self->closed) return self->close();
+        bool keep = false;
+        try {
+          self->in.append(self->chunk.data(), n);
+          keep = self->consume();
+        } catch (const std::bad_alloc&) {
+          // A frame this member cannot hold: that connection goes, the I/O loop stays.
+          spdlog::error("closing the connection from server {} ({}): out of memory for its frame", self->from,
+                        self->peer);
+          ++self->t.refused;
+        }
+        if (!keep) return self->close();
         self->read();
       });
+    }
+    // Why a hello from `sender` to `target` in `version` is refused; "" when it is taken.
+    std::string refusal(const char* p, uint32_t v, int64_t sender, int64_t target) const {
+      if (!std::equal(magic, magic + 4, p)) return "it does not speak the Warden peer protocol";
+      if (v != PeerTransport::version)
+        return "it speaks peer protocol version " + std::to_string(v) + ", this member " +
+               std::to_string(PeerTransport::version);
+      if (sender == t.self || !t.members.count(sender))
+        return "server id " + std::to_string(sender) + " is not another member of this ensemble";
+      if (target != t.self)
+        return "it meant to reach server " + std::to_string(target) + ", this is server " + std::to_string(t.self);
+      auto known = t.addresses.find(sender);
+      std::string at = remote_address(socket);
+      if (known != t.addresses.end() && !known->second.empty() &&
+          std::find(known->second.begin(), known->second.end(), at) == known->second.end())
+        return "it says it is server " + std::to_string(sender) + ", configured at " + t.members.at(sender).host +
+               ", but comes from " + at;
+      return {};
     }
     // False: the connection must close.
     bool consume() {
@@ -75,19 +132,9 @@ struct PeerTransport::Impl {
       if (!hello_done) {
         if (in.size() < hello_size) return true;
         const char* p = in.data();
-        uint32_t v = static_cast<uint32_t>(get_be(p + 4, 4));
         auto sender = static_cast<int64_t>(get_be(p + 8, 8));
-        auto target = static_cast<int64_t>(get_be(p + 16, 8));
-        std::string why;
-        if (!std::equal(magic, magic + 4, p))
-          why = "it does not speak the Warden peer protocol";
-        else if (v != PeerTransport::version)
-          why = "it speaks peer protocol version " + std::to_string(v) + ", this member " +
-                std::to_string(PeerTransport::version);
-        else if (sender == t.self || !t.members.count(sender))
-          why = "server id " + std::to_string(sender) + " is not another member of this ensemble";
-        else if (target != t.self)
-          why = "it meant to reach server " + std::to_string(target) + ", this is server " + std::to_string(t.self);
+        std::string why = refusal(p, static_cast<uint32_t>(get_be(p + 4, 4)), sender,
+                                  static_cast<int64_t>(get_be(p + 16, 8)));
         if (!why.empty()) {
           ++t.refused;
           spdlog::warn("refusing a peer connection from {}: {}", peer, why);
@@ -95,6 +142,9 @@ struct PeerTransport::Impl {
         }
         from = sender;
         hello_done = true;
+        --t.unidentified;
+        hello_timer.cancel();
+        t.identified(shared_from_this());
         off = hello_size;
       }
       while (in.size() - off >= 4) {
@@ -111,7 +161,7 @@ struct PeerTransport::Impl {
           return false;  // the receiver logged why
         }
         off += 4 + len;
-        if (t.stopping) return false;
+        if (t.stopping || closed) return false;
       }
       in.erase(0, off);
       return true;
@@ -119,10 +169,25 @@ struct PeerTransport::Impl {
     void close() {
       if (closed) return;
       closed = true;
+      if (!hello_done) --t.unidentified;
+      hello_timer.cancel();
       boost::system::error_code ec;
       socket.close(ec);
     }
   };
+
+  // One incoming connection per member and port: a newer one replaces the older (a member that
+  // restarted, or reconnected after a fault its old connection has not seen yet).
+  std::map<std::pair<int64_t, bool>, std::weak_ptr<Incoming>> identified_by;
+  void identified(const std::shared_ptr<Incoming>& c) {
+    auto& slot = identified_by[{c->from, c->vote}];
+    if (auto old = slot.lock(); old && old != c && !old->closed) {
+      spdlog::info("server {} connected again ({} port, from {}): closing its older connection", c->from,
+                   c->vote ? "election" : "quorum", c->peer);
+      old->close();
+    }
+    slot = c;
+  }
 
   // This member's connection to one port of another: it sends only.
   struct Outgoing {
@@ -133,6 +198,7 @@ struct PeerTransport::Impl {
     tcp::resolver resolver;
     asio::steady_timer retry;
     bool connected = false, connecting = false, writing = false;
+    bool backing_off = false;  // a retry is scheduled: sending does not cut the wait short
     std::string pending, writing_buf;
     std::chrono::milliseconds backoff = min_backoff;
     std::chrono::steady_clock::time_point since;
@@ -145,13 +211,14 @@ struct PeerTransport::Impl {
     const char* what() const { return vote ? "election" : "quorum"; }
 
     void connect() {
-      if (t.stopping || connecting || connected) return;
+      if (t.stopping || connecting || connected || backing_off) return;
       connecting = true;
       uint64_t gen = ++generation;
       resolver.async_resolve(to.host, std::to_string(port()),
                              [this, gen](boost::system::error_code ec, tcp::resolver::results_type results) {
                                if (gen != generation || t.stopping) return;
                                if (ec) return failed("cannot resolve " + to.host + ": " + ec.message());
+                               if (!bind_source(results)) return;
                                asio::async_connect(socket, results,
                                                    [this, gen](boost::system::error_code ec2, const tcp::endpoint&) {
                                                      if (gen != generation || t.stopping) return;
@@ -159,6 +226,23 @@ struct PeerTransport::Impl {
                                                      established(gen);
                                                    });
                              });
+    }
+    // Leaves from this member's own configured address, where the receiver expects it; an
+    // unspecified one (0.0.0.0, ::) leaves the choice to the system. False: failed() ran.
+    bool bind_source(const tcp::resolver::results_type& results) {
+      if (t.own_address.empty() || results.empty()) return true;
+      boost::system::error_code ec;
+      auto a = asio::ip::make_address(t.own_address, ec);
+      if (ec || a.is_unspecified()) return true;
+      auto protocol = results.begin()->endpoint().protocol();
+      if (a.is_v4() != (protocol == tcp::v4())) return true;  // the other family: nothing to bind
+      socket.open(protocol, ec);
+      if (!ec) socket.bind(tcp::endpoint(a, 0), ec);
+      if (ec) {
+        failed("cannot leave from this member's address " + t.own_address + ": " + ec.message());
+        return false;
+      }
+      return true;
     }
     void established(uint64_t gen) {
       connecting = false;
@@ -194,8 +278,11 @@ struct PeerTransport::Impl {
       writing_buf.clear();
       retry.expires_after(backoff);
       backoff = std::min(backoff * 2, std::chrono::duration_cast<std::chrono::milliseconds>(max_backoff));
+      backing_off = true;
       retry.async_wait([this](boost::system::error_code ec2) {
-        if (!ec2 && !t.stopping) connect();
+        if (ec2 || t.stopping) return;
+        backing_off = false;
+        connect();
       });
       // Posted: failed() may run inside send(), inside the owner's own call.
       if (!vote && t.on_lost) asio::post(t.io, [&impl = t, id = to.id] {
@@ -213,7 +300,7 @@ struct PeerTransport::Impl {
       put_u32(pending, static_cast<uint32_t>(bytes.size()));
       pending += bytes;
       if (connected) flush();
-      else connect();
+      else connect();  // nothing while a retry waits out its backoff: the queue goes then
     }
     void flush() {
       if (writing || pending.empty() || !connected) return;
@@ -262,11 +349,21 @@ struct PeerTransport::Impl {
                                std::to_string(port) + ": " + ec.message());
   }
 
-  void accept(tcp::acceptor& a) {
-    a.async_accept([this, &a](boost::system::error_code ec, tcp::socket s) {
+  void accept(tcp::acceptor& a, bool vote) {
+    a.async_accept([this, &a, vote](boost::system::error_code ec, tcp::socket s) {
       if (stopping) return;
-      if (!ec) {
-        auto c = std::make_shared<Incoming>(*this, std::move(s));
+      if (!ec && unidentified >= PeerTransport::max_unidentified) {
+        ++refused;
+        auto now = std::chrono::steady_clock::now();
+        if (now - last_cap_warning > std::chrono::seconds(1)) {  // at most a line a second
+          last_cap_warning = now;
+          spdlog::warn("refusing a peer connection from {}: {} connections already owe their hello", endpoint_text(s),
+                       PeerTransport::max_unidentified);
+        }
+        boost::system::error_code ignored;
+        s.close(ignored);
+      } else if (!ec) {
+        auto c = std::make_shared<Incoming>(*this, std::move(s), vote);
         incoming.erase(std::remove_if(incoming.begin(), incoming.end(), [](auto& w) { return w.expired(); }),
                        incoming.end());
         incoming.push_back(c);
@@ -274,8 +371,29 @@ struct PeerTransport::Impl {
       } else if (ec == asio::error::operation_aborted) {
         return;
       }
-      accept(a);
+      accept(a, vote);
     });
+  }
+
+  // Each member's host, resolved once at start (a member's own included).
+  void resolve_members() {
+    tcp::resolver resolver(io);
+    for (const auto& [id, m] : members) {
+      boost::system::error_code ec;
+      auto results = resolver.resolve(m.host, std::to_string(m.quorum_port), ec);
+      std::vector<std::string> found;
+      if (!ec)
+        for (const auto& r : results) {
+          auto a = r.endpoint().address();
+          if (a.is_v6() && a.to_v6().is_v4_mapped()) a = asio::ip::make_address_v4(asio::ip::v4_mapped, a.to_v6());
+          found.push_back(a.to_string());
+        }
+      if (found.empty())
+        spdlog::warn("server {}'s host {} does not resolve now: its connections are not checked against it", id,
+                     m.host);
+      if (id == self && !found.empty()) own_address = found.front();
+      addresses[id] = std::move(found);
+    }
   }
 };
 
@@ -290,8 +408,9 @@ void PeerTransport::start() {
   if (me == i.members.end()) throw std::runtime_error("server " + std::to_string(i.self) + " is not a member");
   i.bind(i.quorum, me->second.host, me->second.quorum_port, "quorum");
   i.bind(i.election, me->second.host, me->second.election_port, "election");
-  i.accept(i.quorum);
-  i.accept(i.election);
+  i.resolve_members();
+  i.accept(i.quorum, false);
+  i.accept(i.election, true);
   for (const auto& [id, m] : i.members) {
     if (id == i.self) continue;
     for (bool vote : {false, true}) {

@@ -7,14 +7,24 @@
 //
 // A connection opens with a hello: "WRDP", the protocol version, the sender's id and the id it
 // expects to reach (all big-endian). A sender the configuration does not name, itself, a hello
-// meant for another member or any other version is refused, logged and closed. Then frames: a
-// 4-byte big-endian length and that many bytes of one encoded peer message; a length above
-// max_frame, or a message the receiver cannot decode, closes that connection and nothing else.
+// meant for another member, any other version, or a sender whose connection does not come from
+// an address of its configured host is refused, logged and closed; so is a connection that
+// sends no whole hello within hello_timeout. Then frames: a 4-byte big-endian length and that
+// many bytes of one encoded peer message; a length above max_frame, or a message the receiver
+// cannot decode, closes that connection and nothing else. Until issue 22's TLS and SASL this is
+// what stands between the peer ports and whoever reaches them, so everything is bounded: at most
+// max_unidentified connections may be waiting for their hello (more are closed at once), and a
+// member has one incoming connection per port (a newer hello replaces the older connection, as
+// ZooKeeper's QuorumCnxManager does, so a member that restarted is never locked out by its
+// half-open predecessor). Memory per connection is bounded by max_frame, and a failed
+// allocation closes that connection instead of leaving the I/O loop.
 //
-// Outgoing connections come back by themselves after a failure, with backoff; what was queued
-// for a member whose connection failed is dropped (the consensus core treats it as lost, as it
-// treats a broken connection). Each member's queue is bounded: past max_queued bytes (a member
-// that is stopped and does not read) its connection is closed and the queue dropped.
+// Outgoing connections leave from this member's own configured address (so the receiver's
+// address check holds) and come back by themselves after a failure, with backoff, which a
+// message to send does not cut short; what was queued for a member whose connection failed is
+// dropped (the consensus core treats it as lost, as it treats a broken connection). Each
+// member's queue is bounded: past max_queued bytes (a member that is stopped and does not read)
+// its connection is closed and the queue dropped. A frame is never larger than a queue.
 //
 // Everything runs on the io_context given, the server's thread; Asio stays in the .cpp.
 #pragma once
@@ -44,8 +54,14 @@ class PeerTransport {
   using Receive = std::function<bool(int64_t from, std::string_view bytes)>;
 
   static constexpr uint32_t version = 1;
-  static constexpr size_t max_frame = 256u << 20;
+  // A sender queues at most max_queued bytes for a member, so no frame of its can be larger.
   static constexpr size_t max_queued = 64u << 20;
+  static constexpr size_t max_frame = max_queued;
+  // A member sends its hello as it connects: a connection silent this long is not one.
+  static constexpr int hello_timeout_ms = 5000;
+  // Connections still owing their hello, at most (a member has two incoming connections from
+  // each other member once identified; this is room for reconnects under way).
+  static constexpr size_t max_unidentified = 16;
 
   PeerTransport(boost::asio::io_context& io, int64_t self, std::vector<Member> members, Receive receive);
   ~PeerTransport();

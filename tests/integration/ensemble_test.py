@@ -21,6 +21,18 @@ c = Checks("ensemble")
 binary = os.environ["WARDEN_SERVER"]
 
 
+def writes_through(member):
+    """A write through `member` is acknowledged (raw protocol, one short attempt)."""
+    try:
+        s = zp.Session(member.client_port, timeout_ms=10000)
+        s.sock.settimeout(5)
+        err = s.call(zp.CREATE, zp.jstr("/through-") + zp.jbuf(b"") + zp.jacl(zp.OPEN_ACL) + zp.jint(2))[0]
+        s.close()
+        return err == 0
+    except OSError:
+        return False
+
+
 def client(hosts, timeout=10.0, **kw):
     k = KazooClient(hosts=hosts, timeout=timeout, randomize_hosts=False, **kw)
     k.start(timeout=20)
@@ -84,6 +96,15 @@ with Ensemble(3) as ens:
     def hello(sender, target, version=1):
         return b"WRDP" + struct.pack(">Iqq", version, sender, target)
 
+    def peer_from(source, port, data, wait=3.0):
+        """As peer_bytes, from the loopback address `source`."""
+        with socket.create_connection(("127.0.0.1", port), timeout=wait, source_address=(source, 0)) as s:
+            s.sendall(data)
+            try:
+                return s.recv(16) == b""
+            except socket.timeout:
+                return False
+
     victim_port = follower.quorum_port
     c.check(peer_bytes(victim_port, b"GET / HTTP/1.0\r\n\r\n" + os.urandom(64)), "garbage on the quorum port is closed")
     c.check(peer_bytes(follower.election_port, os.urandom(200)), "garbage on the election port is closed")
@@ -92,16 +113,49 @@ with Ensemble(3) as ens:
     other = next(m for m in ens.members if m is not follower)
     c.check(peer_bytes(victim_port, hello(other.id, 77)), "a hello meant for another member is refused")
     c.check(peer_bytes(victim_port, hello(other.id, follower.id, version=9)), "another protocol version is refused")
-    c.check(peer_bytes(victim_port, hello(other.id, follower.id) + struct.pack(">I", 0x7fffffff)),
-            "a frame length above the limit closes the connection")
-    c.check(peer_bytes(victim_port, hello(other.id, follower.id) + struct.pack(">I", 5) + b"\xff\xff\xff\xff\xff"),
-            "a frame that is not a peer message closes the connection")
+    c.check(peer_from("127.0.0.2", victim_port, hello(other.id, follower.id)),
+            "a hello from an address that is not the claimed member's is refused")
+    t0 = time.time()
+    c.check(peer_bytes(victim_port, b"", wait=15.0), "a connection that says nothing is closed")
+    c.check(4.0 < time.time() - t0 < 12.0, f"after the hello timeout of 5 s ({time.time() - t0:.1f} s)")
+    # Many silent connections: past the cap of 16 owing their hello, the rest are closed at once.
+    silent = [socket.create_connection(("127.0.0.1", victim_port), timeout=5) for _ in range(40)]
+    time.sleep(0.5)
+    closed_at_once = 0
+    for s in silent:
+        s.settimeout(0.05)
+        try:
+            closed_at_once += s.recv(1) == b""
+        except socket.timeout:
+            pass
+    c.check(24 <= closed_at_once <= 40, f"connections past the cap are closed at once ({closed_at_once} of 40)")
+    c.check(writes_through(follower), "the member serves writes while they hang on")
+    for s in silent:
+        s.close()
     flog = follower.log()
     c.check("refusing a peer connection" in flog and "server id 42 is not another member" in flog,
             "the refusal is logged with the unknown id")
     c.check("meant to reach server 77" in flog and "version 9" in flog, "each refusal names its reason")
+    c.check(f"it says it is server {other.id}, configured at 127.0.0.1, but comes from 127.0.0.2" in flog,
+            "the address refusal names the member, its host and the address it came from")
+    c.check("no hello within 5000 ms" in flog and "already owe their hello" in flog,
+            "the silent and the capped connections are logged")
     c.equal(sorted(m.mode() for m in ens.members), ["follower", "follower", "leader"],
             "the ensemble is unchanged by the garbage")
+    # With a member's identity and address (an insider): the connection replaces that member's
+    # own one (newer wins, as in ZooKeeper), and its bad frames close it; the ensemble recovers.
+    c.check(peer_bytes(victim_port, hello(other.id, follower.id) + struct.pack(">I", 0x7fffffff)),
+            "a frame length above the limit closes the connection")
+    c.check(peer_bytes(victim_port, hello(other.id, follower.id) + struct.pack(">I", 256 << 20)),
+            "a frame header announcing 256 MiB closes the connection (the limit is the 64 MiB queue)")
+    c.check(peer_bytes(victim_port, hello(other.id, follower.id) + struct.pack(">I", 5) + b"\xff\xff\xff\xff\xff"),
+            "a frame that is not a peer message closes the connection")
+    deadline = time.time() + 20
+    while sorted(m.mode() for m in ens.members) != ["follower", "follower", "leader"] and time.time() < deadline:
+        time.sleep(0.1)
+    c.equal(sorted(m.mode() for m in ens.members), ["follower", "follower", "leader"],
+            "the ensemble is whole again after an insider's garbage")
+    ens.wait_serving(ens.members, timeout=30)
 
     # ---- writes through every member; reads after sync see them all
     ks = [client(m.hosts) for m in ens.members]
