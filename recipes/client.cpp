@@ -164,7 +164,11 @@ struct Client::Impl {
   bool connected = false;     // the handshake of the current connection is done
   bool ever_connected = false;
   bool ended = false;         // expired, auth failed or closed: no more connections
-  uint64_t generation = 0;    // the current connection's; older callbacks do nothing
+  // Invariant: every asynchronous callback (resolve, connect, read, write, timers) captures the
+  // generation current when it was started and does nothing when it finds another; connect()
+  // and drop_socket() bump it. So a callback of a connection that has ended never touches the
+  // socket, buffers or requests of the one after it, whatever order Asio runs them in.
+  uint64_t generation = 0;
   size_t next_host = 0;
   std::vector<size_t> order;
   Zxid last_zxid = 0;
@@ -180,7 +184,13 @@ struct Client::Impl {
   // The send time of the latest request the server answered: it heard this session then or
   // later, so the session cannot expire before confirmed + the session timeout. A lost
   // connection is reported `lost` at that instant, so that a lock holder stops before the
-  // server can have expired its session and let another in.
+  // server can have expired its session and let another in. The margin: none beyond the
+  // request's own transit, which is what the server counts from (a server expires a session no
+  // earlier than the timeout after the last request of it that it received; ZooKeeper and
+  // Warden round that up to a tick). That holds for the server that answered. In an ensemble,
+  // a member cut off from its leader still answers until it gives up (syncLimit), while the
+  // leader counts from the last touch it heard: there the window is up to syncLimit, which
+  // issue 27's third point is about, and fencing tokens are the defence (README).
   Clock::time_point confirmed = Clock::now();
   Clock::time_point handshake_sent = Clock::now();
   std::deque<Clock::time_point> pings;  // send times of the pings not answered yet

@@ -1,5 +1,7 @@
 #include "recipes/coordination.hpp"
 
+#include "recipes/waiting.hpp"
+
 #include <algorithm>
 #include <condition_variable>
 #include <mutex>
@@ -7,91 +9,26 @@
 namespace warden::client {
 
 using Clock = std::chrono::steady_clock;
-using Deadline = std::optional<Clock::time_point>;
-
-// What a waiting recipe hears from its client's thread: watch events and a lost session.
-// Shared, so that a callback after the recipe is gone finds it alive.
-struct Wakeups {
-  std::mutex mu;
-  std::condition_variable cv;
-  uint64_t changes = 0;
-  bool lost = false;
-  bool ready_seen = false;  // DoubleBarrier: its ready node was created
-
-  void bump(bool ready = false) {
-    {
-      std::lock_guard<std::mutex> l(mu);
-      ++changes;
-      ready_seen = ready_seen || ready;
-    }
-    cv.notify_all();
-  }
-  uint64_t seen() {
-    std::lock_guard<std::mutex> l(mu);
-    return changes;
-  }
-  void start() {
-    std::lock_guard<std::mutex> l(mu);
-    lost = false;
-    ready_seen = false;
-  }
-};
 
 namespace {
-
-Watcher watcher_of(const std::shared_ptr<Wakeups>& w) {
-  return [w](const WatchEvent& e) { w->bump(e.type == EventType::nodeCreated); };
-}
-
-uint64_t listen_for_loss(Client& client, const std::shared_ptr<Wakeups>& w) {
-  return client.on_state([w](State s) {
-    if (s != State::lost && s != State::expired && s != State::closed) return;
-    {
-      std::lock_guard<std::mutex> l(w->mu);
-      w->lost = true;
-      ++w->changes;
-    }
-    w->cv.notify_all();
-  });
-}
-
-// Waits for news after `seen`: at most a second (the caller reads again, so a watch lost with a
-// connection delays it by no more) and never past `deadline`. Throws once the session is lost;
-// false once the deadline has passed without news.
-bool wait_news(Wakeups& w, uint64_t seen, Deadline deadline, const std::string& what) {
-  std::unique_lock<std::mutex> l(w.mu);
-  auto until = Clock::now() + std::chrono::seconds(1);
-  if (deadline && *deadline < until) until = *deadline;
-  w.cv.wait_until(l, until, [&] { return w.changes != seen || w.lost; });
-  if (w.lost) throw Error(Err::sessionExpired, what + ": the session was lost while waiting");
-  return !(deadline && Clock::now() >= *deadline && w.changes == seen);
-}
-
-// A request retried while the connection is away (the session, and so our nodes, live on);
-// any other error, or too many losses, goes up.
-template <class F>
-auto through_losses(F f) {
-  for (int losses = 0;; ++losses) {
-    try {
-      return f();
-    } catch (const Error& e) {
-      if (e.code() != Err::connectionLoss || losses >= 100) throw;
-    }
-  }
-}
-
-// One watch at a time on one node: set again only when the target changed or it fired.
-struct ArmedWatch {
-  std::string path;
-  uint64_t at = 0;
-  bool needed(const std::string& target, uint64_t seen) const { return target != path || seen != at; }
-};
 
 std::string basename(const std::string& path) { return path.substr(path.rfind('/') + 1); }
 
 }  // namespace
 
 // ---- Semaphore ----
+
+struct Semaphore::Holders {
+  std::mutex mu;
+  int held = 0;  // leases granted and not yet released
+  std::function<void()> on_lost;
+};
+
+Semaphore::Lease::Lease(Client* client, std::string node, std::shared_ptr<Holders> holders)
+    : client_(client), node_(std::move(node)), holders_(std::move(holders)) {
+  std::lock_guard<std::mutex> l(holders_->mu);
+  ++holders_->held;
+}
 
 Semaphore::Lease& Semaphore::Lease::operator=(Lease&& o) noexcept {
   if (this != &o) {
@@ -101,6 +38,7 @@ Semaphore::Lease& Semaphore::Lease::operator=(Lease&& o) noexcept {
     }
     client_ = o.client_;
     node_ = std::move(o.node_);
+    holders_ = std::move(o.holders_);
     o.node_.clear();
   }
   return *this;
@@ -117,6 +55,10 @@ void Semaphore::Lease::release() {
   if (node_.empty()) return;
   std::string node = std::move(node_);
   node_.clear();
+  if (holders_) {
+    std::lock_guard<std::mutex> l(holders_->mu);
+    --holders_->held;
+  }
   remove_for_sure(*client_, node);
 }
 
@@ -125,9 +67,24 @@ Semaphore::Semaphore(Client& client, std::string path, int max_leases)
       leases_(path + "/leases"),
       max_(max_leases),
       lock_(client, path + "/locks"),
-      wake_(std::make_shared<Wakeups>()) {
+      wake_(std::make_shared<Wakeups>()),
+      holders_(std::make_shared<Holders>()) {
   if (max_leases < 1) throw std::invalid_argument("a semaphore needs at least one lease, not " + std::to_string(max_leases));
-  listener_ = listen_for_loss(client_, wake_);
+  listener_ = client_.on_state([w = wake_, h = holders_](State s) {
+    if (!session_gone(s)) return;
+    w->mark_lost();
+    std::function<void()> f;
+    {
+      std::lock_guard<std::mutex> l(h->mu);
+      if (h->held > 0) f = h->on_lost;
+    }
+    if (f) f();
+  });
+}
+
+void Semaphore::on_lost(std::function<void()> f) {
+  std::lock_guard<std::mutex> l(holders_->mu);
+  holders_->on_lost = std::move(f);
 }
 
 Semaphore::~Semaphore() { client_.remove_state_listener(listener_); }
@@ -179,7 +136,8 @@ Semaphore::Outcome Semaphore::take_one(std::vector<Lease>& got, Deadline deadlin
       }
     }
   } unlock{lock_};
-  got.push_back(Lease(&client_, protected_create(client_, leases_, new_uuid(), "lease-", ParentKind::persistent).first));
+  got.push_back(Lease(&client_, protected_create(client_, leases_, new_uuid(), "lease-", ParentKind::persistent).first,
+                      holders_));
   std::string ours = basename(got.back().node());
   ArmedWatch armed;
   for (;;) {

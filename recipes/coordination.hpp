@@ -16,6 +16,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -26,14 +27,17 @@
 
 namespace warden::client {
 
-struct Wakeups;  // the watches' and the session's news for a waiting recipe (coordination.cpp)
+struct Wakeups;  // the watches' and the session's news for a waiting recipe (recipes/waiting.hpp)
 
 class Semaphore {
  public:
   // One lease: released by release() or when destroyed (or with its session).
+  struct Holders;  // how many of this Semaphore's leases are held, and whom to tell of a loss
   class Lease {
    public:
-    Lease(Lease&& o) noexcept : client_(o.client_), node_(std::move(o.node_)) { o.node_.clear(); }
+    Lease(Lease&& o) noexcept : client_(o.client_), node_(std::move(o.node_)), holders_(std::move(o.holders_)) {
+      o.node_.clear();
+    }
     Lease& operator=(Lease&& o) noexcept;
     Lease(const Lease&) = delete;
     Lease& operator=(const Lease&) = delete;
@@ -43,9 +47,10 @@ class Semaphore {
 
    private:
     friend class Semaphore;
-    Lease(Client* client, std::string node) : client_(client), node_(std::move(node)) {}
+    Lease(Client* client, std::string node, std::shared_ptr<Holders> holders);
     Client* client_;
     std::string node_;
+    std::shared_ptr<Holders> holders_;
   };
 
   Semaphore(Client& client, std::string path, int max_leases);
@@ -60,6 +65,9 @@ class Semaphore {
   std::optional<std::vector<Lease>> try_acquire(int qty, std::chrono::milliseconds timeout);
   // The lease nodes there are now.
   std::vector<std::string> participants();
+  // Called (on the client's thread) once the session is lost or expired while a lease this
+  // Semaphore granted is held: as a Mutex holder, its holder must stop using it.
+  void on_lost(std::function<void()> f);
 
  private:
   enum class Outcome { held, timed_out, vanished };
@@ -71,6 +79,7 @@ class Semaphore {
   int max_;
   Mutex lock_;
   std::shared_ptr<Wakeups> wake_;
+  std::shared_ptr<Holders> holders_;
   uint64_t listener_ = 0;
 };
 

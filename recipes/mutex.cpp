@@ -1,5 +1,7 @@
 #include "recipes/mutex.hpp"
 
+#include "recipes/waiting.hpp"
+
 #include <algorithm>
 #include <iterator>
 #include <random>
@@ -60,22 +62,27 @@ ReadWriteLock::ReadWriteLock(Client& client, const std::string& path)
 Mutex::Mutex(Client& client, std::string path, std::string lock_name)
     : Mutex(client, path, lock_name, QueueRule::exclusive({lock_name})) {}
 
+// Wakeups' fields and these, all under its `mu`.
+struct Mutex::Shared : Wakeups {
+  int holds = 0;           // acquisitions not yet released; > 0 while this contender holds
+  bool cancelled = false;  // sticky: set by cancel(), never cleared
+  std::function<void()> on_lost;
+};
+
 Mutex::Mutex(Client& client, std::string path, std::string lock_name, QueueRule rule)
     : client_(client),
       path_(std::move(path)),
-      uuid_(new_uuid()),
       lock_name_(std::move(lock_name)),
-      rule_(std::move(rule)) {
+      rule_(std::move(rule)),
+      sh_(std::make_shared<Shared>()) {
   listener_ = client_.on_state([sh = sh_](State s) {
-    if (s != State::lost && s != State::expired && s != State::closed) return;
+    if (!session_gone(s)) return;
     std::function<void()> f;
     {
       std::lock_guard<std::mutex> l(sh->mu);
-      sh->lost = true;
-      ++sh->changes;
       if (sh->holds > 0) f = sh->on_lost;
     }
-    sh->cv.notify_all();
+    sh->mark_lost();
     if (f) f();
   });
 }
@@ -106,7 +113,7 @@ int64_t Mutex::fencing_token() const {
 }
 int64_t Mutex::wakeups() const {
   std::lock_guard<std::mutex> l(sh_->mu);
-  return sh_->wakeups;
+  return sh_->events;
 }
 void Mutex::on_lost(std::function<void()> f) {
   std::lock_guard<std::mutex> l(sh_->mu);
@@ -180,6 +187,7 @@ std::pair<std::string, Stat> protected_create(Client& client, const std::string&
 }
 
 std::string Mutex::create_node() {
+  uuid_ = new_uuid();  // this acquisition's own: a node an earlier one left is never taken for ours
   auto [name, stat] = protected_create(client_, path_, uuid_, lock_name_, ParentKind::containers);
   std::lock_guard<std::mutex> l(sh_->mu);
   token_ = stat.czxid;
@@ -187,6 +195,7 @@ std::string Mutex::create_node() {
 }
 
 std::optional<int64_t> Mutex::lock(std::optional<std::chrono::steady_clock::time_point> deadline) {
+  std::string stale;
   {
     std::lock_guard<std::mutex> l(sh_->mu);
     if (sh_->holds > 0 && !sh_->lost) {
@@ -196,7 +205,13 @@ std::optional<int64_t> Mutex::lock(std::optional<std::chrono::steady_clock::time
     if (sh_->cancelled) return std::nullopt;
     sh_->holds = 0;
     sh_->lost = false;
+    sh_->deleted.clear();
+    stale = std::move(node_);  // held when the session was lost: the session may live on
+    node_.clear();
   }
+  // A node of an earlier hold that the session lost and got back: out of the queue first, or
+  // this contender would wait behind itself.
+  if (!stale.empty()) remove_for_sure(client_, stale);
   std::string ours = create_node();
   try {
     return wait_turn(ours, deadline);
@@ -213,26 +228,27 @@ std::optional<int64_t> Mutex::lock(std::optional<std::chrono::steady_clock::time
 std::optional<int64_t> Mutex::wait_turn(const std::string& ours,
                                         std::optional<std::chrono::steady_clock::time_point> deadline) {
   std::string our_name = ours.substr(ours.rfind('/') + 1);
-  int losses = 0;
-  std::string watched;      // the node whose watch is set, until it fires
-  uint64_t watched_at = 0;  // `changes` when it was set
-  auto withdraw = [&] {
-    remove_for_sure(client_, ours);
-    return std::nullopt;
+  std::string what = "lock " + path_;
+  auto cancelled = [&] {
+    std::lock_guard<std::mutex> l(sh_->mu);
+    return sh_->cancelled;
   };
+  // Our turn: held, unless the session was lost meanwhile (a grant then would be a second holder).
+  auto grant = [&]() -> std::optional<int64_t> {
+    std::lock_guard<std::mutex> l(sh_->mu);
+    if (sh_->lost) throw Error(Err::sessionExpired, what + ": the session was lost before the grant");
+    node_ = ours;
+    sh_->holds = 1;
+    return token_;
+  };
+  ArmedWatch armed;
   for (;;) {
-    {
-      std::lock_guard<std::mutex> l(sh_->mu);
-      if (sh_->cancelled) return withdraw();
+    if (cancelled()) {
+      remove_for_sure(client_, ours);
+      return std::nullopt;
     }
-    std::vector<std::string> kids;
-    try {
-      kids = client_.children(path_);
-    } catch (const Error& e) {
-      // The connection broke: the session (and our node) live on; ask again once it is back.
-      if (e.code() != Err::connectionLoss || ++losses > 100) throw;
-      continue;
-    }
+    uint64_t seen = sh_->seen();
+    auto kids = through_losses([&] { return client_.children(path_); });
     std::vector<std::pair<int64_t, std::string>> sorted;
     for (auto& k : kids)
       for (const auto& name : rule_.names)
@@ -244,72 +260,39 @@ std::optional<int64_t> Mutex::wait_turn(const std::string& ours,
     std::vector<std::string> queue;
     for (auto& q : sorted) queue.push_back(std::move(q.second));
     auto me = std::find(queue.begin(), queue.end(), our_name);
-    if (me == queue.end()) throw Error(Err::noNode, "lock " + path_ + ": our node " + ours + " vanished");
+    if (me == queue.end()) throw Error(Err::noNode, what + ": our node " + ours + " vanished");
     auto turn = rule_.turn(queue, static_cast<size_t>(me - queue.begin()));
-    if (turn.holds) {
-      std::lock_guard<std::mutex> l(sh_->mu);
-      node_ = ours;
-      sh_->holds = 1;
-      return token_;
-    }
-    std::string before = path_ + "/" + turn.watch;
-    uint64_t seen;
-    {
-      std::lock_guard<std::mutex> l(sh_->mu);
-      seen = sh_->changes;
-    }
+    if (turn.holds) return grant();
     // Only the node the rule names (for a mutex, the one just before ours): one waiter wakes per
-    // release. Its watch is set once; while
-    // it has not fired the queue is read again every second (a watch lost with a connection
-    // then delays a turn by at most that) without a second watch on the same node.
-    if (before != watched || seen != watched_at) {
-      watched.clear();
-      std::optional<Stat> st;
-      try {
-        st = client_.exists(before, [sh = sh_](const WatchEvent& ev) {
-          {
-            std::lock_guard<std::mutex> l(sh->mu);
-            ++sh->changes;
-            ++sh->wakeups;
-            if (ev.type == EventType::nodeDeleted) sh->gone = ev.path;
-          }
-          sh->cv.notify_all();
-        });
-      } catch (const Error& e) {
-        if (e.code() != Err::connectionLoss || ++losses > 100) throw;
-        continue;
-      }
-      if (!st) continue;  // it went before we watched it
-      watched = before;
-      watched_at = seen;
+    // release. Watched with getData, not exists: an exists watch on a node already gone would
+    // wait for its creation, never fire, and be re-sent with every reconnect. Set once; while it
+    // has not fired the queue is read again every second (wait_news), without a second watch.
+    std::string before = path_ + "/" + turn.watch;
+    if (armed.needed(before, seen)) {
+      bool there = through_losses([&] {
+        try {
+          client_.get(before, watcher_of(sh_));
+          return true;
+        } catch (const Error& e) {
+          if (e.code() == Err::noNode) return false;  // it went before we watched it
+          throw;
+        }
+      });
+      if (!there) continue;
+      armed = {before, seen};
     }
-    std::unique_lock<std::mutex> l(sh_->mu);
-    auto until = std::chrono::steady_clock::now() + std::chrono::seconds(1);
-    if (deadline && *deadline < until) until = *deadline;
-    bool woken = sh_->cv.wait_until(l, until, [&] { return sh_->changes != watched_at; });
-    if (sh_->lost) {
-      l.unlock();
-      throw Error(Err::sessionExpired, "lock " + path_ + ": the session was lost while waiting");
-    }
-    if (sh_->cancelled) {
-      l.unlock();
-      return withdraw();
-    }
-    if (woken && turn.holds_once_gone && sh_->gone == before) {
-      // The only node ahead went: ours is first now. (The event came on a live session, so
-      // ours is still there.)
-      node_ = ours;
-      sh_->holds = 1;
-      return token_;
-    }
-    if (!woken && deadline && std::chrono::steady_clock::now() >= *deadline) {
-      l.unlock();
-      try {
-        client_.remove(ours);
-      } catch (const Error&) {
-      }
+    if (!wait_news(*sh_, seen, deadline, what)) {
+      remove_for_sure(client_, ours);  // timed out: out of the queue, through a lost connection too
       return std::nullopt;
     }
+    bool only_one_ahead_went = false;
+    {
+      std::lock_guard<std::mutex> l(sh_->mu);
+      only_one_ahead_went = turn.holds_once_gone && sh_->deleted == before;
+    }
+    // The only node ahead went: ours is first now (the event came on a live session, so ours is
+    // still there).
+    if (only_one_ahead_went && !cancelled()) return grant();
   }
 }
 

@@ -12,6 +12,11 @@
 // so holders, follow zxid order), so a resource can refuse a holder that paused past its turn.
 // The holder is told (on_lost) when its session is lost or expires: it must not go on as if it
 // held the lock.
+//
+// Threads: one Mutex is one contender. acquire, try_acquire and release are for one thread at a
+// time (they are not safe to call concurrently on one object); held(), fencing_token(),
+// wakeups(), on_lost() and cancel() may be called from any thread. Several contenders in one
+// process take a Mutex each, on one Client or several.
 #pragma once
 
 #include <chrono>
@@ -71,7 +76,9 @@ class Mutex {
   bool held() const;
   int64_t fencing_token() const;
   const std::string& node() const { return node_; }  // the holder's node, "" when not held
-  // Called (on the client's thread) once the session is lost or expired while held.
+  // Called (on the client's thread) once the session is lost or expired while held. "Lost" is
+  // the client's own verdict (State::lost), reached before the server can have expired the
+  // session (client.hpp says by how much).
   void on_lost(std::function<void()> f);
   // Watch events this Mutex received while waiting (tests count them: one per release ahead).
   int64_t wakeups() const;
@@ -81,28 +88,17 @@ class Mutex {
   std::string create_node();
   std::optional<int64_t> wait_turn(const std::string& ours, std::optional<std::chrono::steady_clock::time_point> deadline);
 
-  // What the client's callbacks (the state listener, the predecessor's watch) touch: shared,
-  // so that a callback after this Mutex is gone finds it alive.
-  struct Shared {
-    std::mutex mu;
-    std::condition_variable cv;
-    uint64_t changes = 0;  // bumped by the predecessor's watch and by a lost session
-    std::string gone;      // the watched node, once its watch said it was deleted
-    int64_t wakeups = 0;
-    bool lost = false;
-    bool cancelled = false;  // sticky: set by cancel(), never cleared
-    int holds = 0;
-    std::function<void()> on_lost;
-  };
-
+  // What the client's callbacks (the state listener, the predecessor's watch) touch, shared so
+  // that a callback after this Mutex is gone finds it alive (mutex.cpp).
+  struct Shared;
   Client& client_;
   std::string path_;
-  std::string uuid_;
+  std::string uuid_;  // this acquisition's: a fresh one for each, so a stale node is never adopted
   std::string lock_name_;
   QueueRule rule_;
   std::string node_;
   int64_t token_ = 0;
-  std::shared_ptr<Shared> sh_ = std::make_shared<Shared>();
+  std::shared_ptr<Shared> sh_;
   uint64_t listener_ = 0;
 };
 
