@@ -131,6 +131,13 @@ std::string request_frame(int32_t xid, OpCode op, const R& body) {
 }
 }  // namespace
 
+// Requests waiting for a connection, at most: past it a caller is issuing faster than any
+// server takes them, and a new request fails at once (ConnectionLoss) instead of growing memory.
+constexpr size_t max_queued_requests = 100000;
+// A setWatches2 frame carries watches of at most this many bytes of paths, as ZooKeeper's
+// client splits them (its SET_WATCHES_MAX_LENGTH), far below any server's jute.maxbuffer.
+constexpr size_t max_set_watches_bytes = 128 * 1024;
+
 struct Client::Impl {
   using Done = std::function<void(Err, Zxid, std::string_view)>;
   struct Request {
@@ -407,20 +414,7 @@ struct Client::Impl {
     // Auth first, then the watches, then whatever waited for this connection.
     for (const auto& [scheme, cred] : auth)
       send_raw(request_frame(wire::xid::auth, OpCode::auth, wire::AuthPacket{0, scheme, cred}));
-    if (!data_watches.empty() || !exist_watches.empty() || !child_watches.empty() || !persistent.empty()) {
-      wire::SetWatches2 sw;
-      sw.relativeZxid = last_zxid;
-      for (auto& [p, w] : data_watches) sw.dataWatches.push_back(full(p));
-      for (auto& [p, w] : exist_watches) sw.existWatches.push_back(full(p));
-      for (auto& [p, w] : child_watches) sw.childWatches.push_back(full(p));
-      for (auto& [p, ws] : persistent) {
-        bool rec = false, plain = false;
-        for (auto& [recursive, w] : ws) (recursive ? rec : plain) = true;
-        if (plain) sw.persistentWatches.push_back(full(p));
-        if (rec) sw.persistentRecursiveWatches.push_back(full(p));
-      }
-      send_raw(request_frame(wire::xid::setWatches, OpCode::setWatches2, sw));
-    }
+    send_set_watches();
     bool again = ever_connected;
     ever_connected = true;
     set_state(again ? State::reconnected : State::connected);
@@ -431,8 +425,38 @@ struct Client::Impl {
     }
   }
 
+  // The watches again, on a new connection: setWatches2 frames of at most
+  // max_set_watches_bytes of paths each, in ZooKeeper's order of kinds.
+  void send_set_watches() {
+    wire::SetWatches2 sw;
+    size_t bytes = 0;
+    auto flush_frame = [&] {
+      if (bytes == 0) return;
+      sw.relativeZxid = last_zxid;
+      send_raw(request_frame(wire::xid::setWatches, OpCode::setWatches2, sw));
+      sw = wire::SetWatches2{};
+      bytes = 0;
+    };
+    auto add = [&](std::vector<std::string> wire::SetWatches2::*kind, const std::string& path) {
+      std::string f = full(path);
+      if (bytes > 0 && bytes + f.size() > max_set_watches_bytes) flush_frame();
+      bytes += f.size() + 4;
+      (sw.*kind).push_back(std::move(f));
+    };
+    for (auto& [p, w] : data_watches) add(&wire::SetWatches2::dataWatches, p);
+    for (auto& [p, w] : exist_watches) add(&wire::SetWatches2::existWatches, p);
+    for (auto& [p, w] : child_watches) add(&wire::SetWatches2::childWatches, p);
+    for (auto& [p, ws] : persistent) {
+      bool rec = false, plain = false;
+      for (auto& [recursive, w] : ws) (recursive ? rec : plain) = true;
+      if (plain) add(&wire::SetWatches2::persistentWatches, p);
+      if (rec) add(&wire::SetWatches2::persistentRecursiveWatches, p);
+    }
+    flush_frame();
+  }
+
   // The connection is gone: what was in flight failed (its outcome unknown), the rest waits
-  // for the next one, with the session.
+  // for the next one, with the session, until the session is reported lost.
   void broken(const std::string& why) {
     (void)why;
     if (ended) return;
@@ -444,7 +468,13 @@ struct Client::Impl {
       int32_t t = negotiated_ > 0 ? negotiated_ : opts.session_timeout_ms;
       lost_timer.expires_at(confirmed + std::chrono::milliseconds(t));
       lost_timer.async_wait([self = this](boost::system::error_code ec) {
-        if (!ec && !self->connected && !self->ended) self->set_state(State::lost);
+        if (ec || self->connected || self->ended) return;
+        self->set_state(State::lost);
+        // Nothing is waiting for a connection any more: what the session may no longer have
+        // fails now (ConnectionLoss; it was never sent), as ZooKeeper's client fails its queue
+        // when a connection attempt fails. Until a connection is back, new requests fail at
+        // once (send_request).
+        self->fail_queued(Err::connectionLoss);
       });
     }
     // The next server at once after a working connection; after a failed attempt a short pause
@@ -473,6 +503,13 @@ struct Client::Impl {
     writing = false;
   }
 
+  void fail_queued(Err e) {
+    auto waiting = std::move(queued);
+    queued.clear();
+    for (auto& q : waiting)
+      if (q.done) q.done(e, 0, {});
+  }
+
   void fail_in_flight(Err e) {
     auto failed = std::move(in_flight);
     in_flight.clear();
@@ -491,10 +528,7 @@ struct Client::Impl {
     lost_timer.cancel();
     retry_timer.cancel();
     fail_in_flight(e);
-    auto waiting = std::move(queued);
-    queued.clear();
-    for (auto& q : waiting)
-      if (q.done) q.done(e, 0, {});
+    fail_queued(e);
     data_watches.clear();
     exist_watches.clear();
     child_watches.clear();
@@ -530,6 +564,11 @@ struct Client::Impl {
       return;
     }
     if (!connected) {
+      // Lost, or too many waiting already: fails at once rather than waiting without bound.
+      if (get_state() == State::lost || queued.size() >= max_queued_requests) {
+        if (q.done) q.done(Err::connectionLoss, 0, {});
+        return;
+      }
       queued.push_back(std::move(q));
       return;
     }
@@ -939,12 +978,18 @@ void Client::all_children_number_async(std::string path, Callback<int32_t> cb) {
 
 namespace {
 // Runs an asynchronous call and waits for its callback; a failure throws Error(code, what).
+// It always ends: a reply, a broken connection (ConnectionLoss), a session reported lost
+// (ConnectionLoss, within a session timeout of the last answer) or ended; and with
+// Options::request_timeout_ms, RequestTimeout once that passed (the request's outcome is then
+// unknown, as with ZooKeeper's zookeeper.request.timeout).
 template <class... T, class Start>
-std::tuple<T...> wait_for(const std::thread& t, const std::string& what, Start start) {
+std::tuple<T...> wait_for(const std::thread& t, int32_t timeout_ms, const std::string& what, Start start) {
   not_on_client_thread(t);
   auto p = std::make_shared<std::promise<std::pair<Err, std::tuple<T...>>>>();
   auto f = p->get_future();
   start([p](Err e, T... v) { p->set_value({e, std::tuple<T...>(std::move(v)...)}); });
+  if (timeout_ms > 0 && f.wait_for(std::chrono::milliseconds(timeout_ms)) != std::future_status::ready)
+    throw Error(Err::requestTimeout, what + ": no reply within " + std::to_string(timeout_ms) + " ms");
   auto [e, v] = f.get();
   if (e != Err::ok) throw Error(e, what);
   return std::move(v);
@@ -953,9 +998,9 @@ std::tuple<T...> wait_for(const std::thread& t, const std::string& what, Start s
 
 std::pair<std::string, Stat> Client::create2(const std::string& path, const std::string& data, CreateMode mode,
                                              AclList acl, int64_t ttl_ms) {
-  auto [p, s] = wait_for<std::string, Stat>(impl_->thread, "create " + path, [&](auto cb) {
-    create_async(path, data, mode, std::move(acl), ttl_ms, std::move(cb));
-  });
+  auto [p, s] = wait_for<std::string, Stat>(
+      impl_->thread, impl_->opts.request_timeout_ms, "create " + path,
+      [&](auto cb) { create_async(path, data, mode, std::move(acl), ttl_ms, std::move(cb)); });
   return {p, s};
 }
 std::string Client::create(const std::string& path, const std::string& data, CreateMode mode, AclList acl,
@@ -963,61 +1008,68 @@ std::string Client::create(const std::string& path, const std::string& data, Cre
   return create2(path, data, mode, std::move(acl), ttl_ms).first;
 }
 void Client::remove(const std::string& path, int32_t version) {
-  wait_for<>(impl_->thread, "delete " + path, [&](auto cb) { remove_async(path, version, std::move(cb)); });
+  wait_for<>(impl_->thread, impl_->opts.request_timeout_ms, "delete " + path,
+             [&](auto cb) { remove_async(path, version, std::move(cb)); });
 }
 std::optional<Stat> Client::exists(const std::string& path, Watcher watcher) {
-  return std::get<0>(wait_for<std::optional<Stat>>(
-      impl_->thread, "exists " + path, [&](auto cb) { exists_async(path, std::move(watcher), std::move(cb)); }));
+  return std::get<0>(
+      wait_for<std::optional<Stat>>(impl_->thread, impl_->opts.request_timeout_ms, "exists " + path,
+                                    [&](auto cb) { exists_async(path, std::move(watcher), std::move(cb)); }));
 }
 std::pair<std::string, Stat> Client::get(const std::string& path, Watcher watcher) {
-  auto [d, s] = wait_for<std::string, Stat>(impl_->thread, "get " + path,
+  auto [d, s] = wait_for<std::string, Stat>(impl_->thread, impl_->opts.request_timeout_ms, "get " + path,
                                             [&](auto cb) { get_async(path, std::move(watcher), std::move(cb)); });
   return {d, s};
 }
 Stat Client::set(const std::string& path, const std::string& data, int32_t version) {
-  return std::get<0>(
-      wait_for<Stat>(impl_->thread, "set " + path, [&](auto cb) { set_async(path, data, version, std::move(cb)); }));
+  return std::get<0>(wait_for<Stat>(impl_->thread, impl_->opts.request_timeout_ms, "set " + path,
+                                    [&](auto cb) { set_async(path, data, version, std::move(cb)); }));
 }
 std::vector<std::string> Client::children(const std::string& path, Watcher watcher) {
   return children2(path, std::move(watcher)).first;
 }
 std::pair<std::vector<std::string>, Stat> Client::children2(const std::string& path, Watcher watcher) {
   auto [c, s] = wait_for<std::vector<std::string>, Stat>(
-      impl_->thread, "ls " + path, [&](auto cb) { children_async(path, std::move(watcher), std::move(cb)); });
+      impl_->thread, impl_->opts.request_timeout_ms, "ls " + path,
+      [&](auto cb) { children_async(path, std::move(watcher), std::move(cb)); });
   return {c, s};
 }
 std::pair<AclList, Stat> Client::get_acl(const std::string& path) {
-  auto [a, s] = wait_for<AclList, Stat>(impl_->thread, "getAcl " + path,
+  auto [a, s] = wait_for<AclList, Stat>(impl_->thread, impl_->opts.request_timeout_ms, "getAcl " + path,
                                         [&](auto cb) { get_acl_async(path, std::move(cb)); });
   return {a, s};
 }
 Stat Client::set_acl(const std::string& path, AclList acl, int32_t version) {
-  return std::get<0>(wait_for<Stat>(impl_->thread, "setAcl " + path,
+  return std::get<0>(wait_for<Stat>(impl_->thread, impl_->opts.request_timeout_ms, "setAcl " + path,
                                     [&](auto cb) { set_acl_async(path, std::move(acl), version, std::move(cb)); }));
 }
 void Client::sync(const std::string& path) {
-  wait_for<>(impl_->thread, "sync " + path, [&](auto cb) { sync_async(path, std::move(cb)); });
+  wait_for<>(impl_->thread, impl_->opts.request_timeout_ms, "sync " + path,
+             [&](auto cb) { sync_async(path, std::move(cb)); });
 }
 std::vector<MultiResult> Client::multi(std::vector<MultiOp> ops) {
-  return std::get<0>(wait_for<std::vector<MultiResult>>(impl_->thread, "multi",
+  return std::get<0>(wait_for<std::vector<MultiResult>>(impl_->thread, impl_->opts.request_timeout_ms, "multi",
                                                         [&](auto cb) { multi_async(std::move(ops), std::move(cb)); }));
 }
 void Client::add_auth(const std::string& scheme, const std::string& credentials) {
-  wait_for<>(impl_->thread, "addauth " + scheme, [&](auto cb) { add_auth_async(scheme, credentials, std::move(cb)); });
+  wait_for<>(impl_->thread, impl_->opts.request_timeout_ms, "addauth " + scheme,
+             [&](auto cb) { add_auth_async(scheme, credentials, std::move(cb)); });
 }
 void Client::add_watch(const std::string& path, bool recursive, Watcher watcher) {
-  wait_for<>(impl_->thread, "addWatch " + path,
+  wait_for<>(impl_->thread, impl_->opts.request_timeout_ms, "addWatch " + path,
              [&](auto cb) { add_watch_async(path, recursive, std::move(watcher), std::move(cb)); });
 }
 void Client::remove_watches(const std::string& path) {
-  wait_for<>(impl_->thread, "removeWatches " + path, [&](auto cb) { remove_watches_async(path, std::move(cb)); });
+  wait_for<>(impl_->thread, impl_->opts.request_timeout_ms, "removeWatches " + path,
+             [&](auto cb) { remove_watches_async(path, std::move(cb)); });
 }
 std::vector<std::string> Client::ephemerals(const std::string& prefix) {
-  return std::get<0>(wait_for<std::vector<std::string>>(impl_->thread, "getEphemerals " + prefix,
+  return std::get<0>(wait_for<std::vector<std::string>>(impl_->thread, impl_->opts.request_timeout_ms,
+                                                        "getEphemerals " + prefix,
                                                         [&](auto cb) { ephemerals_async(prefix, std::move(cb)); }));
 }
 int32_t Client::all_children_number(const std::string& path) {
-  return std::get<0>(wait_for<int32_t>(impl_->thread, "getAllChildrenNumber " + path,
+  return std::get<0>(wait_for<int32_t>(impl_->thread, impl_->opts.request_timeout_ms, "getAllChildrenNumber " + path,
                                        [&](auto cb) { all_children_number_async(path, std::move(cb)); }));
 }
 

@@ -9,9 +9,11 @@
 // suspended (the connection is lost; the session may live), reconnected, lost (suspended, and a
 // session timeout has passed since the latest request the server answered was sent: the server
 // may have expired the session by now, never earlier), expired (the server said so),
-// auth_failed, closed. Requests made while suspended wait for the next connection; requests in
-// flight when a connection breaks fail with ConnectionLoss (their outcome is unknown), as in
-// ZooKeeper's clients.
+// auth_failed, closed. Requests made while suspended wait for the next connection, until the
+// session is reported lost: then they fail with ConnectionLoss, as do new ones until a
+// connection is back; requests in flight when a connection breaks fail with ConnectionLoss
+// (their outcome is unknown), as in ZooKeeper's clients. After a reconnect, the watches are set
+// again in setWatches2 frames of at most 128 KiB of paths each, as ZooKeeper's client splits them.
 //
 // Every operation is asynchronous (a callback, run on the client's own thread) with a blocking
 // form that throws Error (ZooKeeper's code) on failure; the blocking forms must not be called
@@ -80,6 +82,12 @@ struct Options {
   std::string session_password;
   // Seeds the host order; none: random.
   std::optional<uint64_t> seed;
+  // How long a blocking call waits for its reply at most; past it, Error(RequestTimeout) and the
+  // outcome is unknown (ZooKeeper's zookeeper.request.timeout). 0: no limit of its own, but a
+  // call still ends: with its reply, ConnectionLoss when its connection breaks, or when the
+  // session is reported lost (requests waiting for a connection fail then, and new ones fail at
+  // once until a connection is back; at most 100,000 may wait).
+  int32_t request_timeout_ms = 0;
 };
 
 // The parts of a connect string; throws std::invalid_argument naming what is wrong.

@@ -15,6 +15,7 @@
 #include <condition_variable>
 #include <chrono>
 #include <cstdlib>
+#include <future>
 #include <mutex>
 #include <random>
 #include <regex>
@@ -591,6 +592,109 @@ TEST_CASE("mutex: after a lost session comes back the old node leaves the queue 
   REQUIRE(again);
   CHECK(watcher.children(path).size() == 1);
   m.release();
+}
+
+TEST_CASE("requests waiting for a connection fail with ConnectionLoss once the session is reported lost") {
+  NEEDS_SERVER();
+  CutProxy proxy;
+  Options o = opts();
+  o.connect_string = proxy.address();
+  o.session_timeout_ms = 4000;
+  StateLog log;
+  Client a(o);
+  log.listen(a);
+  a.start();
+  proxy.cut();
+  auto t0 = std::chrono::steady_clock::now();
+  auto waiting = std::async(std::launch::async, [&] {
+    try {
+      a.exists("/");
+      return Err::ok;
+    } catch (const Error& e) {
+      return e.code();
+    }
+  });
+  REQUIRE(waiting.wait_for(15s) == std::future_status::ready);  // it hung for as long as the cut before
+  CHECK(waiting.get() == Err::connectionLoss);
+  CHECK(log.has(State::lost));
+  CHECK(std::chrono::steady_clock::now() - t0 < 10s);
+  // While lost, a new request fails at once.
+  auto t1 = std::chrono::steady_clock::now();
+  CHECK_THROWS_AS(a.exists("/"), Error);
+  CHECK(std::chrono::steady_clock::now() - t1 < 1s);
+  proxy.restore();
+}
+
+TEST_CASE("at most 100,000 requests wait for a connection; the next fails at once") {
+  NEEDS_SERVER();
+  CutProxy proxy;
+  Options o = opts();
+  o.connect_string = proxy.address();
+  o.session_timeout_ms = 4000;
+  Client a(o);
+  a.start();
+  proxy.cut();
+  std::atomic<int> losses{0}, answered{0};
+  for (int i = 0; i < 100001; ++i)
+    a.exists_async("/", nullptr, [&](Err e, std::optional<Stat>) { ++(e == Err::connectionLoss ? losses : answered); });
+  for (int i = 0; i < 100 && losses == 0; ++i) std::this_thread::sleep_for(10ms);
+  CHECK(losses >= 1);  // the 100,001st, long before the session could be called lost
+  proxy.restore();
+}
+
+TEST_CASE("a blocking call honours Options::request_timeout_ms with RequestTimeout") {
+  NEEDS_SERVER();
+  CutProxy proxy;
+  Options o = opts();
+  o.connect_string = proxy.address();
+  o.session_timeout_ms = 10000;
+  o.request_timeout_ms = 500;
+  Client a(o);
+  a.start();
+  a.exists("/");
+  proxy.cut();
+  auto t0 = std::chrono::steady_clock::now();
+  try {
+    a.exists("/");
+    FAIL("answered through a cut connection");
+  } catch (const Error& e) {
+    CHECK((e.code() == Err::requestTimeout || e.code() == Err::connectionLoss));
+  }
+  CHECK(std::chrono::steady_clock::now() - t0 < 3s);
+  proxy.restore();
+}
+
+TEST_CASE("watches above a megabyte of paths are set again after a reconnect, in frames of 128 KiB") {
+  NEEDS_SERVER();
+  std::string path = fresh("manywatches");
+  Client a(opts()), b(opts());
+  a.start();
+  b.start();
+  b.create(path);
+  // 12,000 exists watches on absent nodes, 100 bytes of path each: 1.2 MB, above the 1 MB
+  // jute.maxbuffer of a default server, so one setWatches2 frame would be refused.
+  std::string pad(70, 'w');
+  std::atomic<int> set{0};
+  std::atomic<bool> fired{false};
+  std::string target;
+  for (int i = 0; i < 12000; ++i) {
+    std::string p = path + "/" + pad + std::to_string(100000 + i);
+    if (i == 11999) target = p;
+    a.exists_async(p, [&, p](const WatchEvent& ev) { if (ev.path == target) fired = true; },
+                   [&](Err, std::optional<Stat>) { ++set; });
+  }
+  for (int i = 0; i < 3000 && set < 12000; ++i) std::this_thread::sleep_for(10ms);
+  REQUIRE(set == 12000);
+  a.drop_connection();
+  for (int i = 0; i < 500 && a.state() != State::reconnected; ++i) std::this_thread::sleep_for(10ms);
+  REQUIRE(a.state() == State::reconnected);
+  a.sync("/");  // after the setWatches2 frames, which went first
+  b.create(target);
+  for (int i = 0; i < 500 && !fired; ++i) std::this_thread::sleep_for(10ms);
+  CHECK(fired);
+  CHECK(a.state() == State::reconnected);  // the connection was not refused for a frame too large
+  b.remove(target);
+  b.remove(path);
 }
 
 TEST_CASE("auth: replayed on a new connection; an unknown scheme is reported as auth failed") {
