@@ -405,15 +405,21 @@ class CutProxy {
   std::vector<std::chrono::steady_clock::time_point> client_sends_;
   std::thread thread_;
 };
+
+// A client's options through `proxy`, with a session timeout of `session_ms`.
+Options through(const CutProxy& proxy, int32_t session_ms) {
+  Options o = opts();
+  o.connect_string = proxy.address();
+  o.session_timeout_ms = session_ms;
+  return o;
+}
 }  // namespace
 
 TEST_CASE("an expired session: expired is reported, requests fail with SessionExpired, ephemerals go") {
   NEEDS_SERVER();
   CutProxy proxy;
   StateLog log;  // before the clients: their callbacks use it until they are destroyed
-  Options o = opts();
-  o.connect_string = proxy.address();
-  o.session_timeout_ms = 4000;
+  Options o = through(proxy, 4000);
   Client a(o);
   log.listen(a);
   a.start();
@@ -492,9 +498,7 @@ TEST_CASE("mutex: a holder cut off is told it lost the lock before anyone else c
   NEEDS_SERVER();
   CutProxy proxy;
   std::string path = fresh("cutoff");
-  Options o = opts();
-  o.connect_string = proxy.address();
-  o.session_timeout_ms = 4000;
+  Options o = through(proxy, 4000);
   using Ns = std::chrono::nanoseconds;
   auto now_ns = [] { return std::chrono::steady_clock::now().time_since_epoch().count(); };
   std::atomic<int64_t> told_at{0};
@@ -520,9 +524,7 @@ TEST_CASE("semaphore: a lease holder cut off is told it lost the lease before an
   NEEDS_SERVER();
   CutProxy proxy;
   std::string path = fresh("semcut");
-  Options o = opts();
-  o.connect_string = proxy.address();
-  o.session_timeout_ms = 4000;
+  Options o = through(proxy, 4000);
   std::atomic<int64_t> told_at{0};
   auto now_ns = [] { return std::chrono::steady_clock::now().time_since_epoch().count(); };
   Client a(o), b(opts());
@@ -565,9 +567,7 @@ TEST_CASE("mutex: after a lost session comes back the old node leaves the queue 
   NEEDS_SERVER();
   CutProxy proxy;
   std::string path = fresh("stale");
-  Options o = opts();
-  o.connect_string = proxy.address();
-  o.session_timeout_ms = 4000;
+  Options o = through(proxy, 4000);
   StateLog log;
   Client a(o), watcher(opts());
   log.listen(a);
@@ -597,9 +597,7 @@ TEST_CASE("mutex: after a lost session comes back the old node leaves the queue 
 TEST_CASE("requests waiting for a connection fail with ConnectionLoss once the session is reported lost") {
   NEEDS_SERVER();
   CutProxy proxy;
-  Options o = opts();
-  o.connect_string = proxy.address();
-  o.session_timeout_ms = 4000;
+  Options o = through(proxy, 4000);
   StateLog log;
   Client a(o);
   log.listen(a);
@@ -628,9 +626,7 @@ TEST_CASE("requests waiting for a connection fail with ConnectionLoss once the s
 TEST_CASE("at most 100,000 requests wait for a connection; the next fails at once") {
   NEEDS_SERVER();
   CutProxy proxy;
-  Options o = opts();
-  o.connect_string = proxy.address();
-  o.session_timeout_ms = 4000;
+  Options o = through(proxy, 4000);
   Client a(o);
   a.start();
   proxy.cut();
@@ -645,9 +641,7 @@ TEST_CASE("at most 100,000 requests wait for a connection; the next fails at onc
 TEST_CASE("a blocking call honours Options::request_timeout_ms with RequestTimeout") {
   NEEDS_SERVER();
   CutProxy proxy;
-  Options o = opts();
-  o.connect_string = proxy.address();
-  o.session_timeout_ms = 10000;
+  Options o = through(proxy, 10000);
   o.request_timeout_ms = 500;
   Client a(o);
   a.start();
@@ -747,9 +741,7 @@ TEST_CASE("pings keep an idle session alive past its timeout") {
 TEST_CASE("an idle client sends a ping a third of the session timeout after its last send") {
   NEEDS_SERVER();
   CutProxy proxy;
-  Options o = opts();
-  o.connect_string = proxy.address();
-  o.session_timeout_ms = 4000;
+  Options o = through(proxy, 4000);
   Client a(o);
   a.start();
   auto t = std::chrono::milliseconds(a.negotiated_timeout_ms());
