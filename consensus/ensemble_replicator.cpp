@@ -132,6 +132,9 @@ EnsembleReplicator::PeerId EnsembleReplicator::leader() const { return core_->pe
 uint32_t EnsembleReplicator::epoch() const { return core_->peer->epoch(); }
 size_t EnsembleReplicator::followers() const { return core_->peer->linked(); }
 size_t EnsembleReplicator::synced_followers() const { return core_->peer->synced(); }
+EnsembleReplicator::LinkProgress EnsembleReplicator::link_progress() const {
+  return {core_->peer->link(), core_->peer->link_sent(), core_->peer->link_acked()};
+}
 
 void EnsembleReplicator::save_state(bool epochs_changed) {
   storage::ReplicaState s;

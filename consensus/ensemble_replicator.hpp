@@ -78,6 +78,12 @@ class EnsembleReplicator final : public Replicator {
   // Leader: voters and observers linked to it, and those of them synchronised.
   size_t followers() const;
   size_t synced_followers() const;
+  // Follower or observer: its link to the leader (0: none), the seq of the last message sent on
+  // it (a forward() is one message), and the last seq the leader said it received.
+  struct LinkProgress {
+    uint64_t link = 0, sent = 0, acked = 0;
+  };
+  LinkProgress link_progress() const;
 
  private:
   struct Core;

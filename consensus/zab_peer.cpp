@@ -220,6 +220,7 @@ void ZabPeer::become_follower(PeerId leader) {
   link_ = 0;
   link_epoch_ = 0;
   sent_ = received_seq_ = 0;
+  leader_received_ = 0;
   heard_ = now_;
   sync_end_.reset();
   send_follower_info();
@@ -601,6 +602,7 @@ void ZabPeer::lead_tick() {
     if (l.phase != Link::Phase::info) {
       pb::PeerMessage m;
       m.mutable_ping()->set_zxid(committed_);
+      m.mutable_ping()->set_received(l.received);
       send_on_link(it->first, l, std::move(m));
     }
     ++it;
@@ -727,6 +729,7 @@ void ZabPeer::follow_receive(PeerId from, const pb::PeerMessage& m) {
     set_committed(m.up_to_date().committed());
   } else if (m.has_ping()) {
     set_committed(m.ping().zxid());
+    leader_received_ = std::max(leader_received_, m.ping().received());
     pb::PeerMessage r;
     r.mutable_ping()->set_zxid(last_durable());
     send_to_leader(std::move(r));

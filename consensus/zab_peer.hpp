@@ -157,6 +157,12 @@ class ZabPeer {
   // zk_synced_followers).
   size_t linked() const { return role_ == Role::leading ? links_.size() : 0; }
   size_t synced() const;
+  // Follower or observer: its link to the leader (0: none), the seq of the last message it sent
+  // on it, and the seq of the last one the leader says it received (from the leader's pings).
+  // A message with seq <= link_acked() on this link is known to have reached the leader.
+  uint64_t link() const { return link_; }
+  uint64_t link_sent() const { return sent_; }
+  uint64_t link_acked() const { return leader_received_; }
 
  private:
   struct Vote {
@@ -236,6 +242,7 @@ class ZabPeer {
   uint64_t nonce_ = 0;
   uint64_t info_sent_ = 0;  // tick of the last FollowerInfo
   uint64_t link_ = 0, sent_ = 0, received_seq_ = 0;
+  uint64_t leader_received_ = 0;  // the leader's word: the last seq of ours it received
   uint32_t link_epoch_ = 0;
   uint64_t heard_ = 0;
   Zxid received_upto_ = 0;    // the last zxid the leader gave this follower

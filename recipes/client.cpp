@@ -131,6 +131,10 @@ std::string request_frame(int32_t xid, OpCode op, const R& body) {
 }
 }  // namespace
 
+// How much earlier than the session timeout after `confirmed` a client calls its session lost:
+// a tenth of the timeout (see `confirmed` for what it covers).
+int32_t loss_margin_ms(int32_t timeout_ms) { return timeout_ms / 10; }
+
 // Requests waiting for a connection, at most: past it a caller is issuing faster than any
 // server takes them, and a new request fails at once (ConnectionLoss) instead of growing memory.
 constexpr size_t max_queued_requests = 100000;
@@ -146,6 +150,9 @@ struct Client::Impl {
     std::string frame;
     Done done;
     Clock::time_point sent{};  // when written to the connection
+    // Its reply says the leader heard the session then (a write, sync or close goes through the
+    // leader); a read's is answered by the member alone and says nothing of the kind.
+    bool confirms = false;
   };
   enum class WatchKind { data, exist, child };
 
@@ -188,17 +195,19 @@ struct Client::Impl {
   std::string out_pending, out_writing;
   bool writing = false;
   Clock::time_point last_send = Clock::now();
-  // The send time of the latest request the server answered: it heard this session then or
-  // later, so the session cannot expire before confirmed + the session timeout. A lost
-  // connection is reported `lost` at that instant, so that a lock holder stops before the
-  // server can have expired its session and let another in. The margin: none beyond the
-  // request's own transit, which is what the server counts from (a server expires a session no
-  // earlier than the timeout after the last request of it that it received; ZooKeeper and
-  // Warden round that up to a tick). That holds for the server that answered. In an ensemble,
-  // a member cut off from its leader still answers until it gives up (syncLimit), while the
-  // leader counts from the last touch it heard: there the window is up to syncLimit, which
-  // issue 27's third point is about, and fencing tokens are the defence (README).
+  // The send time of the latest request whose answer says the server that expires sessions
+  // (the leader) heard this session then or later: a ping (a Warden follower answers one only
+  // once the leader acknowledged the touch it carried), a write, sync or close (they go through
+  // the leader), the handshake. So the session cannot expire before confirmed + the session
+  // timeout. A lost connection is reported `lost` loss_margin earlier than that, so that a lock
+  // holder stops before the server can have expired its session and let another in. The
+  // margin covers what the rule above does not see: a deposed leader that answers pings until
+  // it steps down a subtick after the others elected a new one (which gives every session a
+  // fresh timeout), and clocks that run at slightly different rates. Reads do not count: a
+  // member answers them alone. Against ZooKeeper, whose followers answer pings without the
+  // leader for up to syncLimit, the window is that long; fencing tokens are the defence.
   Clock::time_point confirmed = Clock::now();
+  Clock::time_point confirming_sent = Clock::now();  // the latest send of a confirming request
   Clock::time_point handshake_sent = Clock::now();
   std::deque<Clock::time_point> pings;  // send times of the pings not answered yet
   std::map<std::string, std::vector<Watcher>> data_watches, exist_watches, child_watches;
@@ -333,21 +342,23 @@ struct Client::Impl {
     });
   }
 
-  // A ping goes out once nothing has been sent for a third of the session timeout (ZooKeeper's
-  // client rule: half its read timeout), timed from the last send itself: a fixed period from
-  // the last check could let a send just after a check put off the ping to nearly two thirds,
-  // and the read timer (two thirds after the last reply) then fire before the ping's answer
-  // came (CI saw an idle session suspended on ZooKeeper 3.8).
+  // A ping goes out once no confirming request (a ping, a write: see `confirmed`) has been sent
+  // for a third of the session timeout (ZooKeeper's client rule: half its read timeout), timed
+  // from that send itself: a fixed period from the last check could let a send just after a
+  // check put off the ping to nearly two thirds, and the read timer (two thirds after the last
+  // reply) then fire before the ping's answer came (CI saw an idle session suspended on
+  // ZooKeeper 3.8). A client that only reads pings too, so its loss deadline keeps moving.
   void schedule_ping() {
     uint64_t gen = generation;
     auto idle = std::chrono::milliseconds(std::max(10, negotiated_ / 3));
-    auto due = last_send + idle;
+    auto due = confirming_sent + idle;
     auto now = Clock::now();
     ping_timer.expires_after(due > now ? due - now : Clock::duration::zero());
     ping_timer.async_wait([self = this, gen, idle](boost::system::error_code ec) {
       if (ec || gen != self->generation || !self->connected) return;
-      if (Clock::now() - self->last_send >= idle) {
+      if (Clock::now() - self->confirming_sent >= idle) {
         self->pings.push_back(Clock::now());
+        self->confirming_sent = Clock::now();
         self->send_raw(framed(wire::encode(wire::RequestHeader{wire::xid::ping, static_cast<int32_t>(OpCode::ping)})));
       }
       self->schedule_ping();
@@ -388,7 +399,7 @@ struct Client::Impl {
     if (in_flight.empty() || in_flight.front().xid != h.xid) return broken("a reply out of order");
     Request q = std::move(in_flight.front());
     in_flight.pop_front();
-    confirmed = std::max(confirmed, q.sent);
+    if (q.confirms) confirmed = std::max(confirmed, q.sent);
     if (q.done) q.done(static_cast<Err>(h.err), h.zxid, body);
   }
 
@@ -401,6 +412,7 @@ struct Client::Impl {
       return;
     }
     confirmed = std::max(confirmed, handshake_sent);
+    confirming_sent = handshake_sent;
     {
       std::lock_guard<std::mutex> l(mu);
       session_id_ = resp->sessionId;
@@ -466,7 +478,7 @@ struct Client::Impl {
     if (was) {
       set_state(State::suspended);
       int32_t t = negotiated_ > 0 ? negotiated_ : opts.session_timeout_ms;
-      lost_timer.expires_at(confirmed + std::chrono::milliseconds(t));
+      lost_timer.expires_at(confirmed + std::chrono::milliseconds(t - loss_margin_ms(t)));
       lost_timer.async_wait([self = this](boost::system::error_code ec) {
         if (ec || self->connected || self->ended) return;
         self->set_state(State::lost);
@@ -574,6 +586,7 @@ struct Client::Impl {
     }
     std::string f = q.frame;
     q.sent = Clock::now();
+    if (q.confirms) confirming_sent = q.sent;
     in_flight.push_back(std::move(q));
     send_raw(std::move(f));
   }
@@ -583,7 +596,7 @@ struct Client::Impl {
     asio::post(io, [self = this, op, body, done = std::move(done)]() mutable {
       int32_t xid = self->next_xid++;
       if (self->next_xid <= 0) self->next_xid = 1;
-      Request q{xid, op, request_frame(xid, op, body), std::move(done)};
+      Request q{xid, op, request_frame(xid, op, body), std::move(done), {}, wire::goes_to_leader(op)};
       self->send_request(std::move(q));
     });
   }

@@ -210,6 +210,10 @@ struct MemberView final : Ensemble {
   bool leads() const override { return r->leading(); }
   bool serving() const override { return r->serving(); }
   bool forward(std::string request) override { return r->forward(std::move(request)); }
+  Progress progress() const override {
+    auto p = r->link_progress();
+    return {p.link, p.sent, p.acked};
+  }
   std::string mode() const override {
     std::string role = r->role_name();
     if (role == "leading") return "leader";
@@ -481,6 +485,7 @@ struct ServerRuntime::Impl {
         // A peer message may commit txns: never while the snapshot writer reads the tree.
         std::lock_guard<std::mutex> hold(tree_mutex);
         ok = ensemble->receive(from, b, &error);
+        if (ok) server->peer_progress();  // a leader's ping may confirm clients' pings
       }
       if (!ok) spdlog::warn("closing the connection from server {}: {}", from, error);
       resume_reading();

@@ -45,22 +45,7 @@ std::string frame_of(const wire::ReplyHeader& h, const R* body) {
   });
 }
 
-bool is_write(OpCode op) {
-  switch (op) {
-    case OpCode::create:
-    case OpCode::create2:
-    case OpCode::createContainer:
-    case OpCode::createTTL:
-    case OpCode::remove:
-    case OpCode::setData:
-    case OpCode::setACL:
-    case OpCode::check:
-    case OpCode::multi:
-      return true;
-    default:
-      return false;
-  }
-}
+using wire::is_write;
 
 }  // namespace
 
@@ -355,7 +340,7 @@ void ZkServer::handle_request(ConnId id, Conn& c, std::string_view payload) {
   }
   if (!leads()) {
     touched_.push_back(c.session);  // the leader, which expires sessions, hears of it each tick
-    if (is_write(op) || op == OpCode::closeSession || op == OpCode::sync) {
+    if (wire::goes_to_leader(op)) {
       Forwarded f;
       f.kind = Forwarded::request;
       f.session = c.session;
@@ -397,6 +382,16 @@ void ZkServer::handle_request(ConnId id, Conn& c, std::string_view payload) {
   if (!is_write(op) && op != OpCode::closeSession) note_reply(c, op, h.xid, last, clock_());
   switch (op) {
     case OpCode::ping:
+      if (!leads() && ensemble_->progress().link != 0) {
+        // Answered once the leader has heard of the touch (peer_progress), not before. (A host
+        // that tracks no link progress, link 0, has its pings answered at once.)
+        if (ping_waiters_.size() >= max_ping_waiters) {
+          spdlog::warn("closing connection of session 0x{:x}: too many pings wait for the leader", c.session);
+          return close_conn(id);
+        }
+        ping_waiters_.push_back(PingWaiter{id, h.xid, 0, 0});
+        return;
+      }
       send_reply(id, h.xid, last, Err::ok);
       return;
     case OpCode::setWatches:
@@ -1024,15 +1019,30 @@ void ZkServer::expire_nodes(int64_t now) {
 void ZkServer::tick() {
   int64_t now = clock_();
   if (!leads()) {
+    bool reported = false;
     if (!touched_.empty() && ensemble_->serving()) {
       std::sort(touched_.begin(), touched_.end());
       touched_.erase(std::unique(touched_.begin(), touched_.end()), touched_.end());
       Forwarded f;
       f.kind = Forwarded::touch;
       f.sessions = std::move(touched_);
-      ensemble_->forward(encode_forwarded(f));
+      reported = ensemble_->forward(encode_forwarded(f));
     }
     touched_.clear();
+    // The pings whose touches this report carries wait for the leader to acknowledge it; without
+    // a report (no leader) they are not answered: their clients move to another member.
+    auto p = ensemble_->progress();
+    for (auto it = ping_waiters_.begin(); it != ping_waiters_.end();) {
+      if (it->seq != 0) {
+        ++it;
+      } else if (reported) {
+        it->link = p.link;
+        it->seq = p.sent;
+        ++it;
+      } else {
+        it = ping_waiters_.erase(it);
+      }
+    }
     return;  // only the leader expires sessions, containers and TTL nodes
   }
   for (SessionId s : sessions_.take_expired(now))
@@ -1040,6 +1050,22 @@ void ZkServer::tick() {
   if (now >= next_container_check_) {
     next_container_check_ = now + opts_.container_check_interval_ms;
     expire_nodes(now);
+  }
+}
+
+void ZkServer::peer_progress() {
+  if (ping_waiters_.empty() || !ensemble_ || leads()) {
+    ping_waiters_.clear();  // a leader answers its own pings; it has no waiters
+    return;
+  }
+  auto p = ensemble_->progress();
+  Zxid last = tree_.last_applied();
+  while (!ping_waiters_.empty() && ping_waiters_.front().seq != 0) {
+    const PingWaiter& w = ping_waiters_.front();
+    if (w.link == p.link && w.seq > p.acked) break;  // not heard yet: nor is anything after it
+    // Heard on this link: answered. On another link (a new leader): dropped unanswered.
+    if (w.link == p.link && conn(w.conn)) send_reply(w.conn, w.xid, last, Err::ok);
+    ping_waiters_.pop_front();
   }
 }
 

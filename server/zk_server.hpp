@@ -68,6 +68,12 @@ class Ensemble {
   virtual bool forward(std::string request) = 0;
   // srvr's Mode: "leader", "follower" or "observer".
   virtual std::string mode() const = 0;
+  // Follower or observer: which of its forwards the leader has received (link, the seq of the
+  // last forward sent, the last seq the leader acknowledged). {0, 0, 0}: no link.
+  struct Progress {
+    uint64_t link = 0, sent = 0, acked = 0;
+  };
+  virtual Progress progress() const { return {}; }
 };
 
 struct ServerOptions {
@@ -147,6 +153,9 @@ class ZkServer {
   size_t watch_count() const { return watches_.watch_count(); }
   // Requests in flight: txns proposed and not yet applied, and frames waiting behind them.
   size_t outstanding() const { return pending_.size() + held_total_; }
+  // Follower or observer: the leader may have acknowledged forwards (its pings say which); the
+  // clients' pings waiting for their touch to reach the leader are answered.
+  void peer_progress();
   // Paths prep holds for txns in flight (bounded by them: see Prep).
   size_t prep_overlay_size() const { return prep_.overlay_size(); }
 
@@ -284,6 +293,21 @@ class ZkServer {
   // `in_flight` alone would let a client that re-attached after a break read past the writes
   // its old connection left in flight (a lock's create it would then make again).
   std::unordered_map<SessionId, int> session_writes_;
+  // Follower or observer: clients' pings not yet answered. A ping is answered only once the touch
+  // report carrying its session reached the leader (the leader's ack of that forward's seq on
+  // the same link): so a client's pings stop being answered as soon as this member loses the
+  // leader, and the client's own loss deadline (confirmed + timeout) never passes the moment the
+  // leader may expire the session. A member cut off from its leader used to answer them for up
+  // to syncLimit, while the leader counted from the last touch it heard (issue 27, 3).
+  struct PingWaiter {
+    ConnId conn = 0;
+    int32_t xid = 0;
+    uint64_t link = 0, seq = 0;  // the report that carries its touch; seq 0: not sent yet
+  };
+  std::deque<PingWaiter> ping_waiters_;
+  // Pings that may wait at once: one per connection and timeout third in practice; past it a
+  // client floods pings, and its connection is closed.
+  static constexpr size_t max_ping_waiters = 100000;
   uint64_t submitted_ = 0;
   ConnId next_conn_ = 1;
   int64_t packets_received_ = 0, packets_sent_ = 0;

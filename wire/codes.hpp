@@ -144,6 +144,27 @@ inline bool is_ttl(CreateMode m) {
   return m == CreateMode::persistentWithTtl || m == CreateMode::persistentSequentialWithTtl;
 }
 
+// The requests that change the tree (ZooKeeper's write requests).
+inline bool is_write(OpCode op) {
+  switch (op) {
+    case OpCode::create:
+    case OpCode::create2:
+    case OpCode::createContainer:
+    case OpCode::createTTL:
+    case OpCode::remove:
+    case OpCode::setData:
+    case OpCode::setACL:
+    case OpCode::check:
+    case OpCode::multi:
+      return true;
+    default:
+      return false;
+  }
+}
+// What a follower forwards to its leader, so that the leader answers it: the writes, sync and
+// closeSession. A reply to one shows that the leader heard the session then.
+inline bool goes_to_leader(OpCode op) { return is_write(op) || op == OpCode::sync || op == OpCode::closeSession; }
+
 // The default jute.maxbuffer: the largest frame either side accepts.
 constexpr int32_t default_max_buffer = 0xfffff;
 

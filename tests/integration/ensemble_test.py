@@ -439,6 +439,53 @@ with Ensemble(3, sync_limit=15) as ens:
     b.close()
     c.equal(ens.stop_cleanly(), [], "every member exits cleanly on SIGTERM")
 
+# ---- a lock holder whose member is cut off from the leader is told before anyone else gets the
+# lock. The member gives up on its leader only after syncLimit (5 s here), the session timeout is
+# 4 s: a member that went on answering the holder's pings would keep its client believing in a
+# session the leader expires, and another client takes the lock (issue 27, 3: ~5 s with two
+# holders here, 10 s with ZooKeeper's defaults). Only the peer traffic is held (a silent
+# partition); each client reaches its own member.
+with Ensemble(3, proxied=True, sync_limit=25, init_limit=30) as ens:
+    ens.start()
+    lead = ens.leader()
+    cutoff = next(m for m in ens.members if m is not lead)
+    warden = os.path.join(os.path.dirname(os.path.dirname(binary)), "recipes", "warden")
+    work = tempfile.mkdtemp(prefix="warden-cutlock-")
+    told, got, up = f"{work}/told", f"{work}/got", f"{work}/up"
+    holder = subprocess.Popen([warden, "--server", cutoff.hosts, "--session-timeout-ms", "4000", "lock", "/cutlock",
+                               "--", "sh", "-c",
+                               f'trap \'date +%s.%N > "{told}"; exit 0\' TERM; echo x > "{up}"; sleep 60 & wait'],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    deadline = time.time() + 30
+    while not os.path.exists(up) and time.time() < deadline:
+        time.sleep(0.05)
+    c.check(os.path.exists(up), "the holder runs under the lock, through the member to be cut off")
+    # Held, not closed: a silent partition, which no broken connection reports.
+    for m in ens.members:
+        if m is not cutoff:
+            ens.proxy.delay(cutoff.id, m.id, 3600)
+            ens.proxy.delay(m.id, cutoff.id, 3600)
+    cut_at = time.time()
+    other = subprocess.run([warden, "--server", lead.hosts, "lock", "/cutlock", "--timeout", "60", "--", "sh", "-c",
+                            f'date +%s.%N > "{got}"'], capture_output=True, text=True, timeout=120)
+    c.equal(other.returncode, 0, f"another client gets the lock once the holder's session expired {other.stderr!r}")
+    try:
+        rc = holder.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        os.killpg(holder.pid, 9)
+        rc = None
+    c.equal(rc, 70, "the holder's warden exits 70: its session was lost")
+    t_told = float(open(told).read()) if os.path.exists(told) else None
+    t_got = float(open(got).read()) if os.path.exists(got) else None
+    c.check(t_told is not None and t_got is not None and t_told <= t_got,
+            f"the holder was told before the other got the lock (told {t_told and t_told - cut_at:.2f} s, "
+            f"got {t_got and t_got - cut_at:.2f} s after the cut)")
+    if t_told is not None and t_got is not None:
+        print(f"cut-off holder told {t_told - cut_at:.2f} s after the cut, the next holder got the lock after "
+              f"{t_got - cut_at:.2f} s", flush=True)
+    ens.proxy.heal()
+    c.equal(ens.stop_cleanly(), [], "every member exits cleanly on SIGTERM")
+
 # ---- an observer serves reads and forwards writes, and does not vote
 with Ensemble(3, observers=1) as ens:
     ens.start()

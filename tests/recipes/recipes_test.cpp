@@ -603,6 +603,8 @@ TEST_CASE("requests waiting for a connection fail with ConnectionLoss once the s
   log.listen(a);
   a.start();
   proxy.cut();
+  // Once the client knows (a request sent before that would fail as in flight, at once).
+  REQUIRE(log.wait_for(State::suspended, 10s));
   auto t0 = std::chrono::steady_clock::now();
   auto waiting = std::async(std::launch::async, [&] {
     try {

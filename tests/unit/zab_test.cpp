@@ -508,3 +508,27 @@ TEST_CASE("a looking voter answers a worse vote of its own round with its vote")
     told = told || (to == 1 && m.has_vote() && m.vote().leader() == 4 && m.vote().state() == pb::LOOKING);
   CHECK(told);
 }
+
+TEST_CASE("a leader's pings tell each follower the last of its messages the leader received") {
+  Net net(3);
+  PeerId l = net.settle();
+  REQUIRE(l != 0);
+  PeerId f = l == 1 ? 2 : 1;
+  ZabPeer& fp = *net.peers[f];
+  REQUIRE(fp.link() != 0);
+  REQUIRE(fp.forward("touch"));
+  net.drain(f);
+  uint64_t sent = fp.link_sent();
+  CHECK(fp.link_acked() < sent);  // not heard of yet
+  net.deliver_all();
+  net.peers[l]->tick(0);  // the leader's next ping
+  net.drain(l);
+  net.deliver_all();
+  CHECK(fp.link_acked() >= sent);
+  // Cut off: the follower's messages no longer reach the leader, and nothing says they did.
+  net.cut.insert(l);
+  REQUIRE(fp.forward("touch"));
+  net.drain(f);
+  net.ticks(1);
+  CHECK(fp.link_acked() < fp.link_sent());
+}
