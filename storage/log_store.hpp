@@ -45,6 +45,8 @@ class SnapshotStore {
   // A snapshot taken from zxid `at` on, written part by part and completed by its marker.
   virtual void put_snapshot_records(Zxid at, SnapshotPart part, Records recs) = 0;
   virtual void finish_snapshot(Zxid at, const std::string& summary) = 0;  // synced
+  // Drops the records of the snapshot being built, if any (a new attempt starts from nothing).
+  virtual void abandon_snapshot() = 0;
   virtual std::vector<Zxid> complete_snapshots() const = 0;                // ascending
   // How many records of each part a complete snapshot was finished with, as its marker keeps
   // them, so that a load can tell a whole snapshot from one that lost records; none for a
@@ -60,6 +62,12 @@ class SnapshotStore {
   // Keeps the newest `retain` complete snapshots, drops the rest and the log below the oldest
   // kept one; returns how many snapshots it dropped.
   virtual size_t purge(size_t retain) = 0;
+  // The complete snapshot `at` (received from a leader) replaces the log: every log record and
+  // every snapshot above `at` goes, and the log continues after `at` (LogStore::base() and
+  // last_zxid() become `at`). Synced.
+  virtual void install_snapshot(Zxid at) = 0;
+  // About how many bytes the snapshot `at` takes on disk (0 when unknown).
+  virtual uint64_t snapshot_bytes(Zxid at) const = 0;
 };
 
 class LogStore {
@@ -83,6 +91,13 @@ class LogStore {
   }
   // The oldest entry the store still holds (0: none).
   virtual Zxid first_zxid() const = 0;
+  // The log holds every txn after base() up to last_zxid(); what is at or below it is only in
+  // snapshots (a purge, or a snapshot installed from a leader, moved it). 0 for a whole log.
+  virtual Zxid base() const = 0;
+  // The largest zxid at or below `z` the store holds (base() counts as held), or 0.
+  virtual Zxid floor(Zxid z) const = 0;
+  // About how many bytes the entries in (after, upto] take (what a DIFF would send).
+  virtual uint64_t approximate_bytes(Zxid after, Zxid upto) const = 0;
   // Removes every entry above `z` (a TRUNC), durably; `z` is 0 or an entry the store holds.
   virtual void truncate_after(Zxid z) = 0;
   virtual ReplicaState replica_state() const = 0;
@@ -103,6 +118,9 @@ class MemoryLogStore final : public LogStore {
   Zxid last_zxid() const override { return last_; }
   std::vector<LogEntry> read_after(Zxid after) const override;
   Zxid first_zxid() const override { return entries_.empty() ? 0 : entries_.front().zxid; }
+  Zxid base() const override { return base_; }
+  Zxid floor(Zxid z) const override;
+  uint64_t approximate_bytes(Zxid after, Zxid upto) const override;
   void truncate_after(Zxid z) override;
   ReplicaState replica_state() const override { return state_; }
   void set_replica_state(const ReplicaState& s) override { state_ = s; }
@@ -112,6 +130,7 @@ class MemoryLogStore final : public LogStore {
   size_t retained_;
   std::deque<LogEntry> entries_;
   Zxid last_ = 0;
+  Zxid base_ = 0;  // the newest entry dropped from the front
 };
 
 }  // namespace warden::storage

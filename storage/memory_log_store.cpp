@@ -11,13 +11,29 @@ void MemoryLogStore::append(std::vector<LogEntry> entries) {
     if (e.zxid <= last_) throw std::logic_error("log append out of zxid order");
     last_ = e.zxid;
     entries_.push_back(std::move(e));
-    if (entries_.size() > retained_) entries_.pop_front();
+    if (entries_.size() > retained_) {
+      base_ = entries_.front().zxid;
+      entries_.pop_front();
+    }
   }
 }
 
 void MemoryLogStore::truncate_after(Zxid z) {
   while (!entries_.empty() && entries_.back().zxid > z) entries_.pop_back();
   last_ = std::min(last_, z);
+}
+
+Zxid MemoryLogStore::floor(Zxid z) const {
+  auto it = std::upper_bound(entries_.begin(), entries_.end(), z, [](Zxid v, const LogEntry& e) { return v < e.zxid; });
+  if (it != entries_.begin()) return std::prev(it)->zxid;
+  return z >= base_ ? base_ : 0;
+}
+
+uint64_t MemoryLogStore::approximate_bytes(Zxid after, Zxid upto) const {
+  uint64_t n = 0;
+  for (const auto& e : entries_)
+    if (e.zxid > after && e.zxid <= upto) n += e.payload.size() + 16;
+  return n;
 }
 
 std::vector<LogEntry> MemoryLogStore::read_after(Zxid after) const {

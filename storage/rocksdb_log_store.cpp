@@ -25,6 +25,8 @@ constexpr char log_prefix = 'L';
 constexpr const char* format_key = "!warden.format";
 constexpr const char* legacy_format_key = "warden.format";
 constexpr const char* format_value = "warden-log-3";
+// The log's base (LogStore::base()): sorts before the log records, as the format key does.
+constexpr const char* base_key = "B";
 
 std::string key_of(Zxid z) {
   std::string k(9, '\0');
@@ -41,6 +43,8 @@ Zxid zxid_of(const rocksdb::Slice& k) {
 }
 
 std::string building_dir(const std::string& dir) { return dir + "/building"; }
+std::string marker_key(Zxid at);
+std::string snapshot_range_start(Zxid at);
 
 // Log and snapshots are read in order, never by random point lookups: large blocks cost
 // nothing there, and RocksDB keeps each open table file's index in memory, one entry per
@@ -157,6 +161,77 @@ void RocksDbLogStore::check_format_and_find_last(bool may_initialise) {
   it->SeekForPrev(key_of(INT64_MAX));
   if (it->Valid() && it->key().size() == 9 && it->key()[0] == log_prefix) last_ = zxid_of(it->key());
   if (!it->status().ok()) throw StorageError("cannot read the log in " + dir + ": " + it->status().ToString());
+  std::string b;
+  auto bst = db_->Get(rocksdb::ReadOptions(), base_key, &b);
+  if (bst.ok() && b.size() == 8) {
+    base_ = zxid_of(rocksdb::Slice("B" + b));
+  } else if (bst.ok() || !bst.IsNotFound()) {
+    throw StorageError("the log base in " + dir + " is damaged" + (bst.ok() ? "" : ": " + bst.ToString()));
+  } else if (Zxid first = first_zxid(); first != 0 && has_marker(first)) {
+    base_ = first;  // a purge before the base was kept: it left the record at the oldest snapshot
+  }
+  last_ = std::max(last_.load(), base_.load());
+  // A snapshot newer than every log record was installed from a leader, and the log had not
+  // been reset to it yet when the server stopped: finish that now.
+  auto snaps = complete_snapshots();
+  if (may_initialise && !snaps.empty() && snaps.back() > last_) reset_log_to(snaps.back());
+}
+
+bool RocksDbLogStore::has_marker(Zxid at) const {
+  std::string v;
+  return db_->Get(rocksdb::ReadOptions(), marker_key(at), &v).ok();
+}
+
+Zxid RocksDbLogStore::floor(Zxid z) const {
+  Zxid b = base();
+  if (z < b || z <= 0) return 0;
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions()));
+  it->SeekForPrev(key_of(z));
+  Zxid found = 0;
+  if (it->Valid() && it->key().size() == 9 && it->key()[0] == log_prefix) found = zxid_of(it->key());
+  if (!it->status().ok()) throw StorageError("cannot read the log in " + dir_ + ": " + it->status().ToString());
+  return std::max(found, b);
+}
+
+uint64_t RocksDbLogStore::approximate_bytes(Zxid after, Zxid upto) const {
+  if (upto <= after) return 0;
+  std::string from = key_of(after + 1), to = key_of(upto == INT64_MAX ? upto : upto + 1);
+  return approximate_range(from, to);
+}
+
+uint64_t RocksDbLogStore::snapshot_bytes(Zxid at) const {
+  return approximate_range(snapshot_range_start(at), snapshot_range_start(at + 1));
+}
+
+uint64_t RocksDbLogStore::approximate_range(const std::string& from, const std::string& to) const {
+  rocksdb::Range r(from, to);
+  rocksdb::SizeApproximationOptions o;
+  o.include_memtables = true;
+  o.include_files = true;
+  uint64_t size = 0;
+  auto st = db_->GetApproximateSizes(o, db_->DefaultColumnFamily(), &r, 1, &size);
+  return st.ok() ? size : 0;
+}
+
+void RocksDbLogStore::install_snapshot(Zxid at) {
+  if (!has_marker(at))
+    throw StorageError("cannot install the snapshot at " + hex_zxid(at) + " in " + dir_ + ": it is not complete");
+  reset_log_to(at);
+}
+
+void RocksDbLogStore::reset_log_to(Zxid at) {
+  rocksdb::WriteBatch batch;
+  batch.DeleteRange(key_of(0), key_of(INT64_MAX));
+  batch.Delete(key_of(INT64_MAX));
+  batch.DeleteRange(snapshot_range_start(at + 1), snapshot_range_start(INT64_MAX));
+  batch.DeleteRange(marker_key(at + 1), marker_key(INT64_MAX));
+  batch.Put(base_key, key_of(at).substr(1));
+  rocksdb::WriteOptions w;
+  w.sync = true;
+  auto st = db_->Write(w, &batch);
+  if (!st.ok()) throw StorageError("cannot reset the log in " + dir_ + " to a snapshot: " + st.ToString());
+  base_.store(at, std::memory_order_release);
+  last_.store(at, std::memory_order_release);
 }
 
 RocksDbLogStore::~RocksDbLogStore() {
@@ -377,10 +452,14 @@ size_t RocksDbLogStore::purge(size_t retain) {
   // The log from the oldest kept snapshot on stays; so does the record at it, and the last one.
   Zxid cut = std::min(oldest_kept, last_zxid());
   batch.DeleteRange(key_of(0), key_of(cut));
+  // Every txn after the cut is still in the log: a member behind it gets a snapshot instead.
+  Zxid new_base = std::max(base(), cut);
+  batch.Put(base_key, key_of(new_base).substr(1));
   rocksdb::WriteOptions w;
   w.sync = true;
   auto st = db_->Write(w, &batch);
   if (!st.ok()) throw StorageError("cannot purge the log in " + dir_ + ": " + st.ToString());
+  base_.store(new_base, std::memory_order_release);
   // Ingested snapshots sit in files of their own: give their space back now rather than at
   // some later compaction. Each range holds one part's purged keys only.
   std::string from = snapshot_range_start(0), to = snapshot_range_start(oldest_kept);
@@ -405,10 +484,14 @@ void RocksDbLogStore::truncate_after(Zxid z) {
   // A snapshot above z holds txns that are cut: it must never be loaded.
   batch.DeleteRange(snapshot_range_start(z + 1), snapshot_range_start(INT64_MAX));
   batch.DeleteRange(marker_key(z + 1), marker_key(INT64_MAX));
+  // Nothing is left above z: the log holds every txn after it (none), so it is the base at most.
+  Zxid new_base = std::min(base(), z);
+  batch.Put(base_key, key_of(new_base).substr(1));
   rocksdb::WriteOptions w;
   w.sync = true;
   auto st = db_->Write(w, &batch);
   if (!st.ok()) throw StorageError("cannot truncate the log in " + dir_ + ": " + st.ToString());
+  base_.store(new_base, std::memory_order_release);
   last_.store(z, std::memory_order_release);
 }
 

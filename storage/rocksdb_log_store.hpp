@@ -57,6 +57,12 @@ class RocksDbLogStore final : public LogStore, public SnapshotStore {
   Zxid last_zxid() const override { return last_.load(std::memory_order_acquire); }
   std::vector<LogEntry> read_after(Zxid after) const override;
   Zxid first_zxid() const override;
+  // Kept under the key "B" (8 bytes, big-endian) once a purge or an install moved it.
+  Zxid base() const override { return base_.load(std::memory_order_acquire); }
+  // One seek back from `z`, not a scan.
+  Zxid floor(Zxid z) const override;
+  // RocksDB's estimate of the key range's size, memtables included.
+  uint64_t approximate_bytes(Zxid after, Zxid upto) const override;
   // Also drops the snapshots taken above `z`: they hold what was cut. Synced.
   void truncate_after(Zxid z) override;
   // Under the key "R" (16 bytes, big-endian: accepted epoch, current epoch, commit mark).
@@ -76,6 +82,7 @@ class RocksDbLogStore final : public LogStore, public SnapshotStore {
   // another zxid abandon the one being built.
   void put_snapshot_records(Zxid at, SnapshotPart part, Records recs) override;
   void finish_snapshot(Zxid at, const std::string& summary) override;  // synced: the snapshot is complete
+  void abandon_snapshot() override { abandon_building(); }
   std::vector<Zxid> complete_snapshots() const override;                 // ascending
   // The marker's value is "records <node> <session>\n" and then the summary.
   std::optional<RecordCounts> snapshot_record_counts(Zxid at) const override;
@@ -87,6 +94,8 @@ class RocksDbLogStore final : public LogStore, public SnapshotStore {
   // records below the oldest kept snapshot (never the last record: zxids must continue).
   // Returns how many snapshots it dropped.
   size_t purge(size_t retain) override;
+  void install_snapshot(Zxid at) override;
+  uint64_t snapshot_bytes(Zxid at) const override;
 
   // Calls `fn` for every record after `after` in zxid order. Throws StorageError naming the
   // first damaged record: a record that does not parse, sits under the wrong key, or leaves
@@ -108,6 +117,12 @@ class RocksDbLogStore final : public LogStore, public SnapshotStore {
   // Written by append() on the group committer's thread, read by purge() and last_zxid() on
   // the server's: atomic.
   std::atomic<Zxid> last_{0};
+  std::atomic<Zxid> base_{0};
+  // Deletes every log record and every snapshot above `at`, and makes `at` the base, in one
+  // synced batch.
+  void reset_log_to(Zxid at);
+  bool has_marker(Zxid at) const;  // a marker exists at `at`
+  uint64_t approximate_range(const std::string& from, const std::string& to) const;
   // The snapshot being built (see put_snapshot_records), on the snapshot writer's thread only.
   std::unique_ptr<rocksdb::SstFileWriter> building_;
   Zxid building_at_ = -1;

@@ -12,15 +12,42 @@ SnapshotWriter::~SnapshotWriter() {
     jobs_.clear();
   }
   cv_.notify_one();
+  idle_cv_.notify_all();
   thread_.join();
 }
 
+namespace {
+size_t bytes_of(const SnapshotWriter::Records& r) {
+  size_t n = 0;
+  for (const auto& [k, v] : r) n += k.size() + v.size();
+  return n;
+}
+}  // namespace
+
 void SnapshotWriter::put(Zxid at, SnapshotStore::SnapshotPart part, Records records) {
   {
-    std::lock_guard<std::mutex> l(mu_);
+    std::unique_lock<std::mutex> l(mu_);
+    idle_cv_.wait(l, [&] { return stopping_ || pending_bytes_ <= max_pending_bytes; });
+    pending_bytes_ += bytes_of(records);
     jobs_.push_back(Job{attempt_, at, false, part, std::move(records), {}, {}});
   }
   cv_.notify_one();
+}
+
+uint64_t SnapshotWriter::start() {
+  uint64_t attempt;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    attempt = ++attempt_;
+    jobs_.push_back(Job{attempt, 0, false, SnapshotStore::SnapshotPart::node, {}, {}, {}, true});
+  }
+  cv_.notify_one();
+  return attempt;
+}
+
+void SnapshotWriter::wait_idle() {
+  std::unique_lock<std::mutex> l(mu_);
+  idle_cv_.wait(l, [&] { return stopping_ || (jobs_.empty() && !busy_); });
 }
 
 uint64_t SnapshotWriter::produce(Zxid at, SnapshotStore::SnapshotPart part, Producer next) {
@@ -56,10 +83,27 @@ void SnapshotWriter::run() {
       if (stopping_) return;
       job = std::move(jobs_.front());
       jobs_.pop_front();
-      if (job.attempt == failed_attempt_) continue;
+      if (!job.finish && !job.producer && !job.abandon) pending_bytes_ -= std::min(pending_bytes_, bytes_of(job.records));
+      busy_ = job.attempt != failed_attempt_;
+      if (!busy_) {
+        idle_cv_.notify_all();
+        continue;
+      }
     }
+    struct Idle {
+      SnapshotWriter& w;
+      ~Idle() {
+        {
+          std::lock_guard<std::mutex> l(w.mu_);
+          w.busy_ = false;
+        }
+        w.idle_cv_.notify_all();
+      }
+    } idle{*this};
     try {
-      if (job.finish) {
+      if (job.abandon) {
+        store_.abandon_snapshot();
+      } else if (job.finish) {
         store_.finish_snapshot(job.at, job.summary);
         done_(job.at, job.attempt, {});
       } else if (job.producer) {

@@ -34,7 +34,15 @@ class SnapshotWriter {
   SnapshotWriter(const SnapshotWriter&) = delete;
   SnapshotWriter& operator=(const SnapshotWriter&) = delete;
 
+  // Queues records of the latest attempt. Waits while more than max_pending_bytes of records
+  // are queued, so a fast source (a leader streaming its snapshot) cannot outrun the disk.
   void put(Zxid at, SnapshotStore::SnapshotPart part, Records records);
+  static constexpr size_t max_pending_bytes = 32u << 20;
+  // Starts an attempt whose records all come by put(), from nothing: what an earlier attempt
+  // left unfinished in the store is dropped first. Returns its number.
+  uint64_t start();
+  // Returns once every job queued so far is done (or the writer stops).
+  void wait_idle();
   // Records made on the writer's thread: `next` is called there until it returns nothing
   // (or the writer stops), and each batch it gives is written before the next call.
   using Producer = std::function<std::optional<Records>()>;
@@ -51,6 +59,7 @@ class SnapshotWriter {
     Records records;
     std::string summary;
     Producer producer;
+    bool abandon = false;  // start(): drop what is being built
   };
   bool stopping() const;
   void run();
@@ -61,7 +70,10 @@ class SnapshotWriter {
   std::condition_variable cv_;
   std::deque<Job> jobs_;
   bool stopping_ = false;
-  uint64_t attempt_ = 0;         // the latest produce()'s
+  uint64_t attempt_ = 0;         // the latest produce()'s or start()'s
+  size_t pending_bytes_ = 0;     // records queued by put() and not yet written
+  bool busy_ = false;            // a job is being done
+  std::condition_variable idle_cv_;
   // The attempt whose write failed (none yet: the largest value): its later jobs are dropped.
   uint64_t failed_attempt_ = UINT64_MAX;
   std::thread thread_;

@@ -11,6 +11,7 @@
 #include "harness.hpp"
 #include "storage/group_commit.hpp"
 #include "storage/rocksdb_log_store.hpp"
+#include "storage/snapshot_writer.hpp"
 
 using namespace test;
 namespace fs = std::filesystem;
@@ -156,6 +157,9 @@ struct CountingStore : storage::LogStore {
   wire::Zxid last_zxid() const override { return inner.last_zxid(); }
   std::vector<storage::LogEntry> read_after(wire::Zxid a) const override { return inner.read_after(a); }
   wire::Zxid first_zxid() const override { return inner.first_zxid(); }
+  wire::Zxid base() const override { return inner.base(); }
+  wire::Zxid floor(wire::Zxid z) const override { return inner.floor(z); }
+  uint64_t approximate_bytes(wire::Zxid a, wire::Zxid u) const override { return inner.approximate_bytes(a, u); }
   void truncate_after(wire::Zxid z) override { inner.truncate_after(z); }
   storage::ReplicaState replica_state() const override { return inner.replica_state(); }
   void set_replica_state(const storage::ReplicaState& s) override { inner.set_replica_state(s); }
@@ -408,4 +412,101 @@ TEST_CASE("a snapshot marker's record counts are read back; old or garbled marke
   CHECK_FALSE(log.snapshot_record_counts(9));
   CHECK_FALSE(log.snapshot_record_counts(10));
   CHECK(log.snapshot_record_counts(5) == storage::SnapshotStore::RecordCounts{3, 1});
+}
+
+TEST_CASE("the log's base: a purge moves it, floor() answers with one seek, and it survives a reopen") {
+  TempDir d;
+  {
+    storage::RocksDbLogStore log(d.str(), true);
+    CHECK(log.base() == 0);
+    log.append(entries(1, 100));
+    CHECK(log.floor(0) == 0);
+    CHECK(log.floor(57) == 57);
+    CHECK(log.floor(1000) == 100);
+    CHECK(log.approximate_bytes(0, 100) > 0);
+    CHECK(log.approximate_bytes(50, 50) == 0);
+    for (wire::Zxid at : {10, 30, 50, 70}) log.finish_snapshot(at, "");
+    CHECK(log.purge(3) == 1);
+    CHECK(log.base() == 30);  // every txn after 30 is held; 30's record stays too
+    CHECK(log.floor(29) == 0);  // below the base: only in a snapshot
+    CHECK(log.floor(30) == 30);
+    CHECK(log.floor(31) == 31);
+  }
+  storage::RocksDbLogStore log(d.str(), true);
+  CHECK(log.base() == 30);
+  CHECK(log.floor(20) == 0);
+  CHECK(log.last_zxid() == 100);
+  log.truncate_after(40);  // a TRUNC keeps the base below the cut
+  CHECK(log.base() == 30);
+  CHECK(log.last_zxid() == 40);
+}
+
+TEST_CASE("a snapshot installed from a leader replaces the log, also when a crash came between the two") {
+  using Part = storage::SnapshotStore::SnapshotPart;
+  TempDir d;
+  {
+    storage::RocksDbLogStore log(d.str(), true);
+    log.append(entries(1, 20));
+    log.finish_snapshot(10, "own");
+    log.put_snapshot_records(0x100000005, Part::node, {{"a", "1"}});
+    log.finish_snapshot(0x100000005, "from the leader");
+    CHECK(log.snapshot_bytes(0x100000005) > 0);
+    CHECK_THROWS_WITH(log.install_snapshot(0x100000009), Catch::Contains("not complete"));
+    log.install_snapshot(0x100000005);
+    CHECK(log.base() == 0x100000005);
+    CHECK(log.last_zxid() == 0x100000005);
+    CHECK(log.read_after(0).empty());  // every old record is gone, the older own snapshot stays
+    CHECK(log.complete_snapshots() == std::vector<wire::Zxid>{10, 0x100000005});
+    log.append({{0x100000006, "next"}});
+  }
+  {
+    storage::RocksDbLogStore log(d.str(), true);
+    CHECK(log.base() == 0x100000005);
+    CHECK(log.last_zxid() == 0x100000006);
+  }
+  // A crash after the received snapshot's marker and before the reset: the next open finishes
+  // it (a snapshot newer than every record can only be one received whole).
+  TempDir d2;
+  {
+    storage::RocksDbLogStore log(d2.str(), true);
+    log.append(entries(1, 20));
+    log.finish_snapshot(0x100000005, "from the leader");
+  }
+  storage::RocksDbLogStore log(d2.str(), true);
+  CHECK(log.base() == 0x100000005);
+  CHECK(log.last_zxid() == 0x100000005);
+  CHECK(log.read_after(0).empty());
+}
+
+TEST_CASE("the snapshot writer: a started attempt drops what an earlier one left, and wait_idle waits for all") {
+  using Part = storage::SnapshotStore::SnapshotPart;
+  TempDir d;
+  storage::RocksDbLogStore log(d.str(), true);
+  std::mutex mu;
+  std::vector<std::string> errors;
+  storage::SnapshotWriter w(log, [&](wire::Zxid, uint64_t, std::string e) {
+    std::lock_guard<std::mutex> l(mu);
+    if (!e.empty()) errors.push_back(e);
+  });
+  // A stream cut short after two records; the next one sends the same snapshot from the start.
+  w.start();
+  w.put(5, Part::node, {{"b", "1"}, {"c", "2"}});
+  w.start();
+  w.put(5, Part::node, {{"a", "0"}, {"b", "1"}, {"c", "2"}});
+  w.put(5, Part::session, {{"s", "x"}});
+  w.finish(5, "received");
+  w.wait_idle();
+  CHECK(errors.empty());
+  CHECK(log.snapshot_record_counts(5) == storage::SnapshotStore::RecordCounts{3, 1});
+  // Many puts larger than the writer's bound: put() waits instead of queueing them all.
+  w.start();
+  std::string big(1 << 20, 'x');
+  for (int i = 0; i < 40; ++i) {
+    char k[8];
+    std::snprintf(k, sizeof k, "%04d", i);
+    w.put(6, Part::node, {{k, big}});
+  }
+  w.finish(6, "big");
+  w.wait_idle();
+  CHECK(log.snapshot_record_counts(6) == storage::SnapshotStore::RecordCounts{40, 0});
 }
