@@ -12,35 +12,66 @@ namespace {
 // yet. Sync reads ranges (entries, floor) with bounded scans of the store.
 struct TailView final : LogView {
   const storage::LogStore& store;
+  const storage::SnapshotStore* snaps;
   const std::deque<storage::LogEntry>& recent;
-  TailView(const storage::LogStore& s, const std::deque<storage::LogEntry>& r) : store(s), recent(r) {}
+  TailView(const storage::LogStore& s, const storage::SnapshotStore* sn, const std::deque<storage::LogEntry>& r)
+      : store(s), snaps(sn), recent(r) {}
 
   Zxid last_zxid() const override {
     return recent.empty() ? store.last_zxid() : std::max(store.last_zxid(), recent.back().zxid);
   }
-  Zxid snapshot_zxid() const override { return 0; }
+  Zxid snapshot_zxid() const override {
+    if (!snaps) return 0;
+    auto all = snaps->complete_snapshots();
+    return all.empty() ? 0 : all.back();
+  }
+  Zxid base() const override { return store.base(); }
   bool contains(Zxid z) const override { return z != 0 && floor(z) == z; }
   Zxid floor(Zxid z) const override {
     if (z <= 0) return 0;
-    for (auto it = recent.rbegin(); it != recent.rend(); ++it)
-      if (it->zxid <= z) return it->zxid;
-    Zxid out = 0;
-    store.for_each_in(z - 1, z, 1, [&](const storage::LogEntry& e) { out = e.zxid; });
-    if (out == z) return z;
-    // Not held: the largest one below it (a TRUNC's point, which is rare), by a scan.
-    out = 0;
-    store.for_each_in(0, z, SIZE_MAX, [&](const storage::LogEntry& e) { out = e.zxid; });
-    return out;
+    // `recent` is the log's newest part, without a gap: a zxid at or above its first is
+    // answered there; below it, one seek in the store.
+    if (!recent.empty() && z >= recent.front().zxid) {
+      for (auto it = recent.rbegin(); it != recent.rend(); ++it)
+        if (it->zxid <= z) return it->zxid;
+    }
+    return store.floor(z);
   }
-  std::vector<Entry> entries(Zxid after, Zxid upto, size_t max) const override {
+  std::vector<Entry> entries(Zxid after, Zxid upto, size_t max, size_t max_bytes) const override {
     std::vector<Entry> out;
-    store.for_each_in(after, upto, max, [&](const storage::LogEntry& e) { out.push_back(Entry{e.zxid, e.payload}); });
-    for (const auto& e : recent)
-      if (e.zxid > after && e.zxid <= upto && out.size() < max && (out.empty() || e.zxid > out.back().zxid))
-        out.push_back(Entry{e.zxid, e.payload});
+    size_t bytes = 0;
+    auto fits = [&](const std::string& payload) {
+      return out.size() < max && (out.empty() || bytes + payload.size() <= max_bytes);
+    };
+    bool full = false;
+    store.for_each_in(after, upto, max, [&](const storage::LogEntry& e) {
+      if (full || !fits(e.payload)) {
+        full = true;
+        return;
+      }
+      bytes += e.payload.size();
+      out.push_back(Entry{e.zxid, e.payload});
+    });
+    for (const auto& e : recent) {
+      if (full) break;
+      if (e.zxid <= after || e.zxid > upto || (!out.empty() && e.zxid <= out.back().zxid)) continue;
+      if (!fits(e.payload)) break;
+      bytes += e.payload.size();
+      out.push_back(Entry{e.zxid, e.payload});
+    }
     return out;
   }
-  std::string snapshot() const override { return {}; }
+  uint64_t bytes(Zxid after, Zxid upto) const override {
+    uint64_t n = store.approximate_bytes(after, std::min(upto, store.last_zxid()));
+    for (const auto& e : recent)
+      if (e.zxid > std::max(after, store.last_zxid()) && e.zxid <= upto) n += e.payload.size();
+    return n;
+  }
+  uint64_t snapshot_bytes() const override {
+    Zxid at = snapshot_zxid();
+    return snaps && at ? snaps->snapshot_bytes(at) : 0;
+  }
+  std::string snapshot() const override { return {}; }  // streamed by the host
 };
 }  // namespace
 
@@ -53,7 +84,7 @@ EnsembleReplicator::EnsembleReplicator(storage::LogStore& store, Settings settin
     : store_(store),
       settings_(std::move(settings)),
       hooks_(std::move(hooks)),
-      core_(new Core{TailView(store_, recent_), nullptr}) {}
+      core_(new Core{TailView(store_, store_.snapshots(), recent_), nullptr}) {}
 
 EnsembleReplicator::~EnsembleReplicator() = default;
 
@@ -70,6 +101,7 @@ void EnsembleReplicator::start(Zxid applied) {
   cfg.ensemble.observers = settings_.observers;
   cfg.init_limit = settings_.init_limit * settings_.subticks;
   cfg.sync_limit = settings_.sync_limit * settings_.subticks;
+  cfg.stream_sync = static_cast<bool>(hooks_.stream);
   // Votes go out again every 2 core ticks, a decision waits 1 for a better vote: as in the
   // simulation, whatever the length of a tick.
   core_->peer = std::make_unique<ZabPeer>(cfg, core_->view, epochs, applied_);
@@ -91,7 +123,31 @@ bool EnsembleReplicator::receive(PeerId from, std::string_view bytes, std::strin
     if (error) *error = d.error;
     return false;
   }
-  core_->peer->receive(from, *d.message);
+  const pb::PeerMessage& m = *d.message;
+  ZabPeer& peer = *core_->peer;
+  // A stream's frames and Sync belong to the link with the leader this member follows now.
+  bool from_link = (peer.role() == Role::following || peer.role() == Role::observing) && from == peer.leader() &&
+                   m.link() != 0 && m.link() == peer.link() && m.epoch() == peer.link_epoch();
+  if (m.has_snap_chunk() && from_link && hooks_.snapshot_chunk) {
+    const auto& c = m.snap_chunk();
+    SnapshotFrame f;
+    f.at = c.zxid();
+    f.link = m.link();
+    f.part = static_cast<char>(c.part());
+    for (const auto& r : c.records()) f.records.emplace_back(r.key(), r.value());
+    f.end = c.end();
+    f.node_records = c.node_records();
+    f.session_records = c.session_records();
+    hooks_.snapshot_chunk(std::move(f));
+  }
+  if (m.has_sync() && from_link && m.sync().streamed() && m.sync().mode() == pb::Sync::SNAP &&
+      !(hooks_.snapshot_complete && hooks_.snapshot_complete(m.sync().snapshot_zxid(), m.link()))) {
+    // The snapshot did not arrive whole: nothing is installed; this member looks again.
+    peer.peer_lost(from);
+    process();
+    return true;
+  }
+  peer.receive(from, m);
   process();
   return true;
 }
@@ -177,11 +233,33 @@ void EnsembleReplicator::process() {
       while (!recent_.empty() && recent_.back().zxid > *r.truncate_after) recent_.pop_back();
       durable_ = std::min(durable_, *r.truncate_after);
     }
+    if (r.snapshot) {
+      // A SNAP: the snapshot came before the Sync (receive() checked it is whole); it replaces
+      // the log and the tree. Writes in flight finish first: they belong to the old log.
+      if (!r.snapshot_streamed || !hooks_.install_snapshot)
+        throw std::logic_error("an ensemble member got a snapshot it cannot install");
+      if (hooks_.finish_writes) hooks_.finish_writes();
+      recent_.clear();
+      Zxid at = r.snapshot->first;
+      hooks_.install_snapshot(at);
+      applied_ = at;
+      durable_ = at;
+      save_state(true);
+    }
     for (auto& e : r.append) {
       recent_.push_back(storage::LogEntry{e.zxid, e.payload});
       hooks_.persist(storage::LogEntry{e.zxid, std::move(e.payload)});
     }
-    for (auto& [to, m] : r.messages) hooks_.send(to, encode_peer_message(m), m.has_vote());
+    for (auto& [to, m] : r.messages) {
+      if (m.has_sync() && m.sync().streamed()) {
+        const auto& sy = m.sync();
+        SyncPlan plan{to, m.link(), m.epoch(), sy.mode() == pb::Sync::SNAP ? sy.snapshot_zxid() : 0, sy.trunc_after(),
+                      sy.sync_last(), encode_peer_message(m)};
+        hooks_.stream(std::move(plan));
+        continue;
+      }
+      hooks_.send(to, encode_peer_message(m), m.has_vote(), m.link());
+    }
     apply_upto(r.committed);
     while (!recent_.empty() && recent_.front().zxid <= std::min(applied_, durable_)) recent_.pop_front();
     if (r.role_changed && hooks_.role_changed) hooks_.role_changed();

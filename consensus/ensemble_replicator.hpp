@@ -8,9 +8,11 @@
 //
 // What the host does with Ready, in order (consensus/README.md): epochs persisted (synced) in
 // the replica state, a truncation (after the log writes in flight are done), appends (durable
-// later, reported with durable()), messages, then commits. A snapshot install (SNAP) never
-// happens here: a leader's view of its log has no snapshot, so it synchronises every follower
-// by DIFF or TRUNC; that needs the log from the start (no autopurge in an ensemble yet).
+// later, reported with durable()), messages, then commits. A leader offers its newest complete
+// snapshot and the log after the store's base (a purge moves it): a follower the log no longer
+// reaches, or whose DIFF would be larger than a third of the snapshot (ZooKeeper's
+// snapshotSizeFactor), gets a SNAP. Syncs are streamed by the host (the `stream` hook) when it
+// sets one: the core then never reads a sync's entries or snapshot on the server's thread.
 #pragma once
 
 #include <cstdint>
@@ -20,6 +22,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "consensus/replicator.hpp"
@@ -40,9 +43,39 @@ class EnsembleReplicator final : public Replicator {
     // not bound to ticks either); the limits stay tickTime multiples.
     int subticks = 1;
   };
+  // Leader: a streamed sync to send (consensus/sync_streamer.hpp): the snapshot `snapshot`
+  // (0: none) first, then `header` (the encoded Sync), then the entries in (after, upto], and
+  // only then the link's later messages.
+  struct SyncPlan {
+    PeerId to = 0;
+    uint64_t link = 0;
+    uint32_t epoch = 0;
+    Zxid snapshot = 0;
+    Zxid after = 0, upto = 0;
+    std::string header;
+  };
+  // Follower: records of a snapshot its leader streams, as they arrive.
+  struct SnapshotFrame {
+    Zxid at = 0;
+    uint64_t link = 0;
+    char part = 'n';
+    std::vector<std::pair<std::string, std::string>> records;
+    bool end = false;  // the last frame: how many records of each part were sent
+    uint64_t node_records = 0, session_records = 0;
+  };
   struct Hooks {
-    // An encoded peer message; `vote`: an election message (the transport's election port).
-    std::function<void(PeerId to, std::string message, bool vote)> send;
+    // An encoded peer message; `vote`: an election message (the transport's election port);
+    // `link`: the link it belongs to (0 for votes).
+    std::function<void(PeerId to, std::string message, bool vote, uint64_t link)> send;
+    // Leader: streams a sync; none set: syncs go inline in the link's messages.
+    std::function<void(SyncPlan)> stream;
+    // Follower: a snapshot's frame from the leader it follows, on its current link.
+    std::function<void(SnapshotFrame)> snapshot_chunk;
+    // Follower: whether the snapshot `at` arrived whole on `link` (all its frames, counts right).
+    std::function<bool(Zxid at, uint64_t link)> snapshot_complete;
+    // Follower: makes the received snapshot `at` durable, the log's new start, and the tree.
+    // Throws when it cannot (a storage failure).
+    std::function<void(Zxid at)> install_snapshot;
     std::function<void(storage::LogEntry)> persist;            // append; durable() reports it later
     std::function<void()> finish_writes;                       // returns once every persist is written
     std::function<void(PeerId from, std::string payload)> request;  // leader: a forwarded request

@@ -26,9 +26,14 @@ struct MemoryLog : LogView {
     auto it = std::upper_bound(log.begin(), log.end(), z, [](Zxid v, const Entry& e) { return v < e.zxid; });
     return it == log.begin() ? snap_zxid : std::prev(it)->zxid;
   }
-  std::vector<Entry> entries(Zxid after, Zxid upto, size_t max) const override {
+  std::vector<Entry> entries(Zxid after, Zxid upto, size_t max, size_t max_bytes) const override {
     std::vector<Entry> out;
-    for (auto it = above(after); it != log.end() && it->zxid <= upto && out.size() < max; ++it) out.push_back(*it);
+    size_t bytes = 0;
+    for (auto it = above(after); it != log.end() && it->zxid <= upto && out.size() < max; ++it) {
+      if (!out.empty() && bytes + it->payload.size() > max_bytes) break;
+      bytes += it->payload.size();
+      out.push_back(*it);
+    }
     return out;
   }
   std::string snapshot() const override { return snap; }

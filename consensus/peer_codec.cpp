@@ -44,6 +44,19 @@ std::string check(const pb::PeerMessage& m) {
       if (m.inform().committed() < 0) return "a negative zxid";
       return ascending(m.inform().entries()) ? "" : "an inform whose entries are not in ascending zxid order";
     case B::kPing: return m.ping().zxid() < 0 ? "a negative zxid" : "";
+    case B::kSyncData: {
+      const auto& d = m.sync_data();
+      if (d.after() < 0) return "sync data with a negative zxid";
+      if (!ascending(d.entries()) || (d.entries_size() > 0 && d.entries(0).zxid() <= d.after()))
+        return "sync data whose entries are not in ascending zxid order after its start";
+      return {};
+    }
+    case B::kSnapChunk: {
+      const auto& c = m.snap_chunk();
+      if (c.zxid() <= 0) return "a snapshot chunk without a zxid";
+      if (!c.end() && c.part() != 'n' && c.part() != 's') return "a snapshot chunk of an unknown part";
+      return {};
+    }
     default: return {};
   }
 }

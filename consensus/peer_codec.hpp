@@ -13,10 +13,13 @@
 namespace warden::consensus {
 
 // Bumped whenever a message changes meaning; a peer speaking another version is refused.
-constexpr uint32_t protocol_version = 1;
-// The largest message a peer accepts (a Sync carries at most max_entries_per_message entries
-// or one snapshot; larger snapshots are for the transport to chunk).
-constexpr size_t max_peer_message_bytes = 256u << 20;
+// 2: syncs are streamed (Sync.streamed, SyncData, SnapChunk), which a member of version 1 would
+// take for an empty sync.
+constexpr uint32_t protocol_version = 2;
+// The largest message a peer accepts, and the transport's frame and queue limit: a message is
+// at most max_message_bytes of entries (or one entry, at most jute.maxbuffer), and a streamed
+// sync's frames are a megabyte; only the simulator's inline snapshots come near it.
+constexpr size_t max_peer_message_bytes = 64u << 20;
 
 struct DecodedPeerMessage {
   std::optional<pb::PeerMessage> message;

@@ -329,11 +329,16 @@ Ready ZabPeer::ready() {
   if (!unsent_.empty()) {
     for (auto& [id, l] : links_) {
       if (l.observer || (l.phase != Link::Phase::syncing && l.phase != Link::Phase::synced)) continue;
-      for (size_t i = 0; i < unsent_.size(); i += cfg_.max_entries_per_message) {
+      for (size_t i = 0; i < unsent_.size();) {
         pb::PeerMessage m;
         auto* p = m.mutable_proposal();
-        for (size_t j = i; j < std::min(unsent_.size(), i + cfg_.max_entries_per_message); ++j)
-          to_pb(unsent_[j], p->add_entries());
+        size_t bytes = 0;
+        for (; i < unsent_.size() && static_cast<size_t>(p->entries_size()) < cfg_.max_entries_per_message &&
+               (p->entries_size() == 0 || bytes + unsent_[i].payload.size() <= cfg_.max_message_bytes);
+             ++i) {
+          bytes += unsent_[i].payload.size();
+          to_pb(unsent_[i], p->add_entries());
+        }
         send_on_link(id, l, std::move(m));
       }
     }
@@ -393,50 +398,71 @@ void ZabPeer::maybe_start_sync() {
   maybe_establish();
 }
 
+std::vector<Entry> ZabPeer::read(Zxid after, Zxid upto) const {
+  return log_.entries(after, upto, cfg_.max_entries_per_message, cfg_.max_message_bytes);
+}
+
 void ZabPeer::start_sync(PeerId to, Link& l) {
   Zxid f = l.last_zxid;
+  Zxid base = log_.base();
   Zxid snap = log_.snapshot_zxid();
   // Observers hear only what is committed; followers the whole log, uncommitted tail included.
   Zxid upto = l.observer ? std::min(committed_, log_.last_zxid()) : log_.last_zxid();
   pb::PeerMessage m;
   auto* s = m.mutable_sync();
   Zxid from;
-  if (f >= snap && log_.floor(f) == f) {
+  Zxid held = f >= base ? log_.floor(f) : 0;
+  if (f >= base && held == f) {
     // DIFF: the follower holds a prefix of this history (anything it holds above f is not
     // durable there and is cut).
     s->set_mode(pb::Sync::DIFF);
     from = f;
-  } else if (f > snap) {
+  } else if (f > base && held >= base) {
     // TRUNC: it holds txns this history does not; cut back to the last one both hold.
     s->set_mode(pb::Sync::TRUNC);
-    from = log_.floor(f);
+    from = held;
   } else {
     // SNAP: this log no longer reaches back to where the follower is.
     s->set_mode(pb::Sync::SNAP);
-    s->set_snapshot_zxid(snap);
-    s->set_snapshot(log_.snapshot());
     from = snap;
   }
+  // ZooKeeper's rule (snapshotSizeFactor): a DIFF larger than a share of the snapshot goes as
+  // the snapshot, when the snapshot is ahead of where the DIFF would start.
+  uint64_t snap_size = snap > from ? log_.snapshot_bytes() : 0;  // 0: unknown, no rule
+  if (s->mode() != pb::Sync::SNAP && snap_size > 0 &&
+      static_cast<double>(log_.bytes(from, upto)) > cfg_.snapshot_size_factor * static_cast<double>(snap_size)) {
+    s->set_mode(pb::Sync::SNAP);
+    from = snap;
+  }
+  if (s->mode() == pb::Sync::SNAP) s->set_snapshot_zxid(snap);
   from = std::min(from, upto);
   s->set_trunc_after(from);
-  auto entries = log_.entries(from, upto, cfg_.max_entries_per_message);
-  for (const auto& e : entries) to_pb(e, s->add_entries());
   s->set_new_epoch(new_epoch_);
   s->set_committed(committed_);
   s->set_sync_last(upto);
+  l.phase = Link::Phase::syncing;
+  l.informed = upto;
+  if (cfg_.stream_sync) {
+    // The host sends the snapshot before this message and the entries after it, reading them
+    // off this thread, as fast as the follower takes them.
+    s->set_streamed(true);
+    send_on_link(to, l, std::move(m));
+    return;
+  }
+  if (s->mode() == pb::Sync::SNAP) s->set_snapshot(log_.snapshot());
+  auto entries = read(from, upto);
+  for (const auto& e : entries) to_pb(e, s->add_entries());
   send_on_link(to, l, std::move(m));
   // The rest, if the log is longer than one message.
   Zxid sent = entries.empty() ? from : entries.back().zxid;
   while (sent < upto) {
-    auto more = log_.entries(sent, upto, cfg_.max_entries_per_message);
+    auto more = read(sent, upto);
     if (more.empty()) break;
     pb::PeerMessage p;
     for (const auto& e : more) to_pb(e, p.mutable_proposal()->add_entries());
     sent = more.back().zxid;
     send_on_link(to, l, std::move(p));
   }
-  l.phase = Link::Phase::syncing;
-  l.informed = upto;
 }
 
 void ZabPeer::maybe_establish() {
@@ -484,14 +510,14 @@ void ZabPeer::advance_commit() {
 void ZabPeer::inform_observers() {
   for (auto it = links_.begin(); it != links_.end();) {
     auto& [id, l] = *it;
-    if (l.observer && l.informed < log_.snapshot_zxid()) {
+    if (l.observer && l.informed < log_.base()) {
       it = links_.erase(it);  // the log no longer reaches back to it: it comes back for a SNAP
       continue;
     }
     ++it;
     if (!l.observer || l.phase == Link::Phase::info || l.phase == Link::Phase::epoch_acked) continue;
     while (l.informed < committed_) {
-      auto entries = log_.entries(l.informed, committed_, cfg_.max_entries_per_message);
+      auto entries = read(l.informed, committed_);
       if (entries.empty()) break;
       pb::PeerMessage m;
       for (const auto& e : entries) to_pb(e, m.mutable_inform()->add_entries());
@@ -678,6 +704,7 @@ void ZabPeer::follow_receive(PeerId from, const pb::PeerMessage& m) {
     return;
   }
   if (link_ == 0 || m.link() != link_ || m.epoch() != link_epoch_) return;
+  if (m.has_sync_data() || m.has_snap_chunk()) return stream_received(m);
   if (m.seq() <= received_seq_) return;  // a duplicate
   if (m.seq() != received_seq_ + 1) {
     become_looking();  // a lost message: the link is broken
@@ -685,12 +712,20 @@ void ZabPeer::follow_receive(PeerId from, const pb::PeerMessage& m) {
   }
   received_seq_ = m.seq();
   heard_ = now_;
+  if (fphase_ == FPhase::syncing && streamed_ && sync_end_ && received_upto_ < *sync_end_) {
+    // The host sends the link's later messages only after a stream's last frame: one of them
+    // first means a frame went missing.
+    become_looking();
+    return;
+  }
   if (m.has_sync()) {
     if (fphase_ != FPhase::discovery) return;
     const auto& s = m.sync();
     Zxid from_zxid = s.trunc_after();
+    streamed_ = s.streamed();
     if (s.mode() == pb::Sync::SNAP) {
       ready_.snapshot = std::make_pair(s.snapshot_zxid(), s.snapshot());
+      ready_.snapshot_streamed = s.streamed();
       durable_ = s.snapshot_zxid();  // the host installs it synchronously
       committed_ = std::max(committed_, s.snapshot_zxid());
       received_upto_ = s.snapshot_zxid();
@@ -701,23 +736,14 @@ void ZabPeer::follow_receive(PeerId from, const pb::PeerMessage& m) {
       durable_ = std::min(durable_, from_zxid);
       received_upto_ = from_zxid;
     }
-    for (const auto& e : s.entries()) {
-      if (e.zxid() <= received_upto_) continue;
-      ready_.append.push_back(from_pb(e));
-      received_upto_ = e.zxid();
-    }
+    take_entries(s.entries());
     sync_end_ = s.sync_last();
     fphase_ = FPhase::syncing;
     set_committed(s.committed());
     maybe_ack_new_leader();
   } else if (m.has_proposal() || m.has_inform()) {
     if (fphase_ == FPhase::discovery) return;
-    const auto& entries = m.has_proposal() ? m.proposal().entries() : m.inform().entries();
-    for (const auto& e : entries) {
-      if (e.zxid() <= received_upto_) continue;
-      ready_.append.push_back(from_pb(e));
-      received_upto_ = e.zxid();
-    }
+    take_entries(m.has_proposal() ? m.proposal().entries() : m.inform().entries());
     if (m.has_inform()) set_committed(m.inform().committed());
     maybe_ack_new_leader();
   } else if (m.has_commit()) {
@@ -734,6 +760,33 @@ void ZabPeer::follow_receive(PeerId from, const pb::PeerMessage& m) {
     r.mutable_ping()->set_zxid(last_durable());
     send_to_leader(std::move(r));
   }
+}
+
+void ZabPeer::take_entries(const google::protobuf::RepeatedPtrField<pb::Entry>& entries) {
+  for (const auto& e : entries) {
+    if (e.zxid() <= received_upto_) continue;
+    ready_.append.push_back(from_pb(e));
+    received_upto_ = e.zxid();
+  }
+}
+
+void ZabPeer::stream_received(const pb::PeerMessage& m) {
+  heard_ = now_;
+  if (m.has_sync_data()) {
+    if (fphase_ != FPhase::syncing || !streamed_) return;
+    if (m.sync_data().after() != received_upto_) {
+      become_looking();  // a frame of the stream went missing: the link is broken
+      return;
+    }
+    take_entries(m.sync_data().entries());
+    maybe_ack_new_leader();
+  } else if (fphase_ != FPhase::discovery) {
+    return;  // a snapshot's records come before the Sync; the host keeps them
+  }
+  // A stream may take longer than initLimit: the leader hears that this follower is alive.
+  pb::PeerMessage r;
+  r.mutable_ping()->set_zxid(last_durable());
+  send_to_leader(std::move(r));
 }
 
 void ZabPeer::follower_tick() {

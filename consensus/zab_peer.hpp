@@ -70,8 +70,16 @@ struct PeerConfig {
   int finalize_ticks = 1;
   // The leader gives up its epoch before its counter passes this (a new epoch restarts it).
   uint32_t max_counter = UINT32_MAX - 1;
-  // The most entries one Proposal, Sync or Inform message carries.
+  // The most entries, and about the most bytes, one Proposal, Sync or Inform message carries
+  // (one entry larger than that goes alone).
   size_t max_entries_per_message = 1000;
+  size_t max_message_bytes = 4u << 20;
+  // The host streams syncs (peer.proto's Sync.streamed): a Sync carries no entries and no
+  // snapshot, the host sends them. Else (the simulator) they go in the link's messages.
+  bool stream_sync = false;
+  // ZooKeeper's zookeeper.snapshotSizeFactor: a follower whose DIFF would be larger than this
+  // share of the snapshot gets the snapshot (when it is newer than the follower's log).
+  double snapshot_size_factor = 0.33;
 #ifdef WARDEN_PLANTS
   Plants plants;
 #endif
@@ -87,9 +95,20 @@ class LogView {
   virtual bool contains(Zxid z) const = 0;  // an entry with this zxid follows the snapshot
   // The largest zxid at or below `z` that the log holds (an entry, or the snapshot's zxid).
   virtual Zxid floor(Zxid z) const = 0;
-  // Entries in (after, upto], at most `max`, in order; `after` must be held (floor(after) == after).
-  virtual std::vector<Entry> entries(Zxid after, Zxid upto, size_t max) const = 0;
+  // Entries in (after, upto], at most `max` and, past the first, about `max_bytes` of payload,
+  // in order; `after` must be held (floor(after) == after).
+  virtual std::vector<Entry> entries(Zxid after, Zxid upto, size_t max, size_t max_bytes) const = 0;
   virtual std::string snapshot() const = 0;  // the state machine at snapshot_zxid()
+  // The log holds every entry after base() (a purge may keep older snapshots than the newest,
+  // and the log after the oldest kept one): below it, only a snapshot brings a follower along.
+  virtual Zxid base() const { return snapshot_zxid(); }
+  // About how many bytes the entries in (after, upto], and the snapshot, take (0: unknown).
+  virtual uint64_t bytes(Zxid after, Zxid upto) const {
+    (void)after;
+    (void)upto;
+    return 0;
+  }
+  virtual uint64_t snapshot_bytes() const { return 0; }
 };
 
 struct Epochs {
@@ -108,6 +127,9 @@ struct Ready {
   std::optional<Epochs> epochs;
   std::optional<Zxid> truncate_after;
   std::optional<std::pair<Zxid, std::string>> snapshot;
+  // The snapshot's records came before, as SnapChunk frames the host kept (a streamed SNAP):
+  // `snapshot`'s string is empty, the host installs what it received.
+  bool snapshot_streamed = false;
   std::vector<Entry> append;
   std::vector<std::pair<PeerId, pb::PeerMessage>> messages;
   Zxid committed = 0;
@@ -161,6 +183,7 @@ class ZabPeer {
   // on it, and the seq of the last one the leader says it received (from the leader's pings).
   // A message with seq <= link_acked() on this link is known to have reached the leader.
   uint64_t link() const { return link_; }
+  uint32_t link_epoch() const { return link_epoch_; }
   uint64_t link_sent() const { return sent_; }
   uint64_t link_acked() const { return leader_received_; }
 
@@ -216,6 +239,9 @@ class ZabPeer {
   void send_follower_info();
   void follower_tick();
   void maybe_ack_new_leader();
+  void take_entries(const google::protobuf::RepeatedPtrField<pb::Entry>& entries);
+  void stream_received(const pb::PeerMessage& m);
+  std::vector<Entry> read(Zxid after, Zxid upto) const;
   void set_committed(Zxid z);
 
   PeerConfig cfg_;
@@ -247,6 +273,7 @@ class ZabPeer {
   uint64_t heard_ = 0;
   Zxid received_upto_ = 0;    // the last zxid the leader gave this follower
   std::optional<Zxid> sync_end_;  // awaiting durability up to here before NEWLEADER's ack
+  bool streamed_ = false;         // this sync's entries come as SyncData frames
 
   // Leading.
   std::map<PeerId, Link> links_;

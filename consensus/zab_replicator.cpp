@@ -18,10 +18,11 @@ struct LogStoreView final : LogView {
   bool contains(Zxid z) const override { return floor(z) == z && z != 0; }
   Zxid floor(Zxid z) const override {
     Zxid out = 0;
-    for (const auto& e : entries(0, z, SIZE_MAX)) out = e.zxid;
+    for (const auto& e : entries(0, z, SIZE_MAX, SIZE_MAX)) out = e.zxid;
     return out;
   }
-  std::vector<Entry> entries(Zxid after, Zxid upto, size_t max) const override {
+  std::vector<Entry> entries(Zxid after, Zxid upto, size_t max, size_t max_bytes) const override {
+    (void)max_bytes;  // a lone voter sends nothing
     std::vector<Entry> out;
     for (auto& e : store.read_after(after))
       if (e.zxid <= upto && out.size() < max) out.push_back(Entry{e.zxid, std::move(e.payload)});

@@ -3,7 +3,7 @@
 // decode_peer_message, and what decodes is encoded again (it must decode to the same message)
 // and handed to a ZabPeer of a 3-voter, 1-observer ensemble, with a tick and a durability report
 // between records. The corpus is real traffic captured from the simulator (warden-sim --seed S
-// --capture DIR). Any crash, sanitizer report, leak or hang is a finding.
+// --capture DIR), protocol version 2. Any crash, sanitizer report, leak or hang is a finding.
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -25,6 +25,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   cfg.id = 1;
   cfg.ensemble.voters = {1, 2, 3};
   cfg.ensemble.observers = {4};
+  cfg.stream_sync = size % 2 == 1;  // both kinds of sync: inline, and streamed by a host
   ZabPeer peer(cfg, log, Epochs{2, 2}, 0x100000002);
   uint64_t n = 0;
   while (in.size() >= 3) {

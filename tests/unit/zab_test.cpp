@@ -4,6 +4,8 @@
 #include <catch2/catch.hpp>
 
 #include <deque>
+#include <functional>
+#include <optional>
 #include <map>
 #include <memory>
 #include <random>
@@ -19,7 +21,27 @@ using namespace warden::consensus;
 
 namespace {
 
-using MemLog = MemoryLog;
+// A memory log that can also hold entries below its snapshot (a purge keeps the log after its
+// oldest snapshot, not its newest), with sizes for the DIFF-or-SNAP rule.
+struct MemLog : MemoryLog {
+  std::optional<Zxid> base_at;  // none: the snapshot is the base
+  uint64_t snap_bytes = 0;
+  Zxid base() const override { return base_at.value_or(snap_zxid); }
+  Zxid floor(Zxid z) const override {
+    if (z < base()) return 0;
+    Zxid out = base();
+    for (const auto& e : log)
+      if (e.zxid <= z) out = std::max(out, e.zxid);
+    return out;
+  }
+  uint64_t bytes(Zxid after, Zxid upto) const override {
+    uint64_t n = 0;
+    for (const auto& e : log)
+      if (e.zxid > after && e.zxid <= upto) n += e.payload.size();
+    return n;
+  }
+  uint64_t snapshot_bytes() const override { return snap_bytes; }
+};
 
 // Peers 1..n, all voters. Messages go through the codec; `cut` holds servers that send and
 // receive nothing; `auto_durable` makes every append durable at once.
@@ -34,7 +56,16 @@ struct Net {
   bool auto_durable = true;
   std::map<PeerId, std::vector<std::pair<PeerId, std::string>>> requests;  // what each leader was forwarded
 
-  explicit Net(int n, std::map<PeerId, std::vector<Entry>> start = {}, std::map<PeerId, Epochs> e = {}) {
+  // Host-streamed syncs (PeerConfig::stream_sync): this net plays the host, sending a streamed
+  // Sync's entries as SyncData frames of `frame_entries`; `lose_frame` drops that frame.
+  bool stream = false;
+  size_t frame_entries = 2;
+  int lose_frame = -1;
+  std::map<PeerId, std::vector<pb::Sync::Mode>> syncs;  // the modes each member was synced with
+  std::map<PeerId, std::pair<Zxid, bool>> installed;    // snapshots installed: zxid, streamed
+
+  explicit Net(int n, std::map<PeerId, std::vector<Entry>> start = {}, std::map<PeerId, Epochs> e = {},
+               std::function<void(PeerId, PeerConfig&, MemLog&)> setup = nullptr) {
     PeerConfig base;
     for (int i = 1; i <= n; ++i) base.ensemble.voters.push_back(i);
     for (int i = 1; i <= n; ++i) {
@@ -42,19 +73,51 @@ struct Net {
       epochs[i] = e[i];
       PeerConfig c = base;
       c.id = i;
+      if (setup) setup(i, c, logs[i]);
+      stream = stream || c.stream_sync;
       peers[i] = std::make_unique<ZabPeer>(c, logs[i], e[i], 0);
     }
     for (int i = 1; i <= n; ++i) drain(i);
+  }
+  void send(PeerId from, PeerId to, const pb::PeerMessage& m) {
+    if (!cut.count(from) && !cut.count(to) && !dropped.count({from, to}))
+      wire.push_back({to, {from, encode_peer_message(m)}});
   }
   void drain(PeerId id) {
     Ready r = peers[id]->ready();
     if (r.epochs) epochs[id] = *r.epochs;
     if (r.truncate_after)
       logs[id].truncate_after(*r.truncate_after);
+    if (r.snapshot) {
+      // The state machine is opaque here: the snapshot's zxid is what matters.
+      logs[id].log.clear();
+      logs[id].snap_zxid = r.snapshot->first;
+      logs[id].base_at.reset();
+      installed[id] = {r.snapshot->first, r.snapshot_streamed};
+    }
     for (auto& e : r.append) logs[id].log.push_back(e);
-    for (auto& [to, m] : r.messages)
-      if (!cut.count(id) && !cut.count(to) && !dropped.count({id, to}))
-        wire.push_back({to, {id, encode_peer_message(m)}});
+    for (auto& [to, m] : r.messages) {
+      if (m.has_sync()) syncs[to].push_back(m.sync().mode());
+      send(id, to, m);
+      if (!m.has_sync() || !m.sync().streamed()) continue;
+      // The host's part: the entries after the Sync, in frames, before anything else.
+      auto all = logs[id].entries(m.sync().trunc_after(), m.sync().sync_last(), SIZE_MAX, SIZE_MAX);
+      int n = 0;
+      for (size_t i = 0; i < all.size(); i += frame_entries, ++n) {
+        pb::PeerMessage f;
+        f.set_version(protocol_version);
+        f.set_from(id);
+        f.set_epoch(m.epoch());
+        f.set_link(m.link());
+        f.mutable_sync_data()->set_after(i == 0 ? m.sync().trunc_after() : all[i - 1].zxid);
+        for (size_t j = i; j < std::min(all.size(), i + frame_entries); ++j) {
+          auto* pe = f.mutable_sync_data()->add_entries();
+          pe->set_zxid(all[j].zxid);
+          pe->set_payload(all[j].payload);
+        }
+        if (n != lose_frame) send(id, to, f);
+      }
+    }
     committed[id] = r.committed;
     for (auto& q : r.requests) requests[id].push_back(std::move(q));
     if (auto_durable && (!r.append.empty() || r.truncate_after)) {
@@ -156,6 +219,26 @@ TEST_CASE("peer messages: garbage is an error naming the problem, never a crash"
   p->add_entries()->set_zxid(9);
   p->add_entries()->set_zxid(3);
   CHECK(decode_peer_message(encode_peer_message(m)).error.find("not in ascending") != std::string::npos);
+  {  // a streamed sync's frames
+    pb::PeerMessage f;
+    f.set_version(protocol_version);
+    f.mutable_sync_data()->set_after(7);
+    f.mutable_sync_data()->add_entries()->set_zxid(7);
+    CHECK(decode_peer_message(encode_peer_message(f)).error.find("after its start") != std::string::npos);
+    f.mutable_sync_data()->mutable_entries(0)->set_zxid(8);
+    CHECK(decode_peer_message(encode_peer_message(f)).message);
+    f.mutable_sync_data()->set_after(-1);
+    CHECK(decode_peer_message(encode_peer_message(f)).error == "sync data with a negative zxid");
+    pb::PeerMessage c;
+    c.set_version(protocol_version);
+    c.mutable_snap_chunk()->set_zxid(5);
+    c.mutable_snap_chunk()->set_part('x');
+    CHECK(decode_peer_message(encode_peer_message(c)).error == "a snapshot chunk of an unknown part");
+    c.mutable_snap_chunk()->set_part('s');
+    CHECK(decode_peer_message(encode_peer_message(c)).message);
+    c.mutable_snap_chunk()->set_zxid(0);
+    CHECK(decode_peer_message(encode_peer_message(c)).error == "a snapshot chunk without a zxid");
+  }
   std::string whole = encode_peer_message(m);
   for (size_t cut = 0; cut < whole.size(); ++cut) {  // every truncation of a valid message
     auto d = decode_peer_message(std::string_view(whole).substr(0, cut));
@@ -531,4 +614,118 @@ TEST_CASE("a leader's pings tell each follower the last of its messages the lead
   net.drain(f);
   net.ticks(1);
   CHECK(fp.link_acked() < fp.link_sent());
+}
+
+namespace {
+// Three voters: 1 leads with `leader_log`; 3 comes back with `behind`; 2 holds what 1 holds.
+Net sync_net(const std::vector<Entry>& leader_log, const std::vector<Entry>& behind,
+             std::function<void(MemLog&)> leader_store, bool stream = false) {
+  std::map<PeerId, Epochs> e{{1, {1, 1}}, {2, {1, 1}}, {3, {1, 1}}};
+  return Net(3, {{1, leader_log}, {2, leader_log}, {3, behind}}, e, [=](PeerId id, PeerConfig& c, MemLog& log) {
+    c.stream_sync = stream;
+    if (id != 3) leader_store(log);
+  });
+}
+}  // namespace
+
+TEST_CASE("a follower behind the log's base is sent the snapshot (SNAP), one within it a DIFF") {
+  // 1 and 2 purged their logs: they hold a snapshot at (1,6), and the log after (1,3) only.
+  auto purged = [](MemLog& log) {
+    log.snap_zxid = make_zxid(1, 6);
+    log.snap = "tree at 6";
+    log.base_at = make_zxid(1, 3);
+  };
+  std::vector<Entry> after3;
+  for (uint32_t c = 4; c <= 10; ++c) after3.push_back(entry(1, c));
+  {
+    Net net = sync_net(after3, history(1, 2), purged);
+    net.settle();
+    REQUIRE(net.leader() != 0);
+    REQUIRE(net.peers[3]->serving());
+    CHECK(net.syncs[3].back() == pb::Sync::SNAP);
+    CHECK(net.installed[3].first == make_zxid(1, 6));
+    CHECK(net.logs[3].last_zxid() == make_zxid(1, 10));
+    CHECK(net.logs[3].log.front().zxid == make_zxid(1, 7));  // the log after the snapshot only
+  }
+  {
+    // 3 holds (1,3), the base itself: the log reaches it, a DIFF does.
+    Net net = sync_net(after3, history(1, 3), purged);
+    net.settle();
+    REQUIRE(net.peers[3]->serving());
+    CHECK(net.syncs[3].back() == pb::Sync::DIFF);
+    CHECK(net.installed.count(3) == 0);
+    CHECK(net.logs[3].last_zxid() == make_zxid(1, 10));
+  }
+}
+
+TEST_CASE("a DIFF larger than a third of the snapshot goes as the snapshot, as ZooKeeper's snapshotSizeFactor") {
+  std::vector<Entry> whole;
+  for (uint32_t c = 1; c <= 10; ++c) whole.push_back(entry(1, c, std::string(100, 'x')));
+  for (uint64_t snapshot_size : {1000u, 100000u}) {
+    Net net = sync_net(whole, history(1, 2), [&](MemLog& log) {
+      log.snap_zxid = make_zxid(1, 6);
+      log.base_at = 0;  // nothing purged: the log reaches back to the start
+      log.snap_bytes = snapshot_size;
+    });
+    net.settle();
+    REQUIRE(net.peers[3]->serving());
+    // 800 bytes to send: more than a third of 1000, less than a third of 100000.
+    CHECK(net.syncs[3].back() == (snapshot_size == 1000 ? pb::Sync::SNAP : pb::Sync::DIFF));
+    CHECK(net.logs[3].last_zxid() == make_zxid(1, 10));
+  }
+}
+
+TEST_CASE("a streamed sync carries nothing itself; its entries come as SyncData, and a lost frame is noticed") {
+  std::vector<Entry> whole = history(1, 9);
+  {
+    Net net = sync_net(whole, history(1, 2), [](MemLog&) {}, true);
+    net.settle();
+    REQUIRE(net.peers[3]->serving());
+    CHECK(net.syncs[3].back() == pb::Sync::DIFF);
+    CHECK(net.logs[3].log.size() == 9);
+    CHECK(net.logs[3].last_zxid() == make_zxid(1, 9));
+  }
+  {
+    // A SNAP: the host installs the snapshot it received (snapshot_streamed), then the entries.
+    Net net = sync_net(history(1, 9), history(1, 1), [](MemLog& log) {
+      log.log.erase(log.log.begin(), log.log.begin() + 4);
+      log.snap_zxid = make_zxid(1, 4);
+    }, true);
+    net.settle();
+    REQUIRE(net.peers[3]->serving());
+    CHECK(net.syncs[3].back() == pb::Sync::SNAP);
+    CHECK(net.installed[3] == std::make_pair(make_zxid(1, 4), true));
+    CHECK(net.logs[3].last_zxid() == make_zxid(1, 9));
+  }
+  {
+    // The second frame is lost: 3 must not take the third after a gap; it syncs again.
+    Net net = sync_net(whole, history(1, 2), [](MemLog&) {}, true);
+    net.lose_frame = 1;
+    for (int t = 0; t < 40 && !net.peers[3]->serving(); ++t) {
+      net.ticks(1);
+      for (size_t i = 1; i < net.logs[3].log.size(); ++i)  // never a hole in 3's log
+        REQUIRE(net.logs[3].log[i].zxid == net.logs[3].log[i - 1].zxid + 1);
+    }
+    // Each sync lost its second frame; 3 noticed every time (a gap, or the link's next message
+    // before the stream's end) and asked again from where it was, until one fit in one frame.
+    REQUIRE(net.peers[3]->serving());
+    CHECK(net.logs[3].last_zxid() == make_zxid(1, 9));
+    CHECK(net.syncs[3].size() >= 2);
+  }
+}
+
+TEST_CASE("proposals are packed by bytes as well as by count") {
+  Net net(3, {}, {}, [](PeerId, PeerConfig& c, MemLog&) { c.max_message_bytes = 250; });
+  PeerId l = net.settle();
+  REQUIRE(l != 0);
+  for (int i = 0; i < 5; ++i) net.peers[l]->propose(std::string(100, 'p'));
+  // One ready() for all five: at most two 100-byte entries per message.
+  Ready r = net.peers[l]->ready();
+  size_t proposals = 0;
+  for (const auto& [to, m] : r.messages)
+    if (m.has_proposal()) {
+      ++proposals;
+      CHECK(m.proposal().entries_size() <= 2);
+    }
+  CHECK(proposals == 2 * 3);  // to each of the two followers: 2 + 2 + 1
 }
