@@ -1,5 +1,7 @@
 #include "consensus/peer_transport.hpp"
 
+#include "consensus/peer_codec.hpp"
+
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -9,6 +11,8 @@
 #include <stdexcept>
 
 namespace warden::consensus {
+
+static_assert(PeerTransport::max_frame == max_peer_message_bytes, "a frame the transport takes must decode");
 
 namespace asio = boost::asio;
 using asio::ip::tcp;
@@ -58,6 +62,7 @@ struct PeerTransport::Impl {
   bool stopping = false;
   uint64_t refused = 0;
   std::function<void(int64_t)> on_lost;
+  std::function<void(int64_t)> on_written;
   // Each member's host resolved at start: where its connections must come from (empty: it did
   // not resolve then, and is not checked).
   std::map<int64_t, std::vector<std::string>> addresses;
@@ -314,6 +319,7 @@ struct PeerTransport::Impl {
         writing_buf.clear();
         if (ec) return failed(ec.message());
         flush();
+        if (!vote && t.on_written) t.on_written(to.id);
       });
     }
     void stop() {
@@ -422,6 +428,13 @@ void PeerTransport::start() {
 }
 
 void PeerTransport::set_on_lost(std::function<void(int64_t)> lost) { impl_->on_lost = std::move(lost); }
+
+void PeerTransport::set_on_written(std::function<void(int64_t)> written) { impl_->on_written = std::move(written); }
+
+size_t PeerTransport::queued(int64_t to) const {
+  auto it = impl_->out.find({to, false});
+  return it == impl_->out.end() ? 0 : it->second->pending.size() + it->second->writing_buf.size();
+}
 
 void PeerTransport::send(int64_t to, std::string bytes, bool vote) {
   auto it = impl_->out.find({to, vote});

@@ -55,6 +55,7 @@ class PeerTransport {
 
   static constexpr uint32_t version = 1;
   // A sender queues at most max_queued bytes for a member, so no frame of its can be larger.
+  // The same as the codec's max_peer_message_bytes (checked where both are seen).
   static constexpr size_t max_queued = 64u << 20;
   static constexpr size_t max_frame = max_queued;
   // A member sends its hello as it connects: a connection silent this long is not one.
@@ -74,6 +75,10 @@ class PeerTransport {
   void start();
   // Called when this member's quorum-port connection to `member` breaks or cannot be made.
   void set_on_lost(std::function<void(int64_t member)> lost);
+  // Called each time a write to `member`'s quorum port completed (a sync stream sends more).
+  void set_on_written(std::function<void(int64_t member)> written);
+  // Bytes queued for `member`'s quorum port and not yet written.
+  size_t queued(int64_t member) const;
   // Queues an encoded message for `to`; `vote` picks the election port's connection.
   void send(int64_t to, std::string bytes, bool vote);
   void stop();

@@ -294,12 +294,6 @@ std::optional<std::string> check_ensemble(Config& c) {
   if (c.peer_type != self->role)
     c.warnings.push_back("peerType=" + c.peer_type + " does not match " + self->origin + " (" + self->role +
                          "): the server line wins, as in ZooKeeper");
-  if (c.purge_interval_hours > 0) {
-    c.warnings.push_back("autopurge.purgeInterval=" + std::to_string(c.purge_interval_hours) +
-                         " is ignored in an ensemble: a member that fell behind catches up from the leader's whole "
-                         "log (it cannot be sent a snapshot yet), so nothing is purged");
-    c.purge_interval_hours = 0;
-  }
   if (voters <= 2)
     c.warnings.push_back("an ensemble of " + std::to_string(voters) + " voters tolerates no failure: you need at least 3");
   else if (voters % 2 == 0)

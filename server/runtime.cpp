@@ -8,16 +8,20 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <boost/asio.hpp>
 #include <chrono>
 #include <filesystem>
 #include <memory>
+#include <mutex>
 #include <random>
+#include <thread>
 #include <unordered_map>
 
 #include "consensus/ensemble_replicator.hpp"
 #include "consensus/peer_transport.hpp"
 #include "consensus/replicator.hpp"
+#include "consensus/sync_streamer.hpp"
 #include "server/four_letter.hpp"
 #include "server/snapshot_walk.hpp"
 #include "server/tools.hpp"
@@ -231,6 +235,15 @@ struct ServerRuntime::Impl {
   // An ensemble member: the replicator, its transport, its tick and the pipeline's view of it.
   std::unique_ptr<consensus::EnsembleReplicator> ensemble;
   std::unique_ptr<consensus::PeerTransport> transport;
+  std::unique_ptr<consensus::SyncStreamer> streamer;  // leader: syncs of followers, off this thread
+  // Follower: the snapshot its leader is streaming (SyncStreamer), written as it arrives.
+  struct Receiving {
+    Zxid at = -1;
+    uint64_t link = 0;
+    storage::SnapshotStore::RecordCounts got, sent;
+    bool end = false;
+    bool failed = false;
+  } receiving;
   asio::steady_timer peer_ticker{io};
   MemberView member_view;
   std::unique_ptr<ZkServer> server;
@@ -254,6 +267,9 @@ struct ServerRuntime::Impl {
   int64_t snapshots_skipped = 0;
   std::unique_ptr<SnapshotWalk> walk;
   uint64_t walk_attempt = 0;  // the snapshot writer's attempt that walks it
+  // Bumped (under tree_mutex) when the walk is abandoned: its producer, on the writer's thread,
+  // then stops without touching it.
+  std::atomic<uint64_t> walk_generation{0};
   std::unique_ptr<storage::SnapshotWriter> snapshot_writer;
   std::mt19937_64 rng{std::random_device{}()};
   asio::steady_timer purge_timer{io};
@@ -470,7 +486,17 @@ struct ServerRuntime::Impl {
     s.sync_limit = config.sync_limit;
     s.subticks = subticks();
     consensus::EnsembleReplicator::Hooks h;
-    h.send = [this](int64_t to, std::string m, bool vote) { transport->send(to, std::move(m), vote); };
+    h.send = [this](int64_t to, std::string m, bool vote, uint64_t link) {
+      if (!vote && streamer && streamer->hold(to, link, m)) return;
+      transport->send(to, std::move(m), vote);
+    };
+    if (log->snapshots()) {
+      // Syncs stream from the store; a member without snapshots (in memory) syncs inline.
+      h.stream = [this](consensus::EnsembleReplicator::SyncPlan p) { streamer->start(std::move(p)); };
+      h.snapshot_chunk = [this](consensus::EnsembleReplicator::SnapshotFrame f) { snapshot_frame(std::move(f)); };
+      h.snapshot_complete = [this](Zxid at, uint64_t link) { return snapshot_received(at, link); };
+      h.install_snapshot = [this](Zxid at) { install_snapshot(at); };
+    }
     h.persist = [this](storage::LogEntry e) { persist(std::move(e)); };
     h.finish_writes = [this] {
       if (committer) committer->wait_idle();
@@ -492,15 +518,110 @@ struct ServerRuntime::Impl {
       return ok;
     });
     transport->set_on_lost([this](int64_t member) {
+      if (streamer) streamer->cancel(member);
       std::lock_guard<std::mutex> hold(tree_mutex);
       ensemble->peer_lost(member);
     });
+    if (log->snapshots()) {
+      consensus::SyncStreamer::Io sio;
+      sio.post = [this](std::function<void()> f) { asio::post(io, std::move(f)); };
+      sio.send = [this](int64_t to, std::string bytes) { transport->send(to, std::move(bytes), false); };
+      sio.queued = [this](int64_t to) { return transport->queued(to); };
+      sio.failed = [this](int64_t to, const std::string&) {
+        // Not from inside the replicator's own call (hold() runs in its send hook).
+        asio::post(io, [this, to] {
+          std::lock_guard<std::mutex> hold(tree_mutex);
+          ensemble->peer_lost(to);
+        });
+      };
+      streamer = std::make_unique<consensus::SyncStreamer>(s.id, *log, log->snapshots(), std::move(sio));
+      transport->set_on_written([this](int64_t member) { streamer->pump(member); });
+    }
+  }
+
+  // Follower: a frame of the snapshot the leader streams. The records go to the snapshot
+  // writer as they come (it makes the caller wait when the disk falls behind, and so the
+  // leader: TCP carries the wait back); a walk of this member's own is abandoned first.
+  void snapshot_frame(consensus::EnsembleReplicator::SnapshotFrame f) {
+    using Part = storage::SnapshotStore::SnapshotPart;
+    if (f.at != receiving.at || f.link != receiving.link) {
+      abandon_walk();
+      receiving = Receiving{};
+      receiving.at = f.at;
+      receiving.link = f.link;
+      snapshot_writer->start();  // a new attempt: what an earlier stream left is dropped
+      spdlog::info("receiving the snapshot at 0x{:x} from server {}", f.at, ensemble->leader());
+    }
+    if (receiving.end || receiving.failed) return;
+    if (f.end) {
+      receiving.end = true;
+      receiving.sent = {f.node_records, f.session_records};
+      return;
+    }
+    if (f.part != static_cast<char>(Part::node) && f.part != static_cast<char>(Part::session)) {
+      receiving.failed = true;
+      spdlog::warn("the snapshot from server {} has records of an unknown part {}", ensemble->leader(),
+                   static_cast<int>(f.part));
+      return;
+    }
+    (f.part == static_cast<char>(Part::node) ? receiving.got.node : receiving.got.session) += f.records.size();
+    snapshot_writer->put(f.at, static_cast<Part>(f.part), std::move(f.records));
+  }
+
+  // Follower, as the Sync of a streamed SNAP arrives: whether the snapshot `at` came whole on
+  // `link` (every frame, the counts its last frame gives) and is written, complete and
+  // durable. If not, nothing is installed: the member looks for its leader again.
+  bool snapshot_received(Zxid at, uint64_t link) {
+    Receiving r = receiving;
+    receiving = Receiving{};
+    if (r.at != at || r.link != link || !r.end || r.failed || !(r.got == r.sent)) {
+      spdlog::warn("the snapshot at 0x{:x} from server {} did not arrive whole ({} and {} records of {} and {}); "
+                   "syncing again", at, ensemble->leader(), r.got.node, r.got.session, r.sent.node, r.sent.session);
+      return false;
+    }
+    snapshot_writer->finish(at, fmt::format("received from server {}", ensemble->leader()));
+    snapshot_writer->wait_idle();
+    auto counts = log->snapshots()->snapshot_record_counts(at);
+    if (!counts || !(*counts == r.got)) {
+      spdlog::warn("the snapshot at 0x{:x} from server {} could not be written (see above); syncing again", at,
+                   ensemble->leader());
+      return false;
+    }
+    return true;
+  }
+
+  // Follower: the snapshot `at`, received and written, becomes the log's new start (everything
+  // the log held goes: it is older, or not the leader's), and the tree and sessions are loaded
+  // from it, as at a start.
+  void install_snapshot(Zxid at) {
+    auto* snapshots = log->snapshots();
+    snapshots->install_snapshot(at);
+    SnapshotSink sink{[this] { server->start_snapshot_load(); },
+                      [this](std::string_view p, std::string_view r) { return server->load_snapshot_node(p, r); },
+                      [this](std::string_view k, std::string_view r) { return server->load_snapshot_session(k, r); }};
+    Zxid loaded = load_newest_snapshot(*snapshots, sink, nullptr, SIZE_MAX, nullptr);
+    if (loaded != at)
+      throw storage::StorageError(fmt::format("the snapshot at 0x{:x} received from server {} did not load", at,
+                                              ensemble->leader()));
+    server->finish_snapshot_load(at);
+    txns_since_snapshot = 0;
+    spdlog::info("installed the snapshot at 0x{:x} from server {}: {} nodes, {} sessions", at, ensemble->leader(),
+                 server->tree().size(), server->session_count());
+  }
+
+  // Under tree_mutex: the walk in progress, if any, stops (its producer sees the generation).
+  void abandon_walk() {
+    if (!walk) return;
+    ++walk_generation;
+    walk.reset();
+    spdlog::info("snapshot abandoned: a snapshot from the leader replaces it");
   }
 
   // The core ticks ten times a tickTime, but not more often than every 10 ms.
   int subticks() const { return std::max(1, std::min(10, config.tick_time / 10)); }
 
   void on_role_changed() {
+    if (streamer && !ensemble->leading()) streamer->cancel_all();
     if (ensemble->serving())
       spdlog::info("serving as {} in epoch {}{}", member_view.mode(), ensemble->epoch(),
                    ensemble->leading() ? std::string() : fmt::format(" (leader: server {})", ensemble->leader()));
@@ -532,6 +653,7 @@ struct ServerRuntime::Impl {
   void count_for_snapshot() {
     if (++txns_since_snapshot < snapshot_after) return;
     if (!snapshot_due(txns_since_snapshot, server->tree().size(), config.snap_tree_percent)) return;
+    if (receiving.at >= 0) return;  // a snapshot from the leader is arriving
     txns_since_snapshot = 0;
     plan_next_snapshot();
     if (walk) {
@@ -544,8 +666,9 @@ struct ServerRuntime::Impl {
     }
     walk = std::make_unique<SnapshotWalk>(server->tree());
     spdlog::info("snapshot at 0x{:x} started: {} nodes", walk->at(), server->tree().size());
-    walk_attempt = snapshot_writer->produce(walk->at(), storage::SnapshotStore::SnapshotPart::node,
-                                            [this, w = walk.get()] { return snapshot_chunks(*w); });
+    walk_attempt = snapshot_writer->produce(
+        walk->at(), storage::SnapshotStore::SnapshotPart::node,
+        [this, w = walk.get(), gen = walk_generation.load()] { return snapshot_chunks(*w, gen); });
   }
 
   // A snapshot's chunks (and a recovery's reads) pass through the heap by the megabyte and
@@ -567,10 +690,20 @@ struct ServerRuntime::Impl {
   // the walk, encoded while holding the tree's lock (which the server thread takes only to
   // apply commits), for about `snapshot_hold` at a time. Once the walk is done, the server
   // thread adds the sessions and the marker.
-  std::optional<storage::SnapshotWriter::Records> snapshot_chunks(SnapshotWalk& w) {
+  //
+  // The lock is tried, not waited for: the server's thread may hold it while it waits for this
+  // thread (a follower handing it a leader's snapshot abandons the walk first), so the walk's
+  // generation is checked between tries, and again once held, before `w` is touched.
+  std::optional<storage::SnapshotWriter::Records> snapshot_chunks(SnapshotWalk& w, uint64_t gen) {
     storage::SnapshotWriter::Records out;
     {
-      std::lock_guard<std::mutex> hold(tree_mutex);
+      std::unique_lock<std::mutex> hold(tree_mutex, std::try_to_lock);
+      while (!hold.owns_lock()) {
+        if (walk_generation.load() != gen) return std::nullopt;
+        std::this_thread::sleep_for(std::chrono::microseconds(50));
+        hold.try_lock();
+      }
+      if (walk_generation.load() != gen) return std::nullopt;
       out = w.next_chunks(snapshot_step_nodes, std::chrono::steady_clock::now() + snapshot_hold);
     }
     if (!out.empty()) return out;
@@ -594,11 +727,14 @@ struct ServerRuntime::Impl {
   }
 
   // As ZooKeeper's DatadirCleanupManager: once at start, then every purgeInterval hours.
-  void schedule_purge(std::chrono::hours after) {
+  // In an ensemble a purge moves the log's base: a member behind it gets a snapshot (SNAP)
+  // instead of a DIFF. It waits while syncs stream, so none loses the snapshot it sends.
+  void schedule_purge(std::chrono::steady_clock::duration after) {
     if (config.purge_interval_hours <= 0 || !log->snapshots()) return;
     purge_timer.expires_after(after);
     purge_timer.async_wait([this](boost::system::error_code ec) {
       if (ec || stopping) return;
+      if (streamer && streamer->active()) return schedule_purge(std::chrono::seconds(10));
       try {
         size_t dropped = log->snapshots()->purge(static_cast<size_t>(config.snap_retain_count));
         if (dropped) spdlog::info("purged {} old snapshots and the log before the oldest kept one", dropped);
@@ -728,6 +864,7 @@ struct ServerRuntime::Impl {
     acceptor.close(ec);
     ticker.cancel();
     peer_ticker.cancel();
+    if (streamer) streamer->cancel_all();
     if (transport) transport->stop();
     purge_timer.cancel();
     signals.cancel();

@@ -257,12 +257,11 @@ TEST_CASE("zoo.cfg: an ensemble member is checked against its myid and its serve
     REQUIRE(c.warnings.size() == 1);
     CHECK(c.warnings[0].find("consider an odd number") != std::string::npos);
   }
-  {  // autopurge is off in an ensemble, with a warning
+  {  // autopurge works in an ensemble too (a member behind the purged log gets a snapshot)
     EnsembleDir d(std::string(three) + "autopurge.purgeInterval=1\n", "1");
     auto c = std::get<Config>(d.load());
-    CHECK(c.purge_interval_hours == 0);
-    REQUIRE(c.warnings.size() == 1);
-    CHECK(c.warnings[0].find("is ignored in an ensemble") != std::string::npos);
+    CHECK(c.purge_interval_hours == 1);
+    CHECK(c.warnings.empty());
   }
   {  // one server line: standalone, no myid needed
     EnsembleDir d("clientPort=0\nserver.1=127.0.0.1:2888:3888\n", "");
