@@ -99,6 +99,7 @@ struct PeerTransport::Impl {
     void read() {
       socket.async_read_some(asio::buffer(chunk), [self = shared_from_this()](boost::system::error_code ec, size_t n) {
         if (ec || self->t.stopping || self->closed) return self->close();
+        if (self->hello_done) self->arm_idle();
         bool keep = false;
         try {
           self->in.append(self->chunk.data(), n);
@@ -111,6 +112,17 @@ struct PeerTransport::Impl {
         }
         if (!keep) return self->close();
         self->read();
+      });
+    }
+    // Identified: silence past idle_timeout closes the connection (the timer is the hello's).
+    void arm_idle() {
+      hello_timer.expires_after(std::chrono::milliseconds(PeerTransport::idle_timeout_ms));
+      hello_timer.async_wait([self = shared_from_this()](boost::system::error_code ec) {
+        if (ec || self->closed || self->t.stopping) return;
+        ++self->t.refused;
+        spdlog::warn("closing the connection from server {} ({}): silent for {} ms", self->from, self->peer,
+                     PeerTransport::idle_timeout_ms);
+        self->close();
       });
     }
     // Why a hello from `sender` to `target` in `version` is refused; "" when it is taken.
@@ -148,7 +160,7 @@ struct PeerTransport::Impl {
         from = sender;
         hello_done = true;
         --t.unidentified;
-        hello_timer.cancel();
+        arm_idle();  // replaces the hello's wait
         t.identified(shared_from_this());
         off = hello_size;
       }
@@ -161,7 +173,7 @@ struct PeerTransport::Impl {
           return false;
         }
         if (in.size() - off - 4 < len) break;
-        if (!t.receive(from, std::string_view(in.data() + off + 4, len))) {
+        if (len > 0 && !t.receive(from, std::string_view(in.data() + off + 4, len))) {
           ++t.refused;
           return false;  // the receiver logged why
         }
@@ -202,6 +214,8 @@ struct PeerTransport::Impl {
     tcp::socket socket;
     tcp::resolver resolver;
     asio::steady_timer retry;
+    asio::steady_timer keepalive;
+    bool sent_recently = false;  // since the last keepalive tick
     bool connected = false, connecting = false, writing = false;
     bool backing_off = false;  // a retry is scheduled: sending does not cut the wait short
     std::string pending, writing_buf;
@@ -210,7 +224,7 @@ struct PeerTransport::Impl {
     uint64_t generation = 0;  // a callback of an earlier socket finds a newer one and does nothing
     bool logged_down = false;
     Outgoing(Impl& impl, Member m, bool v)
-        : t(impl), to(std::move(m)), vote(v), socket(impl.io), resolver(impl.io), retry(impl.io) {}
+        : t(impl), to(std::move(m)), vote(v), socket(impl.io), resolver(impl.io), retry(impl.io), keepalive(impl.io) {}
 
     uint16_t port() const { return vote ? to.election_port : to.quorum_port; }
     const char* what() const { return vote ? "election" : "quorum"; }
@@ -263,10 +277,24 @@ struct PeerTransport::Impl {
       put_u64(hello, static_cast<uint64_t>(to.id));
       pending.insert(0, hello);
       flush();
+      tick_keepalive(gen);
       // The other side never writes on this connection: a read ends only when it closes.
       auto sink = std::make_shared<std::array<char, 64>>();
       socket.async_read_some(asio::buffer(*sink), [this, gen, sink](boost::system::error_code, size_t) {
         if (gen == generation && !t.stopping) failed("the connection closed");
+      });
+    }
+    // While connected: an empty frame after each keepalive_ms in which nothing was sent.
+    void tick_keepalive(uint64_t gen) {
+      keepalive.expires_after(std::chrono::milliseconds(PeerTransport::keepalive_ms));
+      keepalive.async_wait([this, gen](boost::system::error_code ec) {
+        if (ec || gen != generation || t.stopping || !connected) return;
+        if (!sent_recently) {
+          put_u32(pending, 0);
+          flush();
+        }
+        sent_recently = false;
+        tick_keepalive(gen);
       });
     }
     void failed(const std::string& why) {
@@ -304,6 +332,7 @@ struct PeerTransport::Impl {
       }
       put_u32(pending, static_cast<uint32_t>(bytes.size()));
       pending += bytes;
+      sent_recently = true;
       if (connected) flush();
       else connect();  // nothing while a retry waits out its backoff: the queue goes then
     }
@@ -326,6 +355,7 @@ struct PeerTransport::Impl {
       ++generation;
       boost::system::error_code ec;
       retry.cancel();
+      keepalive.cancel();
       resolver.cancel();
       socket.close(ec);
     }

@@ -10,8 +10,9 @@
 // meant for another member, any other version, or a sender whose connection does not come from
 // an address of its configured host is refused, logged and closed; so is a connection that
 // sends no whole hello within hello_timeout. Then frames: a 4-byte big-endian length and that
-// many bytes of one encoded peer message; a length above max_frame, or a message the receiver
-// cannot decode, closes that connection and nothing else. Until issue 22's TLS and SASL this is
+// many bytes of one encoded peer message (0 bytes: a keepalive, nothing to deliver); a length
+// above max_frame, or a message the receiver cannot decode, closes that connection and nothing
+// else, and so does silence past idle_timeout once identified. Until issue 22's TLS and SASL this is
 // what stands between the peer ports and whoever reaches them, so everything is bounded: at most
 // max_unidentified connections may be waiting for their hello (more are closed at once), and a
 // member has one incoming connection per port (a newer hello replaces the older connection, as
@@ -60,6 +61,11 @@ class PeerTransport {
   static constexpr size_t max_frame = max_queued;
   // A member sends its hello as it connects: a connection silent this long is not one.
   static constexpr int hello_timeout_ms = 5000;
+  // After its hello, a connection silent this long is closed; a sender with nothing to say
+  // sends an empty frame (a keepalive) every keepalive_ms, so only a dead or stopped sender's
+  // connection goes (it connects again once it runs).
+  static constexpr int idle_timeout_ms = 10000;
+  static constexpr int keepalive_ms = 1000;
   // Connections still owing their hello, at most (a member has two incoming connections from
   // each other member once identified; this is room for reconnects under way).
   static constexpr size_t max_unidentified = 16;

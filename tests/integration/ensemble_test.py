@@ -3,6 +3,7 @@ of the real binary, the peer ports under garbage, writes through every member, s
 srvr and mntr, sessions that move between members, ephemerals that vanish everywhere at one
 zxid, and a member that stops serving without a quorum and comes back by itself."""
 import os
+import re
 import socket
 import struct
 import subprocess
@@ -150,11 +151,25 @@ with Ensemble(3) as ens:
             "a frame header announcing 256 MiB closes the connection (the limit is the 64 MiB queue)")
     c.check(peer_bytes(victim_port, hello(other.id, follower.id) + struct.pack(">I", 5) + b"\xff\xff\xff\xff\xff"),
             "a frame that is not a peer message closes the connection")
+    # An insider that says hello and then nothing (a member's keepalives every second keep a
+    # real connection alive): closed once silent for the idle timeout of 10 s. The member it
+    # poses as is stopped, or that member's next connection would replace it (newer wins).
+    third = next(m for m in ens.members if m is not follower and m is not leader)
+    third.pause()
+    t0 = time.time()
+    c.check(peer_bytes(victim_port, hello(third.id, follower.id), wait=25.0),
+            "an identified connection that goes silent is closed")
+    c.check(9.0 < time.time() - t0 < 20.0, f"after the idle timeout of 10 s ({time.time() - t0:.1f} s)")
+    c.check(f"closing the connection from server {third.id} (127.0.0.1" in follower.log() and
+            "silent for 10000 ms" in follower.log(), "the idle close is logged")
+    third.resume()
     deadline = time.time() + 20
     while sorted(m.mode() for m in ens.members) != ["follower", "follower", "leader"] and time.time() < deadline:
         time.sleep(0.1)
     c.equal(sorted(m.mode() for m in ens.members), ["follower", "follower", "leader"],
             "the ensemble is whole again after an insider's garbage")
+    idle = set(re.findall(r"closing the connection from server (\d+) \([^)]*\): silent for", leader.log()))
+    c.check(idle <= {str(third.id)}, f"no running member's connection went idle: keepalives ({idle})")
     ens.wait_serving(ens.members, timeout=30)
 
     # ---- writes through every member; reads after sync see them all
