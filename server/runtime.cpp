@@ -696,6 +696,7 @@ struct ServerRuntime::Impl {
   // generation is checked between tries, and again once held, before `w` is touched.
   std::optional<storage::SnapshotWriter::Records> snapshot_chunks(SnapshotWalk& w, uint64_t gen) {
     storage::SnapshotWriter::Records out;
+    Zxid at = 0;  // read under the lock: once it is released, an abandoned walk may be gone
     {
       std::unique_lock<std::mutex> hold(tree_mutex, std::try_to_lock);
       while (!hold.owns_lock()) {
@@ -705,9 +706,10 @@ struct ServerRuntime::Impl {
       }
       if (walk_generation.load() != gen) return std::nullopt;
       out = w.next_chunks(snapshot_step_nodes, std::chrono::steady_clock::now() + snapshot_hold);
+      at = w.at();
     }
     if (!out.empty()) return out;
-    asio::post(io, [this, at = w.at()] { finish_snapshot(at); });
+    asio::post(io, [this, at] { finish_snapshot(at); });
     return std::nullopt;
   }
 
