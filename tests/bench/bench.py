@@ -332,6 +332,47 @@ def ensemble_run(args, ops):
           f"fail-over x{med['warden'] / med['zk']:.2f} (median; lower is better)")
 
 
+def join_run(args):
+    """A follower wiped but for its myid rejoins a 3-member ensemble whose log holds --join-mb
+    setData of 1 MB (defaults on both: fsync, snapCount 100000): seconds from its start to its
+    first client handshake (it serves once synchronised), and the leader's peak RSS."""
+    import shutil
+    import signal
+    import time
+    took, peak = {}, {}
+    for name in ("zk", "warden"):
+        ens = (ZkEnsemble(3, args.ensemble_tick_ms, args.zk_heap_mb) if name == "zk"
+               else WardenEnsemble(3, args.ensemble_tick_ms)).start()
+        try:
+            ports = [m["client_port"] for m in ens.members]
+            subprocess.run([args.loadgen, "--ports", str(ports[0]), "--op", "set", "--seconds", "600",
+                            "--connections", "1", "--depth", "4", "--max-ops", str(args.join_mb),
+                            "--value-size", "1000000"], check=True, capture_output=True, timeout=900)
+            leader = leader_of(ens)
+            m = next(x for x in ens.members if x is not leader)
+            m["proc"].send_signal(signal.SIGKILL)
+            m["proc"].wait()
+            data = os.path.join(m["dir"] if name == "zk" else m["member"].dir, "data")
+            for entry in os.listdir(data):
+                if entry != "myid":
+                    path = os.path.join(data, entry)
+                    shutil.rmtree(path) if os.path.isdir(path) else os.remove(path)
+            t0 = time.monotonic()
+            ens.start_member(m)
+            support.wait_until_serving(m["client_port"], m["proc"], "the wiped member", timeout=300)
+            took[name] = time.monotonic() - t0
+            with open(f"/proc/{leader['proc'].pid}/status") as f:
+                peak[name] = next(int(x.split()[1]) // 1024 for x in f if x.startswith("VmHWM:"))
+        finally:
+            ens.stop()
+    print(f"\n### a wiped follower rejoins a 3-member ensemble holding {args.join_mb} setData of 1 MB\n")
+    print("| server | seconds to serve again | leader's peak RSS MiB |")
+    print("|---|---|---|")
+    for name in ("zk", "warden"):
+        print(f"| {'ZooKeeper 3.8' if name == 'zk' else 'Warden'} | {took[name]:.2f} | {peak[name]} |")
+    print(f"\nWarden against ZooKeeper: rejoin x{took['warden'] / took['zk']:.2f} (lower is better)")
+
+
 def lock_run(args):
     """Lock hand-off on one standalone Warden, durable and then with forceSync=no: Warden's Mutex
     (warden-lockbench) against Curator's InterProcessMutex (LockBench.java) with 1, 8 and 32
@@ -398,6 +439,7 @@ def main():
     # Apache ZooKeeper's zkServer.sh starts the JVM with -Xmx${ZK_SERVER_HEAP}m, 1000 by default
     # (zkEnv.sh); Debian's launcher passes no -Xmx at all (the JVM then allows a quarter of RAM).
     p.add_argument("--zk-heap-mb", type=int, default=1000, help="ZooKeeper's JVM heap limit")
+    p.add_argument("--join-mb", type=int, default=200, help="the rejoin run's log, in 1 MB setData (0 skips it)")
     args = p.parse_args()
     ops = [o for o in args.ops.split(",") if o]
     durable_ops = [o for o in args.durable_ops.split(",") if o]
@@ -411,6 +453,8 @@ def main():
     ensemble_ops = [o for o in args.ensemble_ops.split(",") if o]
     if ensemble_ops:
         ensemble_run(args, ensemble_ops)
+    if args.join_mb > 0:
+        join_run(args)
     if args.lock_contenders:
         lock_run(args)
     if args.znodes > 0:

@@ -832,6 +832,34 @@ TEST_CASE("mutex: reentrant for its owner; try_acquire times out and leaves noth
   mb.release();
 }
 
+TEST_CASE("mutex: a try_acquire that times out while disconnected still takes its node out of the queue") {
+  NEEDS_SERVER();
+  CutProxy proxy;
+  std::string path = fresh("timeoutcut");
+  Client a(opts()), b(through(proxy, 8000));
+  a.start();
+  b.start();
+  Mutex ma(a, path), mb(b, path);
+  ma.acquire();
+  std::thread cutter([&] {
+    std::this_thread::sleep_for(700ms);
+    proxy.cut();  // the deadline passes while b's connection is away
+    std::this_thread::sleep_for(1500ms);
+    proxy.restore();
+  });
+  auto got = mb.try_acquire(1s);
+  cutter.join();
+  CHECK_FALSE(got);
+  // b's session lives on (8 s): its node must not, or it would stand in the queue for nobody.
+  auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (a.children(path).size() != 1 && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(50ms);
+  CHECK(a.children(path).size() == 1);
+  ma.release();
+  auto next = mb.try_acquire(5s);  // and b can take the lock at once
+  CHECK(next);
+  if (next) mb.release();
+}
+
 TEST_CASE("mutex: exactly one waiter wakes per release") {
   NEEDS_SERVER();
   std::string path = fresh("herd");
