@@ -14,17 +14,33 @@ struct TailView final : LogView {
   const storage::LogStore& store;
   const storage::SnapshotStore* snaps;
   const std::deque<storage::LogEntry>& recent;
-  TailView(const storage::LogStore& s, const storage::SnapshotStore* sn, const std::deque<storage::LogEntry>& r)
-      : store(s), snaps(sn), recent(r) {}
+  const std::function<std::pair<Zxid, uint64_t>()>& live;
+  TailView(const storage::LogStore& s, const storage::SnapshotStore* sn, const std::deque<storage::LogEntry>& r,
+           const std::function<std::pair<Zxid, uint64_t>()>& l)
+      : store(s), snaps(sn), recent(r), live(l) {}
+
+  // The snapshot a SNAP sends, and its size: the store's newest, unless the log after it would
+  // be larger than snapshotSizeFactor of it and the live tree can be walked instead (as
+  // ZooKeeper's leader serialises its tree).
+  std::pair<Zxid, uint64_t> offered() const {
+    Zxid stored = 0;
+    if (snaps) {
+      auto all = snaps->complete_snapshots();
+      stored = all.empty() ? 0 : all.back();
+    }
+    uint64_t stored_size = stored ? snaps->snapshot_bytes(stored) : 0;
+    if (!live) return {stored, stored_size};
+    auto [at, size] = live();
+    bool fresh = stored && static_cast<double>(bytes(stored, last_zxid())) <=
+                               default_snapshot_size_factor * static_cast<double>(stored_size);
+    if (fresh || at <= stored) return {stored, stored_size};
+    return {at, size};
+  }
 
   Zxid last_zxid() const override {
     return recent.empty() ? store.last_zxid() : std::max(store.last_zxid(), recent.back().zxid);
   }
-  Zxid snapshot_zxid() const override {
-    if (!snaps) return 0;
-    auto all = snaps->complete_snapshots();
-    return all.empty() ? 0 : all.back();
-  }
+  Zxid snapshot_zxid() const override { return offered().first; }
   Zxid base() const override { return store.base(); }
   bool contains(Zxid z) const override { return z != 0 && floor(z) == z; }
   Zxid floor(Zxid z) const override {
@@ -67,10 +83,7 @@ struct TailView final : LogView {
       if (e.zxid > std::max(after, store.last_zxid()) && e.zxid <= upto) n += e.payload.size();
     return n;
   }
-  uint64_t snapshot_bytes() const override {
-    Zxid at = snapshot_zxid();
-    return snaps && at ? snaps->snapshot_bytes(at) : 0;
-  }
+  uint64_t snapshot_bytes() const override { return offered().second; }
   std::string snapshot() const override { return {}; }  // streamed by the host
 };
 }  // namespace
@@ -84,7 +97,7 @@ EnsembleReplicator::EnsembleReplicator(storage::LogStore& store, Settings settin
     : store_(store),
       settings_(std::move(settings)),
       hooks_(std::move(hooks)),
-      core_(new Core{TailView(store_, store_.snapshots(), recent_), nullptr}) {}
+      core_(new Core{TailView(store_, store_.snapshots(), recent_, hooks_.live_snapshot), nullptr}) {}
 
 EnsembleReplicator::~EnsembleReplicator() = default;
 

@@ -76,6 +76,10 @@ class EnsembleReplicator final : public Replicator {
     // Follower: makes the received snapshot `at` durable, the log's new start, and the tree.
     // Throws when it cannot (a storage failure).
     std::function<void(Zxid at)> install_snapshot;
+    // Leader: the live tree as a snapshot a SNAP may send (its last applied zxid and about how
+    // many bytes it takes), when the store's newest snapshot is not recent enough; none: only
+    // stored snapshots are sent.
+    std::function<std::pair<Zxid, uint64_t>()> live_snapshot;
     std::function<void(storage::LogEntry)> persist;            // append; durable() reports it later
     std::function<void()> finish_writes;                       // returns once every persist is written
     std::function<void(PeerId from, std::string payload)> request;  // leader: a forwarded request

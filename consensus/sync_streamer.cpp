@@ -64,12 +64,26 @@ void SyncStreamer::start(EnsembleReplicator::SyncPlan plan) {
   cancel(to);
   auto s = std::make_shared<Stream>();
   s->plan = std::move(plan);
-  spdlog::info("syncing server {}: {}entries 0x{:x} to 0x{:x}", to,
-               s->plan.snapshot ? fmt::format("the snapshot at 0x{:x}, then ", s->plan.snapshot) : std::string(),
-               s->plan.after, s->plan.upto);
   streams_[to] = s;
+  // A SNAP of a zxid the store holds no snapshot of: the live tree's, begun here, on the
+  // server's thread, so that its walk starts at or after that zxid.
+  std::shared_ptr<LiveSnapshot> live;
+  if (s->plan.snapshot && !(snapshots_ && snapshots_->snapshot_record_counts(s->plan.snapshot))) {
+    if (io_.live) live = io_.live();
+    if (!live) {
+      spdlog::error("syncing server {}: no snapshot at 0x{:x} to send", to, s->plan.snapshot);
+      streams_.erase(to);
+      if (io_.failed) io_.failed(to, "no snapshot to send");
+      return;
+    }
+  }
+  spdlog::info("syncing server {}: {}entries 0x{:x} to 0x{:x}", to,
+               !s->plan.snapshot ? std::string()
+               : live            ? fmt::format("the live tree as the snapshot at 0x{:x}, then ", s->plan.snapshot)
+                                 : fmt::format("the snapshot at 0x{:x}, then ", s->plan.snapshot),
+               s->plan.after, s->plan.upto);
   // The reader holds the stream (shared) and this object's store; the destructor joins it.
-  s->reader = std::thread([this, s] {
+  s->reader = std::thread([this, s, live] {
     const auto& p = s->plan;
     auto frame = [&](pb::PeerMessage& m) {
       m.set_version(protocol_version);
@@ -86,37 +100,55 @@ void SyncStreamer::start(EnsembleReplicator::SyncPlan plan) {
     };
     try {
       if (p.snapshot) {
-        if (!snapshots_) throw std::runtime_error("this server keeps no snapshots");
         using Part = storage::SnapshotStore::SnapshotPart;
         uint64_t sent[2] = {0, 0};
-        for (Part part : {Part::node, Part::session}) {
-          pb::PeerMessage m;
-          size_t bytes = 0;
-          auto flush = [&] {
-            if (m.snap_chunk().records_size() == 0) return;
-            m.mutable_snap_chunk()->set_zxid(p.snapshot);
-            m.mutable_snap_chunk()->set_part(static_cast<uint32_t>(part));
-            s->push(frame(m));
-            wake();
-            m.Clear();
-            bytes = 0;
-          };
-          snapshots_->for_each_snapshot_record(p.snapshot, part, [&](std::string_view k, std::string_view v) {
-            if (s->is_cancelled()) throw Cancelled{};
-            auto* r = m.mutable_snap_chunk()->add_records();
-            r->set_key(k.data(), k.size());
-            r->set_value(v.data(), v.size());
-            bytes += k.size() + v.size();
-            ++sent[part == Part::node ? 0 : 1];
-            if (bytes >= frame_bytes) flush();
-          });
+        // Records of one part into frames of about frame_bytes.
+        pb::PeerMessage m;
+        size_t bytes = 0;
+        Part part = Part::node;
+        auto flush = [&] {
+          if (m.snap_chunk().records_size() == 0) return;
+          m.mutable_snap_chunk()->set_zxid(p.snapshot);
+          m.mutable_snap_chunk()->set_part(static_cast<uint32_t>(part));
+          s->push(frame(m));
+          wake();
+          m.Clear();
+          bytes = 0;
+        };
+        auto add = [&](std::string_view k, std::string_view v) {
+          if (s->is_cancelled()) throw Cancelled{};
+          auto* r = m.mutable_snap_chunk()->add_records();
+          r->set_key(k.data(), k.size());
+          r->set_value(v.data(), v.size());
+          bytes += k.size() + v.size();
+          ++sent[part == Part::node ? 0 : 1];
+          if (bytes >= frame_bytes) flush();
+        };
+        if (live) {
+          auto sessions = live->sessions();
+          for (;;) {
+            auto recs = live->next([&] { return s->is_cancelled(); });
+            if (!recs) throw Cancelled{};
+            if (recs->empty()) break;
+            for (const auto& [k, v] : *recs) add(k, v);
+          }
           flush();
+          if (!live->whole()) throw std::runtime_error("the walk of the live tree stopped before its end");
+          part = Part::session;
+          for (const auto& [k, v] : sessions) add(k, v);
+          flush();
+        } else {
+          for (Part each : {Part::node, Part::session}) {
+            part = each;
+            snapshots_->for_each_snapshot_record(p.snapshot, part, add);
+            flush();
+          }
+          // A snapshot that does not hold what its marker says is not sent as if it were whole.
+          if (auto want = snapshots_->snapshot_record_counts(p.snapshot);
+              want && (want->node != sent[0] || want->session != sent[1]))
+            throw std::runtime_error(fmt::format("the snapshot at 0x{:x} holds {} and {} records, its marker says {} and {}",
+                                                 p.snapshot, sent[0], sent[1], want->node, want->session));
         }
-        // A snapshot that does not hold what its marker says is not sent as if it were whole.
-        if (auto want = snapshots_->snapshot_record_counts(p.snapshot);
-            want && (want->node != sent[0] || want->session != sent[1]))
-          throw std::runtime_error(fmt::format("the snapshot at 0x{:x} holds {} and {} records, its marker says {} and {}",
-                                               p.snapshot, sent[0], sent[1], want->node, want->session));
         pb::PeerMessage end;
         auto* c = end.mutable_snap_chunk();
         c->set_zxid(p.snapshot);

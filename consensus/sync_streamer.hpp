@@ -7,6 +7,9 @@
 // stays at most max_buffered bytes ahead. So a stream's memory is bounded by a few frames
 // whatever the size of the tree or the log, and it goes as fast as the follower reads.
 //
+// A SNAP's snapshot is the store's (a complete snapshot at its zxid), or else the live tree,
+// walked fuzzily from its zxid on (Io::live), as ZooKeeper's leader serialises its tree.
+//
 // Order on the wire: the snapshot's frames (a SNAP), the Sync, the entries, then every message
 // the core sent on that link meanwhile (held here, in order, at most max_held bytes: past that
 // the stream is abandoned and the follower comes back for a new sync). A stream ends early
@@ -23,12 +26,31 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "consensus/ensemble_replicator.hpp"
 #include "storage/log_store.hpp"
 
 namespace warden::consensus {
+
+// A snapshot of the live tree, walked as the stream goes (ZooKeeper's leader serialises its
+// tree the same way): made on the server's thread, read on the stream's.
+class LiveSnapshot {
+ public:
+  using Records = std::vector<std::pair<std::string, std::string>>;
+  virtual ~LiveSnapshot() = default;
+  // Reader thread: the next node records (an empty batch at the end), or nothing when
+  // `cancelled` said so while it waited for the tree.
+  virtual std::optional<Records> next(const std::function<bool()>& cancelled) = 0;
+  // The session records, as they were when the walk started (the log after the snapshot's zxid
+  // replays what changed since).
+  virtual Records sessions() = 0;
+  // Reader thread, after the end: whether the walk met every node that lived through it.
+  virtual bool whole() = 0;
+};
 
 class SyncStreamer {
  public:
@@ -38,6 +60,8 @@ class SyncStreamer {
     std::function<void(PeerId to, std::string bytes)> send;  // the transport, quorum port
     std::function<size_t(PeerId to)> queued;                 // bytes the transport holds for `to`
     std::function<void(PeerId to, const std::string& why)> failed;  // a stream failed: drop the link
+    // A walk of the live tree, for a SNAP whose zxid is no stored snapshot's (none: refused).
+    std::function<std::unique_ptr<LiveSnapshot>()> live;
   };
 
   static constexpr size_t frame_bytes = 1u << 20;

@@ -57,6 +57,9 @@ struct Ensemble {
   bool is_observer(PeerId p) const;
 };
 
+// ZooKeeper's zookeeper.snapshotSizeFactor.
+constexpr double default_snapshot_size_factor = 0.33;
+
 struct PeerConfig {
   PeerId id = 0;
   Ensemble ensemble;
@@ -79,7 +82,7 @@ struct PeerConfig {
   bool stream_sync = false;
   // ZooKeeper's zookeeper.snapshotSizeFactor: a follower whose DIFF would be larger than this
   // share of the snapshot gets the snapshot (when it is newer than the follower's log).
-  double snapshot_size_factor = 0.33;
+  double snapshot_size_factor = default_snapshot_size_factor;
 #ifdef WARDEN_PLANTS
   Plants plants;
 #endif

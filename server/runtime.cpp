@@ -496,6 +496,12 @@ struct ServerRuntime::Impl {
       h.snapshot_chunk = [this](consensus::EnsembleReplicator::SnapshotFrame f) { snapshot_frame(std::move(f)); };
       h.snapshot_complete = [this](Zxid at, uint64_t link) { return snapshot_received(at, link); };
       h.install_snapshot = [this](Zxid at) { install_snapshot(at); };
+      h.live_snapshot = [this]() -> std::pair<Zxid, uint64_t> {
+        const DataTree& t = server->tree();
+        // A snapshot record holds a node's path, data, ACL reference and Stat: its data and
+        // path (approximate_data_size) and about 64 bytes more.
+        return {t.last_applied(), static_cast<uint64_t>(t.approximate_data_size()) + 64 * t.size()};
+      };
     }
     h.persist = [this](storage::LogEntry e) { persist(std::move(e)); };
     h.finish_writes = [this] {
@@ -527,6 +533,7 @@ struct ServerRuntime::Impl {
       sio.post = [this](std::function<void()> f) { asio::post(io, std::move(f)); };
       sio.send = [this](int64_t to, std::string bytes) { transport->send(to, std::move(bytes), false); };
       sio.queued = [this](int64_t to) { return transport->queued(to); };
+      sio.live = [this]() -> std::unique_ptr<consensus::LiveSnapshot> { return std::make_unique<LiveWalk>(*this); };
       sio.failed = [this](int64_t to, const std::string&) {
         // Not from inside the replicator's own call (hold() runs in its send hook).
         asio::post(io, [this, to] {
@@ -538,6 +545,30 @@ struct ServerRuntime::Impl {
       transport->set_on_written([this](int64_t member) { streamer->pump(member); });
     }
   }
+
+  // Leader: the live tree walked for a follower's SNAP on its stream's thread, as the snapshot
+  // writer walks it: the tree lock is tried, never waited for (the server's thread may hold it
+  // while it cancels the stream), and held for about snapshot_hold per batch.
+  struct LiveWalk final : consensus::LiveSnapshot {
+    Impl& impl;
+    SnapshotWalk walk;
+    Records session_records;
+    bool whole_ = false;
+    explicit LiveWalk(Impl& i) : impl(i), walk(i.server->tree()), session_records(i.server->session_records()) {}
+    std::optional<Records> next(const std::function<bool()>& cancelled) override {
+      std::unique_lock<std::mutex> hold(impl.tree_mutex, std::try_to_lock);
+      while (!hold.owns_lock()) {
+        if (cancelled()) return std::nullopt;
+        std::this_thread::sleep_for(std::chrono::microseconds(50));
+        hold.try_lock();
+      }
+      Records out = walk.next_chunks(snapshot_step_nodes, std::chrono::steady_clock::now() + snapshot_hold);
+      if (out.empty()) whole_ = walk.done() && walk.met_every_survivor();  // where the tree cannot change
+      return out;
+    }
+    Records sessions() override { return session_records; }
+    bool whole() override { return whole_; }
+  };
 
   // Follower: a frame of the snapshot the leader streams. The records go to the snapshot
   // writer as they come (it makes the caller wait when the disk falls behind, and so the

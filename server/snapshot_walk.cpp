@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <iterator>
 
 
@@ -11,7 +12,7 @@ namespace warden::server {
 std::pair<std::string, std::string> SnapshotWalk::next_chunk(size_t max_nodes) {
   std::string key, bytes;
   wire::Writer(key).put_long(static_cast<int64_t>(chunks_++));
-  bytes.reserve(max_nodes * 192);  // a node with 100 bytes of data takes about 200
+  bytes.reserve(std::min(max_nodes * 192, max_chunk_bytes));  // a node with 100 bytes of data takes about 200
   wire::Writer w(bytes);
   size_t taken = 0;
   // Writes the node at parent + "/" + name without building its path, unless the walk must
@@ -48,7 +49,7 @@ std::pair<std::string, std::string> SnapshotWalk::next_chunk(size_t max_nodes) {
     f.positioned = false;
     f.taken = nullptr;
   }
-  while (taken < max_nodes && !stack_.empty()) {
+  while (taken < max_nodes && bytes.size() < max_chunk_bytes && !stack_.empty()) {
     Frame& top = stack_.back();
     const Node* n = top.node;
     if (n && !top.positioned) {
@@ -84,9 +85,11 @@ std::pair<std::string, std::string> SnapshotWalk::next_chunk(size_t max_nodes) {
 std::vector<std::pair<std::string, std::string>> SnapshotWalk::next_chunks(
     size_t max_nodes, std::chrono::steady_clock::time_point deadline) {
   std::vector<std::pair<std::string, std::string>> out;
+  size_t bytes = 0;
   while (!done()) {
     out.push_back(next_chunk(max_nodes));
-    if (std::chrono::steady_clock::now() >= deadline) break;
+    bytes += out.back().second.size();
+    if (std::chrono::steady_clock::now() >= deadline || bytes >= max_batch_bytes) break;
   }
   return out;
 }

@@ -37,11 +37,16 @@ class SnapshotWalk {
   // written plus what was removed covers the tree's size at the start. False for a walk cut
   // short. Call it where the tree cannot change.
   bool met_every_survivor() const { return written_ + (tree_.removed() - removed_at_start_) >= size_at_start_; }
+  // A chunk ends at max_chunk_bytes too (one larger node goes alone), and a batch of
+  // next_chunks at max_batch_bytes: a tree of large nodes never makes a record, a frame of a
+  // streamed snapshot, or a batch in memory larger than a few megabytes.
+  static constexpr size_t max_chunk_bytes = 1u << 20;
+  static constexpr size_t max_batch_bytes = 4u << 20;
   // The next chunk of at most `max_nodes` nodes, as (key, bytes): the key is the chunk's
   // number (8 bytes, big-endian, so chunks sort in walk order: parents before children), the
   // bytes are the nodes' (path, record) pairs, read back with for_each_in_chunk.
   std::pair<std::string, std::string> next_chunk(size_t max_nodes);
-  // Chunks of `max_nodes` until `deadline` has passed, and at least one while the walk is not
+  // Chunks of `max_nodes` until `deadline` has passed (or max_batch_bytes), and at least one while the walk is not
   // done: empty only when it is. (A call that could come back empty before the end, its
   // thread preempted past the deadline before the first chunk, once finished snapshots short:
   // the rest of the tree was lost at the next start.)

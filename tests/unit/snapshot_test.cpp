@@ -468,3 +468,31 @@ TEST_CASE("snapshots of a wide, busy node through the store always recover the l
     CHECK(recoveries > 10);
   }
 }
+
+TEST_CASE("a walk's chunks and batches stay near a megabyte however large the nodes") {
+  Harness h;
+  Client a(h);
+  a.connect(40000);
+  a.create("/big");
+  std::string data(900 * 1024, 'd');
+  for (int i = 0; i < 12; ++i) a.create("/big/n" + std::to_string(i), data);
+  server::SnapshotWalk walk(h.server.tree());
+  size_t chunks = 0, nodes = 0;
+  while (!walk.done()) {
+    auto batch = walk.next_chunks(200, std::chrono::steady_clock::now() + std::chrono::hours(1));
+    size_t batch_bytes = 0;
+    for (const auto& [k, v] : batch) {
+      ++chunks;
+      batch_bytes += v.size();
+      // One node larger than the bound goes alone; else a chunk ends once past a megabyte.
+      CHECK(v.size() < server::SnapshotWalk::max_chunk_bytes + data.size() + 1024);
+      server::for_each_in_chunk(v, [&](std::string_view, std::string_view) {
+        ++nodes;
+        return true;
+      });
+    }
+    CHECK(batch_bytes < server::SnapshotWalk::max_batch_bytes + server::SnapshotWalk::max_chunk_bytes + data.size());
+  }
+  CHECK(nodes == h.server.tree().size());
+  CHECK(chunks >= 6);  // not one chunk of 200 nodes: about two of these nodes per chunk
+}
