@@ -995,19 +995,31 @@ namespace {
 // (ConnectionLoss, within a session timeout of the last answer) or ended; and with
 // Options::request_timeout_ms, RequestTimeout once that passed (the request's outcome is then
 // unknown, as with ZooKeeper's zookeeper.request.timeout).
+thread_local std::optional<std::chrono::steady_clock::time_point> call_deadline;
+
 template <class... T, class Start>
 std::tuple<T...> wait_for(const std::thread& t, int32_t timeout_ms, const std::string& what, Start start) {
   not_on_client_thread(t);
   auto p = std::make_shared<std::promise<std::pair<Err, std::tuple<T...>>>>();
   auto f = p->get_future();
   start([p](Err e, T... v) { p->set_value({e, std::tuple<T...>(std::move(v)...)}); });
-  if (timeout_ms > 0 && f.wait_for(std::chrono::milliseconds(timeout_ms)) != std::future_status::ready)
-    throw Error(Err::requestTimeout, what + ": no reply within " + std::to_string(timeout_ms) + " ms");
+  std::optional<std::chrono::steady_clock::time_point> until;
+  if (timeout_ms > 0) until = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  bool callers = call_deadline && (!until || *call_deadline < *until);
+  if (callers) until = call_deadline;
+  if (until && f.wait_until(*until) != std::future_status::ready)
+    throw Error(Err::requestTimeout, what + (callers ? std::string(": the caller's deadline passed")
+                                                     : ": no reply within " + std::to_string(timeout_ms) + " ms"));
   auto [e, v] = f.get();
   if (e != Err::ok) throw Error(e, what);
   return std::move(v);
 }
 }  // namespace
+
+CallDeadline::CallDeadline(std::optional<std::chrono::steady_clock::time_point> deadline) : previous_(call_deadline) {
+  call_deadline = deadline;
+}
+CallDeadline::~CallDeadline() { call_deadline = previous_; }
 
 std::pair<std::string, Stat> Client::create2(const std::string& path, const std::string& data, CreateMode mode,
                                              AclList acl, int64_t ttl_ms) {

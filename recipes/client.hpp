@@ -24,6 +24,7 @@
 // touch must outlive it. A Client must not be destroyed from one of its own callbacks.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -113,6 +114,21 @@ struct MultiResult {
   Err err = Err::ok;
   std::string path;  // create: the name made
   Stat stat;         // set
+};
+
+// While one lives on a thread, the blocking calls of every Client that thread makes give up at
+// its deadline with Error(RequestTimeout) (the request's outcome is then unknown, as with
+// Options::request_timeout_ms, whichever comes first). A nested one replaces it until it ends;
+// none (nullopt) lifts the bound. Mutex::try_acquire bounds its requests so.
+class CallDeadline {
+ public:
+  explicit CallDeadline(std::optional<std::chrono::steady_clock::time_point> deadline);
+  ~CallDeadline();
+  CallDeadline(const CallDeadline&) = delete;
+  CallDeadline& operator=(const CallDeadline&) = delete;
+
+ private:
+  std::optional<std::chrono::steady_clock::time_point> previous_;
 };
 
 class Client {

@@ -209,20 +209,53 @@ std::optional<int64_t> Mutex::lock(std::optional<std::chrono::steady_clock::time
     stale = std::move(node_);  // held when the session was lost: the session may live on
     node_.clear();
   }
-  // A node of an earlier hold that the session lost and got back: out of the queue first, or
-  // this contender would wait behind itself.
-  if (!stale.empty()) remove_for_sure(client_, stale);
-  std::string ours = create_node();
+  // With a deadline every request gives up at it (a connection that is away would otherwise
+  // hold a call until it is back or the session is lost); what it leaves in the queue is then
+  // removed in the background, in order after it on the session.
+  CallDeadline bound(deadline);
+  std::string ours;
   try {
-    return wait_turn(ours, deadline);
-  } catch (...) {
-    // Out of the queue before the error goes up, as Curator's deleteOurPath: no orphan node.
+    // A node of an earlier hold that the session lost and got back: out of the queue first, or
+    // this contender would wait behind itself.
+    if (!stale.empty()) remove_for_sure(client_, stale);
+    stale.clear();
+    ours = create_node();
     try {
-      remove_for_sure(client_, ours);
-    } catch (const Error&) {
+      return wait_turn(ours, deadline);
+    } catch (const Error& e) {
+      if (e.code() == Err::requestTimeout && deadline) throw;
+      // Out of the queue before the error goes up, as Curator's deleteOurPath: no orphan node.
+      try {
+        remove_for_sure(client_, ours);
+      } catch (const Error&) {
+      }
+      throw;
     }
-    throw;
+  } catch (const Error& e) {
+    if (e.code() != Err::requestTimeout || !deadline) throw;
+    // The deadline passed inside a request: not acquired. Our node, if the create went
+    // through, must not stand in the queue for nobody.
+    if (!stale.empty()) remove_later(client_, stale);
+    if (!ours.empty())
+      withdraw(ours);
+    else
+      remove_child_later(client_, path_, "_c_" + uuid_ + "-");
+    return std::nullopt;
   }
+}
+
+void Mutex::withdraw(const std::string& ours) {
+  // Within withdraw_grace when the connection is there (the node is gone as the call returns);
+  // else in the background: the delete waits for the connection, and is sent again after a
+  // loss, so that the call still ends about at its deadline.
+  CallDeadline grace(std::chrono::steady_clock::now() + withdraw_grace);
+  try {
+    client_.remove(ours);
+    return;
+  } catch (const Error& e) {
+    if (e.code() == Err::noNode || e.code() == Err::sessionExpired) return;
+  }
+  remove_later(client_, ours);
 }
 
 std::optional<int64_t> Mutex::wait_turn(const std::string& ours,
@@ -282,7 +315,7 @@ std::optional<int64_t> Mutex::wait_turn(const std::string& ours,
       armed = {before, seen};
     }
     if (!wait_news(*sh_, seen, deadline, what)) {
-      remove_for_sure(client_, ours);  // timed out: out of the queue, through a lost connection too
+      withdraw(ours);  // timed out: out of the queue
       return std::nullopt;
     }
     bool only_one_ahead_went = false;

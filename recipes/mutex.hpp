@@ -64,9 +64,13 @@ class Mutex {
   // Blocks until held; the fencing token of this acquisition. Throws Error on a session or
   // connection failure, and std::runtime_error once cancel() was called.
   int64_t acquire();
-  // Blocks at most `timeout`; nothing when it was not acquired in time or cancel() was called
-  // (its node is removed either way).
+  // Blocks at most `timeout`, and then at most withdraw_grace more to take its node out of the
+  // queue; nothing when it was not acquired in time or cancel() was called. Every request it
+  // makes gives up at the deadline (CallDeadline), also while the connection is away; a node it
+  // could not remove by then is removed in the background once the connection is back (its
+  // session's end takes it otherwise), never left for a later holder to wait on.
   std::optional<int64_t> try_acquire(std::chrono::milliseconds timeout);
+  static constexpr std::chrono::milliseconds withdraw_grace{1000};
   // From any thread: an acquisition waiting for its turn withdraws (its node is removed) and
   // returns as above; every later one returns at once. For a process that is told to stop while
   // it waits (`warden lock` on SIGINT or SIGTERM). A lock already held stays held.
@@ -86,6 +90,7 @@ class Mutex {
  private:
   std::optional<int64_t> lock(std::optional<std::chrono::steady_clock::time_point> deadline);
   std::string create_node();
+  void withdraw(const std::string& ours);
   std::optional<int64_t> wait_turn(const std::string& ours, std::optional<std::chrono::steady_clock::time_point> deadline);
 
   // What the client's callbacks (the state listener, the predecessor's watch) touch, shared so

@@ -96,6 +96,27 @@ auto through_losses(F f) {
   }
 }
 
+// Removes `node` in the background: the client sends the delete when it has a connection
+// (requests wait for one, in order), again after a loss, up to `tries` times; a session that
+// ends takes an ephemeral node with it anyway. For a caller that must not wait for it.
+inline void remove_later(Client& client, const std::string& node, int tries = 50) {
+  client.remove_async(node, -1, [&client, node, tries](Err e) {
+    if (e == Err::connectionLoss && tries > 1) remove_later(client, node, tries - 1);
+  });
+}
+
+// The same for the child of `parent` whose name starts with `prefix` (a protected create whose
+// outcome is unknown): looked for, in order after that create, then removed.
+inline void remove_child_later(Client& client, const std::string& parent, const std::string& prefix, int tries = 50) {
+  client.children_async(parent, nullptr,
+                        [&client, parent, prefix, tries](Err e, std::vector<std::string> kids, Stat) {
+                          if (e == Err::connectionLoss && tries > 1) return remove_child_later(client, parent, prefix, tries - 1);
+                          if (e != Err::ok) return;
+                          for (const auto& k : kids)
+                            if (k.rfind(prefix, 0) == 0) remove_later(client, parent + "/" + k);
+                        });
+}
+
 // One watch at a time on one node: set again only when the target changed or news came.
 struct ArmedWatch {
   std::string path;
