@@ -258,6 +258,9 @@ void EnsembleReplicator::process() {
       applied_ = at;
       durable_ = at;
       save_state(true);
+      // Durable now: the core may acknowledge the sync (a SNAP with no entries after it has
+      // nothing else to report durability; without this the ack waited for the next write).
+      core_->peer->durable(at);
     }
     for (auto& e : r.append) {
       recent_.push_back(storage::LogEntry{e.zxid, e.payload});
