@@ -9,6 +9,7 @@
 #include <chrono>
 #include <map>
 #include <stdexcept>
+#include <tuple>
 
 namespace warden::consensus {
 
@@ -63,6 +64,8 @@ struct PeerTransport::Impl {
   uint64_t refused = 0;
   std::function<void(int64_t)> on_lost;
   std::function<void(int64_t)> on_written;
+  bool started = false;
+  std::vector<std::tuple<int64_t, std::string, bool>> early;  // sent before start()
   // Each member's host resolved at start: where its connections must come from (empty: it did
   // not resolve then, and is not checked).
   std::map<int64_t, std::vector<std::string>> addresses;
@@ -204,6 +207,9 @@ struct PeerTransport::Impl {
       old->close();
     }
     slot = c;
+    // It runs again: our connection to the same port of it need not wait out its backoff (a
+    // restarted member would otherwise hear the others' answers up to a second late).
+    if (auto o = out.find({c->from, c->vote}); o != out.end()) o->second->peer_is_back();
   }
 
   // This member's connection to one port of another: it sends only.
@@ -283,6 +289,14 @@ struct PeerTransport::Impl {
       socket.async_read_some(asio::buffer(*sink), [this, gen, sink](boost::system::error_code, size_t) {
         if (gen == generation && !t.stopping) failed("the connection closed");
       });
+    }
+    // The member said hello on its own connection to us: connect now if a retry is waiting.
+    void peer_is_back() {
+      if (!backing_off || t.stopping) return;
+      retry.cancel();
+      backing_off = false;
+      backoff = min_backoff;
+      connect();
     }
     // While connected: an empty frame after each keepalive_ms in which nothing was sent.
     void tick_keepalive(uint64_t gen) {
@@ -455,6 +469,10 @@ void PeerTransport::start() {
       i.out.emplace(std::make_pair(id, vote), std::move(o));
     }
   }
+  i.started = true;
+  auto early = std::move(i.early);
+  i.early.clear();
+  for (auto& [to, bytes, vote] : early) send(to, std::move(bytes), vote);
 }
 
 void PeerTransport::set_on_lost(std::function<void(int64_t)> lost) { impl_->on_lost = std::move(lost); }
@@ -467,8 +485,16 @@ size_t PeerTransport::queued(int64_t to) const {
 }
 
 void PeerTransport::send(int64_t to, std::string bytes, bool vote) {
-  auto it = impl_->out.find({to, vote});
-  if (it == impl_->out.end() || impl_->stopping) return;
+  auto& i = *impl_;
+  if (i.stopping) return;
+  if (!i.started) {
+    // The core's first votes go out as the server starts, before the ports are bound: kept
+    // for start(), so that an election does not wait for the next round of votes.
+    if (i.early.size() < 1000) i.early.emplace_back(to, std::move(bytes), vote);
+    return;
+  }
+  auto it = i.out.find({to, vote});
+  if (it == i.out.end()) return;
   it->second->send(std::move(bytes));
 }
 
