@@ -268,6 +268,7 @@ std::optional<int64_t> Mutex::wait_turn(const std::string& ours,
   };
   // Our turn: held, unless the session was lost meanwhile (a grant then would be a second holder).
   auto grant = [&]() -> std::optional<int64_t> {
+    if (test_hooks_.before_grant) test_hooks_.before_grant();
     std::lock_guard<std::mutex> l(sh_->mu);
     if (sh_->lost) throw Error(Err::sessionExpired, what + ": the session was lost before the grant");
     node_ = ours;
@@ -302,6 +303,7 @@ std::optional<int64_t> Mutex::wait_turn(const std::string& ours,
     // has not fired the queue is read again every second (wait_news), without a second watch.
     std::string before = path_ + "/" + turn.watch;
     if (armed.needed(before, seen)) {
+      if (test_hooks_.before_watch) test_hooks_.before_watch(before);
       bool there = through_losses([&] {
         try {
           client_.get(before, watcher_of(sh_));

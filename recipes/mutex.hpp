@@ -86,6 +86,14 @@ class Mutex {
   void on_lost(std::function<void()> f);
   // Watch events this Mutex received while waiting (tests count them: one per release ahead).
   int64_t wakeups() const;
+  // For tests, which must make a race happen at a given point: called on the acquiring thread
+  // just before the predecessor's watch is set (with its path), and just before a grant. Set
+  // them while no acquisition is under way.
+  struct TestHooks {
+    std::function<void(const std::string& predecessor)> before_watch;
+    std::function<void()> before_grant;
+  };
+  void set_test_hooks(TestHooks hooks) { test_hooks_ = std::move(hooks); }
 
  private:
   std::optional<int64_t> lock(std::optional<std::chrono::steady_clock::time_point> deadline);
@@ -99,6 +107,7 @@ class Mutex {
   Client& client_;
   std::string path_;
   std::string uuid_;  // this acquisition's: a fresh one for each, so a stale node is never adopted
+  TestHooks test_hooks_;
   std::string lock_name_;
   QueueRule rule_;
   std::string node_;

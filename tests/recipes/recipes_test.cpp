@@ -868,6 +868,74 @@ TEST_CASE("mutex: a try_acquire that times out while disconnected ends at its de
   if (next) mb.release();
 }
 
+TEST_CASE("mutex: a predecessor gone before its watch is set leaves no watch behind") {
+  NEEDS_SERVER();
+  std::string path = fresh("gonewatch");
+  Client a(opts()), b(opts());
+  a.start();
+  b.start();
+  Mutex ma(a, path), mb(b, path);
+  ma.acquire();
+  std::string gone;
+  // The holder releases between b's listing of the queue and its watch on the holder's node.
+  mb.set_test_hooks({[&](const std::string& predecessor) {
+                       if (!gone.empty()) return;
+                       gone = predecessor;
+                       ma.release();
+                     },
+                     nullptr});
+  auto t = mb.try_acquire(10s);
+  REQUIRE(t);
+  REQUIRE_FALSE(gone.empty());
+  // An exists watch on the vanished node would have stayed, waiting for its creation (and been
+  // set again at every reconnect): a node of that name appearing now would fire it. getData on
+  // a missing node sets none.
+  int64_t seen = mb.wakeups();
+  a.create(gone, "");
+  std::this_thread::sleep_for(500ms);
+  CHECK(mb.wakeups() == seen);
+  a.remove(gone);
+  mb.release();
+}
+
+TEST_CASE("mutex: a turn that comes after the session was lost is not granted") {
+  NEEDS_SERVER();
+  CutProxy proxy;
+  std::string path = fresh("lostgrant");
+  Client a(opts()), b(through(proxy, 4000));
+  a.start();
+  b.start();
+  Mutex ma(a, path), mb(b, path);
+  ma.acquire();
+  std::atomic<bool> lost{false};
+  b.on_state([&](State s) {
+    if (s == State::lost) lost = true;
+  });
+  // b's turn comes; before the grant its session is reported lost (the server may expire it
+  // and another client take the lock): the grant must not happen.
+  mb.set_test_hooks({nullptr, [&] {
+                       proxy.cut();
+                       for (int i = 0; i < 200 && !lost; ++i) std::this_thread::sleep_for(50ms);
+                     }});
+  std::thread releaser([&] {
+    std::this_thread::sleep_for(300ms);
+    ma.release();
+  });
+  bool granted = false;
+  Err code = Err::ok;
+  try {
+    granted = mb.try_acquire(20s).has_value();
+  } catch (const Error& e) {
+    code = e.code();
+  }
+  releaser.join();
+  CHECK(lost);
+  CHECK_FALSE(granted);
+  CHECK(code == Err::sessionExpired);
+  CHECK_FALSE(mb.held());
+  proxy.restore();
+}
+
 TEST_CASE("mutex: exactly one waiter wakes per release") {
   NEEDS_SERVER();
   std::string path = fresh("herd");
