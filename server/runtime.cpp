@@ -281,6 +281,21 @@ struct ServerRuntime::Impl {
   // reads. A hold of the writer's is short, so commits wait for it a fraction of a millisecond
   // at most, and often enough released that a busy server's commits are not starved.
   std::mutex tree_mutex;
+  // The tree lock as a peer message's handling holds it: a follower that waits for the
+  // snapshot writer there (a leader's snapshot arriving) lets go of it meanwhile, since the
+  // writer's walk may be waiting for it (nothing changes the tree while this thread waits).
+  std::unique_lock<std::mutex>* receiving_lock = nullptr;
+  template <class F>
+  void without_tree_lock(F f) {
+    struct Relock {
+      std::unique_lock<std::mutex>* l;
+      ~Relock() {
+        if (l) l->lock();
+      }
+    } relock{receiving_lock && receiving_lock->owns_lock() ? receiving_lock : nullptr};
+    if (relock.l) relock.l->unlock();
+    f();
+  }
   static constexpr auto snapshot_hold = std::chrono::microseconds(500);
   static constexpr size_t snapshot_step_nodes = 200;  // a chunk: one RocksDB record
 
@@ -515,7 +530,12 @@ struct ServerRuntime::Impl {
       bool ok;
       {
         // A peer message may commit txns: never while the snapshot writer reads the tree.
-        std::lock_guard<std::mutex> hold(tree_mutex);
+        std::unique_lock<std::mutex> hold(tree_mutex);
+        receiving_lock = &hold;
+        struct Forget {
+          std::unique_lock<std::mutex>*& p;
+          ~Forget() { p = nullptr; }
+        } forget{receiving_lock};
         ok = ensemble->receive(from, b, &error);
         if (ok) server->peer_progress();  // a leader's ping may confirm clients' pings
       }
@@ -596,7 +616,7 @@ struct ServerRuntime::Impl {
       return;
     }
     (f.part == static_cast<char>(Part::node) ? receiving.got.node : receiving.got.session) += f.records.size();
-    snapshot_writer->put(f.at, static_cast<Part>(f.part), std::move(f.records));
+    without_tree_lock([&] { snapshot_writer->put(f.at, static_cast<Part>(f.part), std::move(f.records)); });
   }
 
   // Follower, as the Sync of a streamed SNAP arrives: whether the snapshot `at` came whole on
@@ -611,7 +631,7 @@ struct ServerRuntime::Impl {
       return false;
     }
     snapshot_writer->finish(at, fmt::format("received from server {}", ensemble->leader()));
-    snapshot_writer->wait_idle();
+    without_tree_lock([&] { snapshot_writer->wait_idle(); });
     auto counts = log->snapshots()->snapshot_record_counts(at);
     if (!counts || !(*counts == r.got)) {
       spdlog::warn("the snapshot at 0x{:x} from server {} could not be written (see above); syncing again", at,
@@ -722,19 +742,13 @@ struct ServerRuntime::Impl {
   // apply commits), for about `snapshot_hold` at a time. Once the walk is done, the server
   // thread adds the sessions and the marker.
   //
-  // The lock is tried, not waited for: the server's thread may hold it while it waits for this
-  // thread (a follower handing it a leader's snapshot abandons the walk first), so the walk's
-  // generation is checked between tries, and again once held, before `w` is touched.
+  // A walk the server thread abandoned (a follower handed a leader's snapshot) is freed under
+  // the lock: its generation is checked once the lock is held, before `w` is touched.
   std::optional<storage::SnapshotWriter::Records> snapshot_chunks(SnapshotWalk& w, uint64_t gen) {
     storage::SnapshotWriter::Records out;
     Zxid at = 0;  // read under the lock: once it is released, an abandoned walk may be gone
     {
-      std::unique_lock<std::mutex> hold(tree_mutex, std::try_to_lock);
-      while (!hold.owns_lock()) {
-        if (walk_generation.load() != gen) return std::nullopt;
-        std::this_thread::sleep_for(std::chrono::microseconds(50));
-        hold.try_lock();
-      }
+      std::lock_guard<std::mutex> hold(tree_mutex);
       if (walk_generation.load() != gen) return std::nullopt;
       out = w.next_chunks(snapshot_step_nodes, std::chrono::steady_clock::now() + snapshot_hold);
       at = w.at();
