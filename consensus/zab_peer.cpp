@@ -118,6 +118,15 @@ void ZabPeer::try_join(PeerId leader) {
 void ZabPeer::on_vote(PeerId from, const pb::PeerMessage& m) {
   const pb::Vote& v = m.vote();
   if (role_ != Role::looking) {
+    if (v.state() == pb::LOOKING && from == leader_ && role_ != Role::leading && v.round() > round_) {
+      // The leader we follow looks again, in a round after the one we decided in (its ahead
+      // check stepped it down, or it lost its quorum): it will not lead us. Look now, not after
+      // initLimit in discovery or syncLimit in broadcast (simulator seed 600013218 waited out
+      // initLimit twice so). A looking vote of our own round or earlier is from before it led.
+      become_looking();
+      on_vote(from, m);
+      return;
+    }
     if (v.state() == pb::LOOKING) {
       send_vote(from);  // tell it who leads
     } else if (v.state() == pb::LEADING && from == leader_ && role_ != Role::leading &&

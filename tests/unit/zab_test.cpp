@@ -582,6 +582,23 @@ TEST_CASE("a voter does not follow a candidate that has said it follows another 
   CHECK(p.role() == Role::looking);
 }
 
+TEST_CASE("a follower whose leader looks again in a later round looks at once") {
+  OnePeer one(1, {}, Epochs{2, 2});
+  ZabPeer& p = *one.peer;
+  Zxid z = make_zxid(2, 9);
+  for (PeerId from : {2, 3, 5}) p.receive(from, vote(from, 1, 5, z, 2, pb::LOOKING));
+  for (uint64_t t = 0; t < 3 && p.role() == Role::looking; ++t) p.tick(t);
+  REQUIRE(p.role() == Role::following);
+  REQUIRE(p.leader() == 5);
+  // A looking vote of 5's from the round this server decided in is from before 5 led: stale.
+  p.receive(5, vote(5, 1, 5, z, 2, pb::LOOKING));
+  CHECK(p.role() == Role::following);
+  // One from a later round: 5 stepped down (its ahead check, or its quorum went). Waiting out
+  // initLimit in discovery would only delay the next election (simulator seed 600013218).
+  p.receive(5, vote(5, 2, 5, z, 2, pb::LOOKING));
+  CHECK(p.role() == Role::looking);
+}
+
 TEST_CASE("a looking voter answers a worse vote of its own round with its vote") {
   OnePeer one(4, history(2, 0x109), Epochs{2, 2});
   ZabPeer& p = *one.peer;
