@@ -1131,6 +1131,11 @@ TEST_CASE("semaphore: never more than max leases at once; a timed-out acquire le
         if (now > max) ++over;
         raise_to(most, now);
         std::this_thread::sleep_for(10ms);
+        // On a loaded machine the contenders may arrive one by one: until two leases have been
+        // held together, wait a while for another one (a semaphore of one lease never gets there).
+        auto until = std::chrono::steady_clock::now() + 2s;
+        while (most.load() < 2 && std::chrono::steady_clock::now() < until)
+          std::this_thread::sleep_for(5ms);
         holding.fetch_sub(1);
       }  // the lease goes with its scope
     });
