@@ -189,6 +189,7 @@ bool id_matches(const wire::Id& acl_id, const wire::Id& caller) {
   if (acl_id.scheme != caller.scheme) return false;
   if (acl_id.scheme == "digest") return acl_id.id == caller.id;
   if (acl_id.scheme == "ip") return ip_matches(caller.id, acl_id.id);
+  if (acl_id.scheme == "x509") return acl_id.id == caller.id;  // a certificate's subject, as ZooKeeper
   return false;
 }
 
@@ -225,13 +226,14 @@ std::vector<wire::Acl> fixup_acl(const wire::AclList& acl, const AuthIds& ids) {
     } else if (scheme == "auth") {
       bool any = false;
       for (const auto& id : ids) {
-        if (id.scheme != "digest") continue;  // only digest ids are "authenticated" ids
+        // Ids of the schemes ZooKeeper calls authenticated: digest and x509 (not ip).
+        if (id.scheme != "digest" && id.scheme != "x509") continue;
         add(wire::Acl{a.perms, id});
         any = true;
       }
       if (!any) return {};
     } else if ((scheme == "digest" && valid_digest_id(a.id.id)) ||
-               (scheme == "ip" && valid_ip_id(a.id.id))) {
+               (scheme == "ip" && valid_ip_id(a.id.id)) || (scheme == "x509" && !a.id.id.empty())) {
       add(a);
     } else {
       return {};

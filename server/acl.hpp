@@ -1,4 +1,4 @@
-// Access control as ZooKeeper does it: the schemes world, auth, digest and ip; the check of a
+// Access control as ZooKeeper does it: the schemes world, auth, digest, ip and x509; the check of a
 // permission against a node's ACL and a connection's authenticated ids; the normalisation of a
 // client-supplied ACL (ZooKeeper's fixupACL). One ACL check for the whole server.
 #pragma once

@@ -223,6 +223,43 @@ ConfigResult parse_config(std::string_view text, std::string_view file_name) {
       if (!parse_bool(value, c.force_sync)) err = bad("must be yes or no");
     } else if (key == "znode.container.checkIntervalMs") {
       err = set_int(c.container_check_interval_ms, 10, 1 << 30);
+    } else if (key == "secureClientPort") {
+      err = set_int(c.secure_client_port, 0, 65535);
+      c.secure_client_port_origin = std::string(file_name) + ":" + std::to_string(line_no);
+    } else if (key == "secureClientPortAddress") {
+      c.secure_client_port_address = std::string(value);
+      if (!is_ip_address(c.secure_client_port_address)) err = bad("is not an IP address");
+    } else if (key == "client.portUnification" || key == "zookeeper.client.portUnification") {
+      if (!parse_bool(value, c.client_port_unification)) err = bad("must be true or false");
+    } else if (key == "serverCnxnFactory" || key == "zookeeper.serverCnxnFactory") {
+      // ZooKeeper needs Netty's factory for TLS; Warden has one connection layer for both.
+      if (value != "org.apache.zookeeper.server.NettyServerCnxnFactory" &&
+          value != "org.apache.zookeeper.server.NIOServerCnxnFactory")
+        err = bad("unknown connection factory (ZooKeeper's are org.apache.zookeeper.server.NettyServerCnxnFactory "
+                  "and NIOServerCnxnFactory)");
+    } else if (key == "sslQuorum") {
+      if (!parse_bool(value, c.ssl_quorum)) err = bad("must be true or false");
+      else if (c.ssl_quorum) err = bad("TLS between members is not supported by this version of Warden yet");
+    } else if (key == "portUnification") {
+      if (!parse_bool(value, c.quorum_port_unification)) err = bad("must be true or false");
+      else if (c.quorum_port_unification)
+        c.warnings.push_back(where() + "portUnification=true: members still connect in plaintext only (TLS between "
+                             "members is not supported by this version of Warden yet)");
+    } else if (key.rfind("authProvider.", 0) == 0 || key.rfind("zookeeper.authProvider.", 0) == 0) {
+      if (value == "org.apache.zookeeper.server.auth.X509AuthenticationProvider" ||
+          value == "org.apache.zookeeper.server.auth.DigestAuthenticationProvider" ||
+          value == "org.apache.zookeeper.server.auth.IPAuthenticationProvider")
+        ;  // always on (x509 for TLS clients), as ZooKeeper 3.8 behaves
+      else
+        c.warnings.push_back(where() + key + ": authentication provider '" + shown(value) +
+                             "' is not supported by Warden: ignored");
+    } else if (key == "X509AuthenticationProvider.superUser" ||
+               key == "zookeeper.X509AuthenticationProvider.superUser") {
+      c.x509_super_user = std::string(value);
+    } else if (std::optional<std::string> tls_error;
+               tls::read_tls_key(key, value, std::string(file_name) + ":" + std::to_string(line_no), c.client_tls,
+                                 c.quorum_tls, tls_error)) {
+      if (tls_error) err = where() + *tls_error;
     } else if (key.rfind("server.", 0) == 0) {
       auto id = parse_number<int64_t>(std::string_view(key).substr(7));
       if (!id || *id < 0 || *id > 254) return bad("the server id must be a number from 0 to 254");
@@ -288,7 +325,7 @@ std::optional<std::string> check_ensemble(Config& c) {
     c.client_port = self->client_port;
     c.client_port_origin = self->origin;
   }
-  if (c.client_port < 0)
+  if (c.client_port < 0 && c.secure_client_port < 0)
     return self->origin + ": server." + std::to_string(*c.my_id) + " has no client port: set clientPort, or add "
            "';clientPort' to this line";
   if (c.peer_type != self->role)
@@ -305,7 +342,14 @@ std::optional<std::string> check_ensemble(Config& c) {
 std::optional<std::string> validate_config(const Config& c, std::string_view origin) {
   std::string o(origin);
   if (c.data_dir.empty()) return o + ": dataDir is not set";
-  if (c.client_port < 0) return o + ": clientPort is not set";
+  if (c.client_port < 0 && c.secure_client_port < 0) return o + ": clientPort is not set";
+  if (c.tls_needed() && !c.client_tls.has_key_store())
+    return o + ": " + (c.secure_client_port >= 0 ? "secureClientPort" : "client.portUnification=true") +
+           " needs TLS: set ssl.keyStore.location (and ssl.trustStore.location) to this server's stores";
+  if (c.client_port == c.secure_client_port && c.client_port > 0 &&
+      c.client_port_address == c.secure_client_port_address)
+    return o + ": clientPort and secureClientPort are both " + std::to_string(c.client_port) +
+           ": use client.portUnification=true to take TLS and plaintext on one port";
   if (!is_ip_address(c.client_port_address))
     return o + ": clientPortAddress '" + c.client_port_address + "' is not an IP address";
   if (c.effective_min_session_timeout() > c.effective_max_session_timeout())

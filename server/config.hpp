@@ -11,6 +11,8 @@
 #include <variant>
 #include <vector>
 
+#include "server/tls/tls_settings.hpp"
+
 namespace warden::server {
 
 struct PeerEntry {
@@ -37,6 +39,22 @@ struct Config {
   // Where clientPort was set ("FILE:LINE", or the command-line option), for messages.
   std::string client_port_origin;
   std::string client_port_address = "0.0.0.0";
+  // TLS for clients (ZooKeeper's secureClientPort, secureClientPortAddress): -1 for none. One
+  // of clientPort and secureClientPort must be set; either may be alone.
+  int32_t secure_client_port = -1;
+  std::string secure_client_port_origin;
+  std::string secure_client_port_address = "0.0.0.0";
+  // client.portUnification: the plain client port takes TLS too (told apart by the first byte).
+  bool client_port_unification = false;
+  tls::TlsSettings client_tls;                        // ssl.*
+  tls::TlsSettings quorum_tls = tls::TlsSettings::for_quorum();  // ssl.quorum.*
+  bool ssl_quorum = false;               // sslQuorum
+  bool quorum_port_unification = false;  // portUnification
+  // A TLS client's verified certificate authenticates it as x509:<its subject> (as ZooKeeper
+  // 3.8 does on its TLS port, authProvider.x509 set or not); the subject named by
+  // X509AuthenticationProvider.superUser is also super.
+  std::string x509_super_user;
+  bool tls_needed() const { return secure_client_port >= 0 || client_port_unification; }
   int32_t max_client_cnxns = 60;  // per client address; 0: no limit
   // Requests in flight (proposed and not applied, or waiting behind those) past which the
   // server stops reading from clients until they drain (ZooKeeper's globalOutstandingLimit).

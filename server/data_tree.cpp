@@ -68,9 +68,9 @@ void visit_with_paths(const Node* root, Fn&& fn) {
 DataTree::DataTree() {
   // The nodes every ZooKeeper server starts with, with the stats ZooKeeper 3.8 shows for them.
   wire::AclList open{wire::Acl{wire::perms::all, wire::Id{"world", "anyone"}}};
-  root_ = make_node("", std::nullopt);
+  root_ = make_node("", std::string());  // ZooKeeper's root and /zookeeper hold empty data, not null
   root_->acl_ = acquire_acl(open);
-  Node* zk = make_node("zookeeper", std::nullopt);
+  Node* zk = make_node("zookeeper", std::string());
   zk->acl_ = acquire_acl(open);
   link_child(*root_, *zk);
   Node* quota = make_node("quota", std::string());

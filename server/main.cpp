@@ -1,7 +1,8 @@
 // warden-server: a ZooKeeper-compatible coordination server.
 //   warden-server FILE                              run from a zoo.cfg
 //   warden-server --standalone --port N --data-dir DIR [--host ADDR]
-// Prints "warden-server listening on HOST:PORT" on stdout once it serves.
+// Prints "warden-server listening on HOST:PORT" on stdout once it serves (and "warden-server
+// listening for TLS on HOST:PORT" for a secureClientPort).
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
@@ -43,23 +44,26 @@ options:
   --tick-time MS      tick length in milliseconds (default 2000)
   --help              print this text
 
-Once serving, the server prints one line: "warden-server listening on HOST:PORT".
+Once serving, the server prints one line: "warden-server listening on HOST:PORT", and
+with a secureClientPort one more: "warden-server listening for TLS on HOST:PORT".
 SIGTERM or SIGINT stops it cleanly.
 )";
 
 // One line for a client port that cannot be bound: where the port was set and what to change.
 std::string listen_failure(const warden::server::ListenError& e, const warden::server::Config& c) {
-  std::string origin = c.client_port_origin.empty() ? "clientPort" : c.client_port_origin;
+  bool secure = e.key == "secureClientPort";
+  std::string origin = secure ? c.secure_client_port_origin : c.client_port_origin;
+  if (origin.empty()) origin = e.key;
   bool from_option = origin == "--port";
-  std::string key = from_option ? "--port " + std::to_string(e.port) : "clientPort=" + std::to_string(e.port);
+  std::string key = from_option ? "--port " + std::to_string(e.port) : e.key + "=" + std::to_string(e.port);
   std::string line = origin + ": cannot listen on " + e.address + ":" + std::to_string(e.port) + " (" + key +
                      "): " + e.reason + ".";
-  std::string change = from_option ? "pass another --port" : "set clientPort in " + origin.substr(0, origin.rfind(':')) +
+  std::string change = from_option ? "pass another --port" : "set " + e.key + " in " + origin.substr(0, origin.rfind(':')) +
                                                                  " to a free port";
   if (e.in_use)
     return line + " Another process holds that port (another ZooKeeper or Warden?): stop it, or " + change +
            " (0 picks one).";
-  return line + " To listen elsewhere, " + change + " or clientPortAddress.";
+  return line + " To listen elsewhere, " + change + " or " + e.key + "Address.";
 }
 
 int fail(const std::string& msg) {
@@ -164,9 +168,14 @@ int main(int argc, char** argv) {
   try {
     warden::server::ServerRuntime runtime(config);
     runtime.bind();
-    std::cout << "warden-server listening on " << runtime.address() << std::endl;
-    spdlog::info("serving clients on {} (tickTime={} ms, session timeouts {}..{} ms)", runtime.address(),
-                 config.tick_time, config.effective_min_session_timeout(), config.effective_max_session_timeout());
+    if (!runtime.address().empty()) std::cout << "warden-server listening on " << runtime.address() << std::endl;
+    if (!runtime.secure_address().empty())
+      std::cout << "warden-server listening for TLS on " << runtime.secure_address() << std::endl;
+    std::string where = runtime.address();
+    if (config.client_port_unification) where += " (plaintext and TLS)";
+    if (!runtime.secure_address().empty()) where += (where.empty() ? "" : ", ") + runtime.secure_address() + " (TLS)";
+    spdlog::info("serving clients on {} (tickTime={} ms, session timeouts {}..{} ms)", where, config.tick_time,
+                 config.effective_min_session_timeout(), config.effective_max_session_timeout());
     if (!runtime.run(true)) return 1;
   } catch (const warden::server::ListenError& e) {
     return fail(listen_failure(e, config));

@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <boost/asio.hpp>
+#include <boost/asio/ssl.hpp>
 #include <chrono>
 #include <filesystem>
 #include <memory>
@@ -24,6 +25,8 @@
 #include "consensus/sync_streamer.hpp"
 #include "server/four_letter.hpp"
 #include "server/snapshot_walk.hpp"
+#include "server/tls/tls_context.hpp"
+#include "server/tls/x509_name.hpp"
 #include "server/tools.hpp"
 #include "server/zk_server.hpp"
 #include "storage/group_commit.hpp"
@@ -65,10 +68,22 @@ struct Registry {
 // Answers a four-letter word asked on connection `id` (whitelist applied).
 using FourLetterHandler = std::function<std::string(std::string_view word, ConnId id)>;
 
+// What a listener asks of the connections it accepts: plaintext, TLS, or either (told apart
+// by the first byte: a TLS record starts with 0x16, which as a frame length's first byte would
+// be far above jute.maxbuffer, and no four-letter word starts with it).
+struct TlsPolicy {
+  enum class Mode { plain, tls, either } mode = Mode::plain;
+  tls::ServerTlsContext* context = nullptr;
+  std::string x509_super_user;
+};
+constexpr unsigned char tls_record_handshake = 0x16;
+
 class Connection final : public ClientLink, public std::enable_shared_from_this<Connection> {
  public:
-  Connection(tcp::socket s, ZkServer& server, Registry& reg, int32_t max_buffer, const FourLetterHandler& four)
-      : socket_(std::move(s)), server_(server), registry_(reg), max_buffer_(max_buffer), four_letter_(four) {
+  Connection(tcp::socket s, ZkServer& server, Registry& reg, int32_t max_buffer, const FourLetterHandler& four,
+             const TlsPolicy& tls)
+      : socket_(std::move(s)), server_(server), registry_(reg), max_buffer_(max_buffer), four_letter_(four),
+        policy_(tls), handshake_timer_(socket_.get_executor()) {
     boost::system::error_code ec;
     auto ep = socket_.remote_endpoint(ec);
     peer_ = ec ? std::string("unknown") : ep.address().to_string();
@@ -77,8 +92,11 @@ class Connection final : public ClientLink, public std::enable_shared_from_this<
   }
 
   void start() {
-    id_ = server_.open(this);
-    read();
+    switch (policy_.mode) {
+      case TlsPolicy::Mode::plain: return begin();
+      case TlsPolicy::Mode::tls: return handshake();
+      case TlsPolicy::Mode::either: return detect();
+    }
   }
 
   void send(std::string frame) override {
@@ -90,7 +108,7 @@ class Connection final : public ClientLink, public std::enable_shared_from_this<
       out_pending_.clear();
       close_requested_ = true;
       // Not from inside the pipeline's call: it may be iterating its connections.
-      asio::post(socket_.get_executor(), [self = shared_from_this()] { self->finish(); });
+      asio::post(raw().get_executor(), [self = shared_from_this()] { self->finish(); });
       return;
     }
     out_pending_ += frame;
@@ -102,18 +120,20 @@ class Connection final : public ClientLink, public std::enable_shared_from_this<
     if (done_) return;
     close_requested_ = true;
     if (!writing_ && out_pending_.empty())
-      asio::post(socket_.get_executor(), [self = shared_from_this()] { self->finish(); });
+      asio::post(raw().get_executor(), [self = shared_from_this()] { self->finish(); });
   }
 
   const std::string& peer_address() const override { return peer_; }
   std::string peer_endpoint() const override { return endpoint_; }
   size_t queued() const override { return queued_; }
+  std::vector<wire::Id> transport_ids() const override { return certificate_ids_; }
 
   void finish() {
     if (done_) return;
     done_ = true;
     boost::system::error_code ec;
-    socket_.close(ec);
+    handshake_timer_.cancel();
+    raw().close(ec);
     if (auto it = registry_.per_address.find(peer_); it != registry_.per_address.end() && --it->second <= 0)
       registry_.per_address.erase(it);
     server_.closed(id_);
@@ -121,9 +141,95 @@ class Connection final : public ClientLink, public std::enable_shared_from_this<
   }
 
  private:
+  tcp::socket& raw() { return tls_ ? tls_->next_layer() : socket_; }
+
+  // The session layer starts once the transport is ready (after the TLS handshake, if any).
+  void begin() {
+    id_ = server_.open(this);
+    read();
+  }
+
+  // A handshake (or, on a unified port, the first byte) that has not come within the bound is
+  // dropped: closing the socket ends whatever waits on it, and nobody else waits.
+  void arm_handshake_timer() {
+    handshake_timer_.expires_after(std::chrono::milliseconds(policy_.context->settings().handshake_timeout_ms));
+    handshake_timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
+      if (ec || self->done_) return;
+      self->timed_out_ = true;
+      spdlog::warn("TLS handshake from {} did not finish within {} ms (ssl.handshakeDetectionTimeoutMillis): "
+                   "connection closed", self->endpoint_, self->policy_.context->settings().handshake_timeout_ms);
+      self->finish();
+    });
+  }
+
+  void detect() {
+    arm_handshake_timer();
+    socket_.async_wait(tcp::socket::wait_read, [self = shared_from_this()](boost::system::error_code ec) {
+      if (ec || self->done_) return self->finish();
+      unsigned char first = 0;
+      size_t n = self->socket_.receive(asio::buffer(&first, 1), tcp::socket::message_peek, ec);
+      if (ec || n == 0) return self->finish();
+      if (first == tls_record_handshake) return self->handshake();
+      self->handshake_timer_.cancel();
+      self->begin();
+    });
+  }
+
+  void handshake() {
+    tls_ = std::make_unique<asio::ssl::stream<tcp::socket>>(std::move(socket_), *(context_ = policy_.context->current()));
+    if (policy_.mode == TlsPolicy::Mode::tls) arm_handshake_timer();
+    tls_->async_handshake(asio::ssl::stream_base::server, [self = shared_from_this()](boost::system::error_code ec) {
+      self->handshake_timer_.cancel();
+      if (self->done_) return;
+      if (ec) {
+        if (!self->timed_out_)
+          spdlog::warn("TLS handshake from {} failed: {}", self->endpoint_, tls_failure(ec));
+        return self->finish();
+      }
+      self->take_certificate();
+      self->begin();
+    });
+  }
+
+  // OpenSSL's reason, which says what was wrong ("certificate verify failed", "wrong version
+  // number" for plaintext on a TLS port, "peer did not return a certificate").
+  static std::string tls_failure(const boost::system::error_code& ec) {
+    std::string why = ec.message();
+    if (ec.category() == asio::error::get_ssl_category()) {
+      const char* reason = ERR_reason_error_string(static_cast<unsigned long>(ec.value()));
+      if (reason) why = reason;
+    }
+    if (ec == asio::error::eof || ec == asio::ssl::error::stream_truncated) why = "the client closed the connection";
+    return why;
+  }
+
+  // x509 authentication (ZooKeeper's X509AuthenticationProvider, which ZooKeeper 3.8 applies
+  // on its TLS port whether or not authProvider.x509 names it): a verified client
+  // certificate's subject is the id; the configured super user's is also super.
+  void take_certificate() {
+    SSL* ssl = tls_->native_handle();
+    X509* cert = SSL_get1_peer_certificate(ssl);
+    if (!cert) return;
+    if (SSL_get_verify_result(ssl) == X509_V_OK) {
+      std::string subject = tls::java_subject_name(cert);
+      certificate_ids_.push_back(wire::Id{"x509", subject});
+      if (!policy_.x509_super_user.empty() && subject == policy_.x509_super_user)
+        certificate_ids_.push_back(wire::Id{"super", subject});
+    }
+    X509_free(cert);
+  }
+
+  template <class Handler>
+  void read_some(Handler h) {
+    if (tls_)
+      tls_->async_read_some(asio::buffer(chunk_), std::move(h));
+    else
+      socket_.async_read_some(asio::buffer(chunk_), std::move(h));
+  }
+
   void read() {
     chunk_.resize(read_chunk);
-    socket_.async_read_some(asio::buffer(chunk_), [self = shared_from_this()](boost::system::error_code ec, size_t n) {
+    read_some([self = shared_from_this()](boost::system::error_code ec, size_t n) {
       if (ec) return self->finish();
       self->in_.append(self->chunk_.data(), n);
       self->consume();
@@ -149,6 +255,13 @@ class Connection final : public ClientLink, public std::enable_shared_from_this<
     if (!first_bytes_seen_ && in_.size() >= 4) {
       first_bytes_seen_ = true;
       std::string_view word(in_.data(), 4);
+      if (!tls_ && static_cast<unsigned char>(word[0]) == tls_record_handshake && word[1] == 3) {
+        spdlog::warn("closing connection from {}: a TLS handshake on a plaintext port (TLS is taken on "
+                     "secureClientPort, or here with client.portUnification=true)", endpoint_);
+        in_.clear();
+        close();
+        return;
+      }
       if (is_four_letter_word(word)) {
         std::string text = four_letter_(word, id_);
         in_.clear();
@@ -178,23 +291,32 @@ class Connection final : public ClientLink, public std::enable_shared_from_this<
     out_writing_.swap(out_pending_);
     out_pending_.clear();
     queued_ = 0;
-    asio::async_write(socket_, asio::buffer(out_writing_),
-                      [self = shared_from_this()](boost::system::error_code ec, size_t) {
-                        self->writing_ = false;
-                        self->out_writing_.clear();
-                        if (ec || self->overflowed_) return self->finish();
-                        if (!self->out_pending_.empty())
-                          self->flush();
-                        else if (self->close_requested_)
-                          self->finish();
-                      });
+    auto done = [self = shared_from_this()](boost::system::error_code ec, size_t) {
+      self->writing_ = false;
+      self->out_writing_.clear();
+      if (ec || self->overflowed_) return self->finish();
+      if (!self->out_pending_.empty())
+        self->flush();
+      else if (self->close_requested_)
+        self->finish();
+    };
+    if (tls_)
+      asio::async_write(*tls_, asio::buffer(out_writing_), std::move(done));
+    else
+      asio::async_write(socket_, asio::buffer(out_writing_), std::move(done));
   }
 
-  tcp::socket socket_;
+  tcp::socket socket_;  // moved into tls_ once a handshake starts
   ZkServer& server_;
   Registry& registry_;
   int32_t max_buffer_;
   const FourLetterHandler& four_letter_;
+  const TlsPolicy& policy_;
+  std::shared_ptr<asio::ssl::context> context_;  // the stores this connection was accepted with
+  std::unique_ptr<asio::ssl::stream<tcp::socket>> tls_;
+  asio::steady_timer handshake_timer_;
+  bool timed_out_ = false;
+  std::vector<wire::Id> certificate_ids_;
   ConnId id_ = 0;
   std::string peer_, endpoint_;
   size_t queued_ = 0;
@@ -248,7 +370,10 @@ struct ServerRuntime::Impl {
   MemberView member_view;
   std::unique_ptr<ZkServer> server;
   std::unique_ptr<storage::GroupCommitter> committer;  // with a durable log only
-  tcp::acceptor acceptor{io};
+  tcp::acceptor acceptor{io};         // clientPort (plaintext, or either with client.portUnification)
+  tcp::acceptor secure_acceptor{io};  // secureClientPort
+  std::unique_ptr<tls::ServerTlsContext> client_tls;  // ssl.*, when a port takes TLS
+  TlsPolicy plain_policy, secure_policy;
   asio::steady_timer ticker{io};
   asio::signal_set signals{io};
   Registry registry;
@@ -336,7 +461,7 @@ struct ServerRuntime::Impl {
       boost::system::error_code ec;
       auto bound = acceptor.local_endpoint(ec);
       env.conf = {{"clientPort", std::to_string(ec ? config.client_port : bound.port())},
-                  {"secureClientPort", "-1"},
+                  {"secureClientPort", secure_port_text()},
                   {"dataDir", data_dir},
                   {"dataDirSize", std::to_string(env.data_dir_bytes)},
                   {"dataLogDir", log_dir},
@@ -387,6 +512,12 @@ struct ServerRuntime::Impl {
     return env;
   }
 
+  std::string secure_port_text() const {
+    boost::system::error_code ec;
+    auto bound = secure_acceptor.local_endpoint(ec);
+    return std::to_string(ec ? config.secure_client_port : bound.port());
+  }
+
   static int64_t directory_bytes(const std::string& dir) {
     int64_t total = 0;
     std::error_code ec;
@@ -401,6 +532,15 @@ struct ServerRuntime::Impl {
 
   explicit Impl(const Config& c) : config(c) {
     registry.over_limit = [this] { return over_outstanding_limit(); };
+    if (config.tls_needed()) {
+      client_tls = std::make_unique<tls::ServerTlsContext>(config.client_tls);  // throws, naming key and file
+      for (TlsPolicy* p : {&plain_policy, &secure_policy}) {
+        p->context = client_tls.get();
+        p->x509_super_user = config.x509_super_user;
+      }
+      secure_policy.mode = TlsPolicy::Mode::tls;
+      if (config.client_port_unification) plain_policy.mode = TlsPolicy::Mode::either;
+    }
     if (config.in_memory) {
       log = std::make_unique<storage::MemoryLogStore>();
     } else {
@@ -868,8 +1008,8 @@ struct ServerRuntime::Impl {
     resume_reading();
   }
 
-  void accept() {
-    acceptor.async_accept([this](boost::system::error_code ec, tcp::socket s) {
+  void accept(tcp::acceptor& on, const TlsPolicy& policy) {
+    on.async_accept([this, &on, &policy](boost::system::error_code ec, tcp::socket s) {
       if (ec) {
         if (!stopping) spdlog::warn("accept failed: {}", ec.message());
         if (stopping || ec == asio::error::operation_aborted) return;
@@ -883,12 +1023,13 @@ struct ServerRuntime::Impl {
           s.close(peer_ec);
         } else {
           ++count;
-          auto c = std::make_shared<Connection>(std::move(s), *server, registry, config.jute_max_buffer, four_letter);
+          auto c = std::make_shared<Connection>(std::move(s), *server, registry, config.jute_max_buffer, four_letter,
+                                                policy);
           registry.live.emplace(c.get(), c);
           c->start();
         }
       }
-      accept();
+      accept(on, policy);
     });
   }
 
@@ -909,6 +1050,7 @@ struct ServerRuntime::Impl {
     stopping = true;
     boost::system::error_code ec;
     acceptor.close(ec);
+    secure_acceptor.close(ec);
     ticker.cancel();
     peer_ticker.cancel();
     if (streamer) streamer->cancel_all();
@@ -924,30 +1066,45 @@ struct ServerRuntime::Impl {
 ServerRuntime::ServerRuntime(const Config& config) : impl_(std::make_unique<Impl>(config)) {}
 ServerRuntime::~ServerRuntime() = default;
 
-void ServerRuntime::bind() {
+namespace {
+void listen(tcp::acceptor& a, const std::string& address, int32_t port, const char* key) {
   boost::system::error_code ec;
-  auto addr = asio::ip::make_address(impl_->config.client_port_address, ec);
-  if (ec) throw std::runtime_error("clientPortAddress '" + impl_->config.client_port_address + "' is not an IP address");
-  tcp::endpoint ep(addr, static_cast<uint16_t>(impl_->config.client_port));
-  auto& a = impl_->acceptor;
+  auto addr = asio::ip::make_address(address, ec);
+  if (ec) throw std::runtime_error(std::string(key) + "Address '" + address + "' is not an IP address");
+  tcp::endpoint ep(addr, static_cast<uint16_t>(port));
   a.open(ep.protocol(), ec);
   if (!ec) a.set_option(tcp::acceptor::reuse_address(true), ec);
   if (!ec) a.bind(ep, ec);
   if (!ec) a.listen(asio::socket_base::max_listen_connections, ec);
-  if (ec)
-    throw ListenError(impl_->config.client_port_address, impl_->config.client_port, ec.message(),
-                      ec == asio::error::address_in_use);
-  if (impl_->transport) impl_->transport->start();
+  if (ec) throw ListenError(address, port, ec.message(), ec == asio::error::address_in_use, key);
 }
 
-uint16_t ServerRuntime::port() const { return impl_->acceptor.local_endpoint().port(); }
-
-std::string ServerRuntime::address() const {
-  auto ep = impl_->acceptor.local_endpoint();
+std::string address_of(const tcp::acceptor& a) {
+  boost::system::error_code ec;
+  auto ep = a.local_endpoint(ec);
+  if (ec) return {};
   auto host = ep.address().to_string();
   if (ep.address().is_v6()) host = "[" + host + "]";
   return host + ":" + std::to_string(ep.port());
 }
+}  // namespace
+
+void ServerRuntime::bind() {
+  const Config& c = impl_->config;
+  if (c.client_port >= 0) listen(impl_->acceptor, c.client_port_address, c.client_port, "clientPort");
+  if (c.secure_client_port >= 0)
+    listen(impl_->secure_acceptor, c.secure_client_port_address, c.secure_client_port, "secureClientPort");
+  if (impl_->transport) impl_->transport->start();
+}
+
+uint16_t ServerRuntime::port() const {
+  boost::system::error_code ec;
+  auto ep = impl_->acceptor.local_endpoint(ec);
+  return ec ? 0 : ep.port();
+}
+
+std::string ServerRuntime::address() const { return address_of(impl_->acceptor); }
+std::string ServerRuntime::secure_address() const { return address_of(impl_->secure_acceptor); }
 
 bool ServerRuntime::run(bool handle_signals) {
   if (handle_signals) {
@@ -959,7 +1116,8 @@ bool ServerRuntime::run(bool handle_signals) {
       impl_->shutdown();
     });
   }
-  impl_->accept();
+  if (impl_->acceptor.is_open()) impl_->accept(impl_->acceptor, impl_->plain_policy);
+  if (impl_->secure_acceptor.is_open()) impl_->accept(impl_->secure_acceptor, impl_->secure_policy);
   impl_->schedule_tick();
   if (impl_->ensemble) impl_->schedule_peer_tick();
   impl_->schedule_purge(std::chrono::hours(0));

@@ -16,13 +16,14 @@ namespace warden::server {
 
 // The client port could not be bound: the address, the port and the system's reason.
 struct ListenError : std::runtime_error {
-  ListenError(std::string address, int32_t port, std::string reason, bool in_use)
+  ListenError(std::string address, int32_t port, std::string reason, bool in_use, std::string key = "clientPort")
       : std::runtime_error("cannot listen on " + address + ":" + std::to_string(port) + ": " + reason),
-        address(std::move(address)), port(port), reason(std::move(reason)), in_use(in_use) {}
+        address(std::move(address)), port(port), reason(std::move(reason)), in_use(in_use), key(std::move(key)) {}
   std::string address;
   int32_t port;
   std::string reason;
   bool in_use;  // another socket holds the address and port
+  std::string key;  // clientPort or secureClientPort
 };
 
 class ServerRuntime {
@@ -36,8 +37,9 @@ class ServerRuntime {
 
   // Binds the client port (0 picks a free one). Throws ListenError when it cannot.
   void bind();
-  // "host:port" as bound, IPv6 in brackets.
+  // "host:port" as bound, IPv6 in brackets; empty for a port not configured.
   std::string address() const;
+  std::string secure_address() const;  // secureClientPort's
   uint16_t port() const;
   // Serves until stop(); stops cleanly on SIGTERM and SIGINT when `handle_signals`. False when
   // it stopped because RocksDB failed a log write.

@@ -72,6 +72,7 @@ ConnId ZkServer::open(ClientLink* link) {
   c.link = link;
   c.stats.established_ms = clock_();
   add_auth_id(c.auth, wire::Id{"ip", link->peer_address()});
+  for (auto& id : link->transport_ids()) add_auth_id(c.auth, std::move(id));
   conns_.emplace(id, std::move(c));
   return id;
 }

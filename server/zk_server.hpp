@@ -53,6 +53,8 @@ class ClientLink {
   virtual std::string peer_endpoint() const { return "/" + peer_address() + ":0"; }
   // Frames queued and not yet written to the socket.
   virtual size_t queued() const { return 0; }
+  // Ids the connection itself proves (x509: its TLS client certificate), added at open().
+  virtual std::vector<wire::Id> transport_ids() const { return {}; }
 };
 
 // This server as a member of an ensemble, as the pipeline needs it (the runtime implements it

@@ -226,6 +226,67 @@ const char* three = "clientPort=2181\nserver.1=127.0.0.1:2888:3888\nserver.2=127
                     "server.3=127.0.0.3:2888:3888\n";
 }  // namespace
 
+TEST_CASE("zoo.cfg: TLS keys under ZooKeeper's names, with and without its zookeeper. prefix") {
+  auto c = std::get<Config>(parse_config(
+      "dataDir=/d\nsecureClientPort=2281\nsecureClientPortAddress=127.0.0.1\nssl.keyStore.location=/k.pem\n"
+      "zookeeper.ssl.keyStore.password=pw\nssl.trustStore.location=/t.p12\nssl.trustStore.type=PKCS12\n"
+      "ssl.clientAuth=WANT\nssl.enabledProtocols=TLSv1.3, TLSv1.2\n"
+      "ssl.ciphersuites=TLS_AES_128_GCM_SHA256,TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256\n"
+      "ssl.handshakeDetectionTimeoutMillis=250\nclient.portUnification=false\n"
+      "ssl.quorum.keyStore.location=/q.pem\nX509AuthenticationProvider.superUser=CN=root\n"
+      "authProvider.x509=org.apache.zookeeper.server.auth.X509AuthenticationProvider\n"
+      "serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory\n",
+      "t.cfg"));
+  CHECK(c.client_port == -1);  // a TLS port alone is enough, as in ZooKeeper
+  CHECK(c.secure_client_port == 2281);
+  CHECK(c.secure_client_port_address == "127.0.0.1");
+  CHECK(c.client_tls.key_store == "/k.pem");
+  CHECK(c.client_tls.key_store_password == "pw");
+  CHECK(c.client_tls.trust_store_type == "PKCS12");
+  CHECK(c.client_tls.client_auth == "want");
+  CHECK(c.client_tls.enabled_protocols == std::vector<std::string>{"TLSv1.3", "TLSv1.2"});
+  CHECK(c.client_tls.ciphersuites.size() == 2);
+  CHECK(c.client_tls.handshake_timeout_ms == 250);
+  CHECK(c.client_tls.where("keyStore.location") == "t.cfg:4: ssl.keyStore.location");
+  CHECK(c.quorum_tls.key_store == "/q.pem");
+  CHECK(c.quorum_tls.where("keyStore.location") == "t.cfg:13: ssl.quorum.keyStore.location");
+  CHECK(c.x509_super_user == "CN=root");
+  CHECK(c.warnings.empty());
+
+  auto err = [](const std::string& text) {
+    auto r = parse_config("dataDir=/d\nclientPort=1\nssl.keyStore.location=/k\n" + text, "my.cfg");
+    REQUIRE(std::holds_alternative<std::string>(r));
+    return std::get<std::string>(r);
+  };
+  CHECK(err("ssl.clientAuth=always\n") == "my.cfg:4: ssl.clientAuth=always: must be need, want or none");
+  CHECK(err("ssl.protocol=SSLv3\n").find("my.cfg:4: ssl.protocol=SSLv3: must be") == 0);
+  CHECK(err("ssl.enabledProtocols=,\n") == "my.cfg:4: ssl.enabledProtocols=,: names no protocol");
+  CHECK(err("ssl.hostnameVerification=perhaps\n") == "my.cfg:4: ssl.hostnameVerification=perhaps: must be true or "
+                                                       "false");
+  CHECK(err("ssl.handshakeDetectionTimeoutMillis=-5\n").find("must be a positive number") != std::string::npos);
+  CHECK(err("ssl.keyStore.colour=red\n").find("my.cfg:4: ssl.keyStore.colour: unknown TLS key") == 0);
+  CHECK(err("ssl.quorum.clientAuth=x\n") == "my.cfg:4: ssl.quorum.clientAuth=x: must be need, want or none");
+  CHECK(err("ssl.crl=true\n").find("revocation checks are not supported") != std::string::npos);
+  CHECK(err("secureClientPort=99999\n") == "my.cfg:4: secureClientPort=99999: must be between 0 and 65535");
+  CHECK(err("secureClientPortAddress=name\n") == "my.cfg:4: secureClientPortAddress=name: is not an IP address");
+  CHECK(err("client.portUnification=1\n") == "my.cfg:4: client.portUnification=1: must be true or false");
+  CHECK(err("sslQuorum=true\n").find("not supported by this version of Warden yet") != std::string::npos);
+  CHECK(err("serverCnxnFactory=x\n").find("my.cfg:4: serverCnxnFactory=x: unknown connection factory") == 0);
+  auto no_store = parse_config("dataDir=/d\nsecureClientPort=1\n", "n.cfg");
+  REQUIRE(std::holds_alternative<std::string>(no_store));
+  CHECK(std::get<std::string>(no_store).find("secureClientPort needs TLS: set ssl.keyStore.location") !=
+        std::string::npos);
+  auto same = parse_config("dataDir=/d\nclientPort=5\nsecureClientPort=5\nssl.keyStore.location=/k\n", "s.cfg");
+  REQUIRE(std::holds_alternative<std::string>(same));
+  CHECK(std::get<std::string>(same).find("client.portUnification=true") != std::string::npos);
+  // Garbage in every TLS value: an error or a config, never a crash.
+  const char* keys[] = {"ssl.keyStore.type", "ssl.clientAuth", "ssl.protocol", "ssl.enabledProtocols",
+                        "ssl.ciphersuites", "ssl.handshakeDetectionTimeoutMillis", "zookeeper.ssl.quorum.protocol"};
+  for (const char* k : keys)
+    for (const char* v : {"", ",,,", "\x01\xff", "99999999999999999999", "TLSv1.2,garbage"})
+      (void)parse_config(std::string("dataDir=/d\nclientPort=1\n") + k + "=" + v + "\n", "g.cfg");
+}
+
 TEST_CASE("zoo.cfg: an ensemble member is checked against its myid and its servers") {
   {
     EnsembleDir d(three, "2\n");
