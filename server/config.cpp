@@ -253,6 +253,19 @@ ConfigResult parse_config(std::string_view text, std::string_view file_name) {
       else
         c.warnings.push_back(where() + key + ": authentication provider '" + shown(value) +
                              "' is not supported by Warden: ignored");
+    } else if (key == "enforce.auth.enabled" || key == "zookeeper.enforce.auth.enabled") {
+      if (!parse_bool(value, c.enforce_auth)) err = bad("must be true or false");
+    } else if (key == "enforce.auth.schemes" || key == "zookeeper.enforce.auth.schemes") {
+      c.enforce_auth_schemes.clear();
+      size_t from = 0;
+      while (from <= value.size()) {  // ZooKeeper splits on ',' and trims each
+        size_t comma = std::min(value.find(',', from), value.size());
+        std::string scheme(trim(value.substr(from, comma - from)));
+        from = comma + 1;
+        if (!scheme.empty()) c.enforce_auth_schemes.push_back(scheme);
+      }
+    } else if (key == "sessionRequireClientSASLAuth" || key == "zookeeper.sessionRequireClientSASLAuth") {
+      if (!parse_bool(value, c.session_require_sasl)) err = bad("must be true or false");
     } else if (key == "X509AuthenticationProvider.superUser" ||
                key == "zookeeper.X509AuthenticationProvider.superUser") {
       c.x509_super_user = std::string(value);
@@ -273,6 +286,21 @@ ConfigResult parse_config(std::string_view text, std::string_view file_name) {
       c.warnings.push_back(where() + "unknown key '" + key + "' ignored");
     }
     if (err) return *err;
+  }
+  if (c.session_require_sasl) {  // as ZooKeeper: it turns enforcement on, with sasl among the schemes
+    c.enforce_auth = true;
+    if (std::find(c.enforce_auth_schemes.begin(), c.enforce_auth_schemes.end(), "sasl") == c.enforce_auth_schemes.end())
+      c.enforce_auth_schemes.push_back("sasl");
+  }
+  if (c.enforce_auth) {
+    std::string f(file_name);
+    if (c.enforce_auth_schemes.empty())
+      return f + ": enforce.auth.enabled is true: enforce.auth.schemes must name the schemes a session needs";
+    for (const auto& scheme : c.enforce_auth_schemes)
+      if (scheme != "digest" && scheme != "ip" && scheme != "x509")
+        return f + ": enforce.auth.schemes: authentication scheme '" + shown(scheme) + "' is not available" +
+               (scheme == "sasl" ? " (SASL is not supported by this version of Warden yet)" : "") +
+               " (Warden's schemes: digest, ip, x509)";
   }
   if (c.ensemble()) {
     // The client port may come from this member's server line instead; check_ensemble sees to it.

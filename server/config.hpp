@@ -54,6 +54,12 @@ struct Config {
   // 3.8 does on its TLS port, authProvider.x509 set or not); the subject named by
   // X509AuthenticationProvider.superUser is also super.
   std::string x509_super_user;
+  // enforce.auth.enabled with enforce.auth.schemes, and the older sessionRequireClientSASLAuth
+  // (which adds sasl): every request of a connection with no id of these schemes is answered
+  // SessionClosedRequireAuth and its connection closed, as ZooKeeper 3.8 does.
+  bool enforce_auth = false;
+  std::vector<std::string> enforce_auth_schemes;
+  bool session_require_sasl = false;
   bool tls_needed() const { return secure_client_port >= 0 || client_port_unification; }
   int32_t max_client_cnxns = 60;  // per client address; 0: no limit
   // Requests in flight (proposed and not applied, or waiting behind those) past which the

@@ -434,6 +434,7 @@ struct ServerRuntime::Impl {
     o.super_digest = c.super_digest;
     o.enforce_quota = c.enforce_quota;
     o.linearizable_reads = c.linearizable_reads;
+    if (c.enforce_auth) o.enforce_auth_schemes = c.enforce_auth_schemes;
     o.server_id = static_cast<uint8_t>(c.session_id_byte());
     return o;
   }

@@ -333,6 +333,15 @@ void ZkServer::handle_request(ConnId id, Conn& c, std::string_view payload) {
   }
   std::string_view body = payload.substr(8);
   auto op = static_cast<OpCode>(h.type);
+  if (op != OpCode::auth && op != OpCode::sasl && !enforced_auth_met(c)) {
+    // As ZooKeeper's AuthenticationHelper: the reply, then the connection closed (the session
+    // itself lives on until it expires or a client that authenticates re-attaches it).
+    spdlog::warn("closing connection of session 0x{:x}: none of its ids is of a scheme enforce.auth.schemes asks for",
+                 c.session);
+    send_reply(id, h.xid, 0, Err::sessionClosedRequireSasl);
+    close_conn(id);
+    return;
+  }
   Zxid last = tree_.last_applied();
   if (!sessions_.touch(c.session, clock_())) {
     send_reply(id, h.xid, last, Err::sessionExpired);
@@ -594,6 +603,14 @@ void ZkServer::handle_other(ConnId id, Conn& c, OpCode op, int32_t xid, std::str
     default:
       return send_reply(id, xid, last, Err::unimplemented);
   }
+}
+
+bool ZkServer::enforced_auth_met(const Conn& c) const {
+  const auto& wanted = opts_.enforce_auth_schemes;
+  if (wanted.empty()) return true;
+  for (const auto& a : c.auth)
+    if (std::find(wanted.begin(), wanted.end(), a.scheme) != wanted.end()) return true;
+  return false;
 }
 
 void ZkServer::handle_auth(ConnId id, Conn& c, std::string_view body) {

@@ -93,6 +93,8 @@ struct ServerOptions {
   bool enforce_quota = false;
   // Config::linearizable_reads: each read waits for a no-op txn of its own (a barrier).
   bool linearizable_reads = false;
+  // Config::enforce_auth_schemes when enforce.auth.enabled; empty: no enforcement.
+  std::vector<std::string> enforce_auth_schemes;
   // Seeds the source of session passwords; none: the system's entropy. A simulation or a test
   // sets it so that a run replays exactly.
   std::optional<uint64_t> random_seed;
@@ -242,6 +244,8 @@ class ZkServer {
   void handle_request(ConnId id, Conn& c, std::string_view payload);
   void handle_read(ConnId id, Conn& c, wire::OpCode op, int32_t xid, std::string_view body);
   void handle_auth(ConnId id, Conn& c, std::string_view body);
+  // enforce.auth.schemes: true when off, or when one of the connection's ids is of such a scheme.
+  bool enforced_auth_met(const Conn& c) const;
   void handle_set_watches(ConnId id, Conn& c, int32_t xid, std::string_view body, bool v2 = false);
   void handle_multi_read(ConnId id, Conn& c, int32_t xid, std::string_view body);
   // getEphemerals, getAllChildrenNumber, whoAmI, the watch ops, sasl and reconfig.

@@ -19,6 +19,7 @@ import time
 
 import support
 import tls_certs
+import zkproto
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoAuthError
 from kazoo.security import make_acl
@@ -185,6 +186,54 @@ def compared(c, certs):
             "x509 ACLs and the x509 super user")
 
 
+def enforced_outcomes(srv, certs):
+    """enforce.auth.schemes=digest,x509: what raw sessions get for a read, a ping and a close
+    (err, then whether the connection stayed open), without and with an id of those schemes."""
+    def after(sess, op, body=b""):
+        got = sess.call(op, body)
+        if got is None:
+            return "closed"
+        err = got[0]
+        try:
+            sess.sock.settimeout(3)
+            still = sess.sock.recv(1) != b""
+        except socket.timeout:
+            still = True
+        except OSError:
+            still = False
+        return f"{err} {'open' if still else 'closed'}"
+
+    def tls_socket():
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        ctx.check_hostname = False
+        ctx.load_verify_locations(f"{certs}/ca.pem")
+        ctx.load_cert_chain(f"{certs}/client.crt", f"{certs}/client.key")
+        return ctx.wrap_socket(socket.create_connection(("127.0.0.1", srv.sport), timeout=10))
+
+    get_root = zkproto.jstr("/") + zkproto.jbool(False)
+    out = {}
+    for name, op, body in (("read", zkproto.GET_DATA, get_root), ("ping", -2, b""), ("close", -11, b"")):
+        out[f"plain {name}"] = after(zkproto.Session(srv.port), op, body)
+    s = zkproto.Session(srv.port)
+    out["digest auth"] = s.call(zkproto.AUTH, zkproto.jint(0) + zkproto.jstr("digest") + zkproto.jbuf(b"u:p"))[0]
+    out["digest read"] = after(s, zkproto.GET_DATA, get_root)
+    out["x509 read"] = after(zkproto.Session(srv.sport, sock=tls_socket()), zkproto.GET_DATA, get_root)
+    return out
+
+
+def enforced(c, certs):
+    cfg = tls_cfg(certs, extra="enforce.auth.enabled=true\nenforce.auth.schemes=digest, x509\n")
+    results = {}
+    for name, start in (("ZooKeeper", start_zookeeper), ("Warden", start_warden)):
+        with start(cfg) as srv:
+            results[name] = enforced_outcomes(srv, certs)
+            print(f"{name}: enforced authentication: {results[name]}", flush=True)
+    for key, want in results["ZooKeeper"].items():
+        c.equal(results["Warden"][key], want, f"enforce.auth: {key}: Warden as ZooKeeper")
+    c.equal(results["Warden"]["plain read"], "-124 closed", "an unauthenticated read: SessionClosedRequireAuth")
+    c.equal(results["Warden"]["x509 read"], "0 open", "a client with an x509 id passes")
+
+
 def handshake_bound(c, certs):
     with start_warden(tls_cfg(certs, extra="ssl.handshakeDetectionTimeoutMillis=1000\n")) as w:
         stalled = socket.create_connection(("127.0.0.1", w.sport), timeout=10)
@@ -325,6 +374,7 @@ def main():
                        check=True, timeout=300)
         JAVA_CP = work + ":" + JAVA_CP
         compared(c, certs)
+        enforced(c, certs)
         handshake_bound(c, certs)
         unification_rotation_protocols(c, certs, work)
         refused_at_start(c, certs, work)

@@ -201,8 +201,9 @@ class Session:
     """One session on its own connection. call() returns (err, zxid, body bytes) and keeps the
     watch events that came before the reply in `events` as (type, state, path)."""
 
-    def __init__(self, port, timeout_ms=30000):
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+    def __init__(self, port, timeout_ms=30000, sock=None):
+        """`sock`: a connected socket to use (a TLS one, say) instead of a new one to `port`."""
+        self.sock = sock or socket.create_connection(("127.0.0.1", port), timeout=10)
         self.sock.sendall(frame(connect_request(timeout_ms)))
         resp = read_frame(self.sock)
         if resp is None:

@@ -287,6 +287,27 @@ TEST_CASE("zoo.cfg: TLS keys under ZooKeeper's names, with and without its zooke
       (void)parse_config(std::string("dataDir=/d\nclientPort=1\n") + k + "=" + v + "\n", "g.cfg");
 }
 
+TEST_CASE("zoo.cfg: enforced authentication as ZooKeeper 3.8 reads it") {
+  auto c = std::get<Config>(parse_config(
+      "dataDir=/d\nclientPort=1\nenforce.auth.enabled=true\nenforce.auth.schemes= digest , x509\n", "e.cfg"));
+  CHECK(c.enforce_auth);
+  CHECK(c.enforce_auth_schemes == std::vector<std::string>{"digest", "x509"});
+  auto err = [](const std::string& text) {
+    auto r = parse_config("dataDir=/d\nclientPort=1\n" + text, "e.cfg");
+    REQUIRE(std::holds_alternative<std::string>(r));
+    return std::get<std::string>(r);
+  };
+  CHECK(err("enforce.auth.enabled=true\n").find("enforce.auth.schemes must name") != std::string::npos);
+  CHECK(err("enforce.auth.enabled=true\nenforce.auth.schemes=kerberos\n").find("'kerberos' is not available") !=
+        std::string::npos);
+  // sessionRequireClientSASLAuth turns enforcement on with sasl, which this version cannot offer.
+  CHECK(err("sessionRequireClientSASLAuth=true\n").find("'sasl' is not available (SASL is not supported") !=
+        std::string::npos);
+  CHECK(err("enforce.auth.enabled=sure\n") == "e.cfg:3: enforce.auth.enabled=sure: must be true or false");
+  CHECK(std::get<Config>(parse_config("dataDir=/d\nclientPort=1\nenforce.auth.schemes=,,\n", "e.cfg"))
+            .enforce_auth_schemes.empty());
+}
+
 TEST_CASE("zoo.cfg: an ensemble member is checked against its myid and its servers") {
   {
     EnsembleDir d(three, "2\n");
