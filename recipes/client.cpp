@@ -1,9 +1,13 @@
 #include "recipes/client.hpp"
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <utility>
 
 #include <boost/asio.hpp>
+#include <boost/asio/ssl.hpp>
 #include <chrono>
 #include <condition_variable>
 #include <atomic>
@@ -161,6 +165,10 @@ struct Client::Impl {
   asio::io_context io;
   asio::executor_work_guard<asio::io_context::executor_type> work{io.get_executor()};
   tcp::socket socket{io};
+  // TLS (Options::tls): the context for every connection, and the current connection's stream
+  // over `socket` (made again for each connection).
+  std::shared_ptr<asio::ssl::context> tls_context;
+  std::unique_ptr<asio::ssl::stream<tcp::socket&>> tls;
   tcp::resolver resolver{io};
   asio::steady_timer connect_timer{io}, ping_timer{io}, read_timer{io}, lost_timer{io}, retry_timer{io};
   std::thread thread;
@@ -173,6 +181,7 @@ struct Client::Impl {
   std::string passwd_ = std::string(16, '\0');
   int32_t negotiated_ = 0;
   std::string server_;
+  std::string last_error_;
 
   // The client's thread only.
   bool connected = false;     // the handshake of the current connection is done
@@ -220,6 +229,7 @@ struct Client::Impl {
     for (size_t i = 0; i < cs.hosts.size(); ++i) order.push_back(i);
     std::shuffle(order.begin(), order.end(), rng);
     auth = opts.auth;
+    if (opts.tls.enabled) tls_context = make_tls_context(opts.tls);
     if (opts.session_id) {
       if (opts.session_password.size() != 16)
         throw std::invalid_argument("a session password has 16 bytes, not " + std::to_string(opts.session_password.size()));
@@ -284,9 +294,61 @@ struct Client::Impl {
                                                                           const tcp::endpoint&) {
                                                    if (gen != self->generation) return;
                                                    if (ec2) return self->broken(ec2.message());
+                                                   if (self->tls_context) return self->tls_handshake(gen, server_name);
                                                    self->handshake(gen, server_name);
                                                  });
                            });
+  }
+
+  void tls_handshake(uint64_t gen, const std::string& server_name) {
+    std::string host = server_name.substr(0, server_name.rfind(':'));
+    if (host.size() > 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
+    tls = std::make_unique<asio::ssl::stream<tcp::socket&>>(socket, *tls_context);
+    boost::system::error_code ec;
+    asio::ip::make_address(host, ec);
+    if (ec) SSL_set_tlsext_host_name(tls->native_handle(), host.c_str());  // SNI for names only
+    if (opts.tls.verify_hostname) tls->set_verify_callback(asio::ssl::host_name_verification(host));
+    tls->async_handshake(asio::ssl::stream_base::client, [self = this, gen, server_name](boost::system::error_code e) {
+      if (gen != self->generation) return;
+      if (e) return self->broken("TLS handshake with " + server_name + " failed: " + tls_reason(e));
+      self->handshake(gen, server_name);
+    });
+  }
+
+  static std::string tls_reason(const boost::system::error_code& e) {
+    if (e.category() == asio::error::get_ssl_category())
+      if (const char* r = ERR_reason_error_string(static_cast<unsigned long>(e.value()))) return r;
+    if (e == asio::error::eof || e == asio::ssl::error::stream_truncated) return "the server closed the connection";
+    return e.message();
+  }
+
+  static std::shared_ptr<asio::ssl::context> make_tls_context(const Options::Tls& t) {
+    auto ctx = std::make_shared<asio::ssl::context>(asio::ssl::context::tls_client);
+    ctx->set_options(asio::ssl::context::no_sslv2 | asio::ssl::context::no_sslv3 | asio::ssl::context::no_tlsv1 |
+                     asio::ssl::context::no_tlsv1_1);
+    auto step = [](const char* what, const std::string& file, auto f) {
+      if (FILE* probe = std::fopen(file.c_str(), "rb"))
+        std::fclose(probe);
+      else
+        throw std::invalid_argument(std::string(what) + " " + file + " cannot be read: " + std::strerror(errno));
+      boost::system::error_code ec;
+      f(ec);
+      if (ec) throw std::invalid_argument(std::string(what) + " " + file + " cannot be used: " + tls_reason(ec));
+    };
+    if (t.ca_file.empty())
+      ctx->set_default_verify_paths();
+    else
+      step("the CA file", t.ca_file, [&](auto& ec) { ctx->load_verify_file(t.ca_file, ec); });
+    ctx->set_verify_mode(asio::ssl::verify_peer);
+    if (!t.cert_file.empty() || !t.key_file.empty()) {
+      if (t.cert_file.empty() || t.key_file.empty())
+        throw std::invalid_argument("a TLS client certificate needs both its certificate and its key file");
+      std::string password = t.key_password;
+      ctx->set_password_callback([password](size_t, asio::ssl::context::password_purpose) { return password; });
+      step("the certificate file", t.cert_file, [&](auto& ec) { ctx->use_certificate_chain_file(t.cert_file, ec); });
+      step("the key file", t.key_file, [&](auto& ec) { ctx->use_private_key_file(t.key_file, asio::ssl::context::pem, ec); });
+    }
+    return ctx;
   }
 
   void handshake(uint64_t gen, const std::string& server_name) {
@@ -310,8 +372,16 @@ struct Client::Impl {
     read(gen);
   }
 
+  template <class Handler>
+  void read_some(Handler h) {
+    if (tls)
+      tls->async_read_some(asio::buffer(chunk), std::move(h));
+    else
+      socket.async_read_some(asio::buffer(chunk), std::move(h));
+  }
+
   void read(uint64_t gen) {
-    socket.async_read_some(asio::buffer(chunk), [self = this, gen](boost::system::error_code ec, size_t n) {
+    read_some([self = this, gen](boost::system::error_code ec, size_t n) {
       if (gen != self->generation) return;
       if (ec) return self->broken(ec == asio::error::eof ? "the server closed the connection" : ec.message());
       self->in.append(self->chunk.data(), n);
@@ -418,6 +488,7 @@ struct Client::Impl {
       session_id_ = resp->sessionId;
       passwd_ = resp->passwd.value_or(std::string(16, '\0'));
       negotiated_ = resp->timeOut;
+      last_error_.clear();
     }
     connected = true;
     lost_timer.cancel();
@@ -470,8 +541,11 @@ struct Client::Impl {
   // The connection is gone: what was in flight failed (its outcome unknown), the rest waits
   // for the next one, with the session, until the session is reported lost.
   void broken(const std::string& why) {
-    (void)why;
     if (ended) return;
+    {
+      std::lock_guard<std::mutex> l(mu);
+      last_error_ = why;
+    }
     bool was = connected;
     drop_socket();
     fail_in_flight(Err::connectionLoss);
@@ -502,6 +576,7 @@ struct Client::Impl {
     ++generation;
     connected = false;
     boost::system::error_code ec;
+    tls.reset();
     socket.close(ec);
     socket = tcp::socket(io);
     resolver.cancel();
@@ -560,14 +635,17 @@ struct Client::Impl {
     out_writing.swap(out_pending);
     out_pending.clear();
     uint64_t gen = generation;
-    asio::async_write(socket, asio::buffer(out_writing), [self = this, gen](boost::system::error_code ec,
-                                                                                         size_t) {
+    auto done = [self = this, gen](boost::system::error_code ec, size_t) {
       if (gen != self->generation) return;
       self->writing = false;
       self->out_writing.clear();
       if (ec) return self->broken(ec.message());
       self->flush();
-    });
+    };
+    if (tls)
+      asio::async_write(*tls, asio::buffer(out_writing), std::move(done));
+    else
+      asio::async_write(socket, asio::buffer(out_writing), std::move(done));
   }
 
   void send_request(Request q) {
@@ -695,8 +773,10 @@ void Client::start() {
   });
   if (fut.wait_for(std::chrono::milliseconds(impl_->opts.connect_timeout_ms)) != std::future_status::ready) {
     asio::post(impl_->io, [i = impl_.get()] { i->end(State::closed, Err::connectionLoss); });
+    std::string why = last_connection_error();
     throw Error(Err::connectionLoss, "no server of '" + impl_->opts.connect_string + "' answered within " +
-                                         std::to_string(impl_->opts.connect_timeout_ms) + " ms");
+                                         std::to_string(impl_->opts.connect_timeout_ms) + " ms" +
+                                         (why.empty() ? std::string() : " (last: " + why + ")"));
   }
   State s = fut.get();
   if (s == State::expired) throw Error(Err::sessionExpired, "connecting");
@@ -769,6 +849,10 @@ int32_t Client::negotiated_timeout_ms() const {
 std::string Client::server() const {
   std::lock_guard<std::mutex> l(impl_->mu);
   return impl_->server_;
+}
+std::string Client::last_connection_error() const {
+  std::lock_guard<std::mutex> l(impl_->mu);
+  return impl_->last_error_;
 }
 void Client::drop_connection() {
   asio::post(impl_->io, [i = impl_.get()] {

@@ -89,6 +89,19 @@ struct Options {
   // session is reported lost (requests waiting for a connection fail then, and new ones fail at
   // once until a connection is back; at most 100,000 may wait).
   int32_t request_timeout_ms = 0;
+  // TLS to the servers' secureClientPort (ZooKeeper's zookeeper.client.secure with the
+  // zookeeper.ssl.* client keys), PEM files only. A certificate the CA does not vouch for, or
+  // one that does not name the host connected to (when verify_hostname), fails the connection
+  // as a refused one does: the client tries the next server, and start() fails with
+  // ConnectionLoss; last_connection_error() says why.
+  struct Tls {
+    bool enabled = false;
+    std::string ca_file;    // the servers' CA certificates; empty: the system's
+    std::string cert_file;  // this client's certificate chain (for ssl.clientAuth=need, and x509 ids)
+    std::string key_file;   // its private key
+    std::string key_password;
+    bool verify_hostname = true;  // as zookeeper.ssl.hostnameVerification
+  } tls;
 };
 
 // The parts of a connect string; throws std::invalid_argument naming what is wrong.
@@ -156,6 +169,9 @@ class Client {
   int32_t negotiated_timeout_ms() const;
   // The server the client is connected to ("host:port"), or "" between connections.
   std::string server() const;
+  // Why the latest connection attempt failed ("" once connected): a refused connection, a TLS
+  // handshake's reason ("certificate verify failed", ...), a timeout.
+  std::string last_connection_error() const;
   // Drops the current connection, as a network fault would (tests, and moving to another
   // server): the client reconnects with its session.
   void drop_connection();

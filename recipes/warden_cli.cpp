@@ -21,6 +21,7 @@
 #include <ctime>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -36,6 +37,9 @@ namespace {
 const char* usage_text =
     "usage: warden [--server HOSTS] [--timeout-ms MS] [--session-timeout-ms MS] [--auth SCHEME:AUTH] COMMAND ...\n"
     "  HOSTS: a connect string, host:port[,host:port...][/chroot]; default $WARDEN_SERVER, else 127.0.0.1:2181\n"
+    "TLS (to a secureClientPort): [--tls] [--tls-ca FILE] [--tls-cert FILE --tls-key FILE] [--tls-no-hostname-check]\n"
+    "  PEM files; each defaults to $WARDEN_TLS_CA, $WARDEN_TLS_CERT, $WARDEN_TLS_KEY (a key's password:\n"
+    "  $WARDEN_TLS_KEY_PASSWORD); any of them turns TLS on. Without a CA file, the system's CAs.\n"
     "commands:\n"
     "  create [-s] [-e] [-c] [-t TTL_MS] PATH [DATA]\n"
     "  get [-s] [-w] PATH          set [-v VERSION] PATH DATA      delete [-v VERSION] PATH\n"
@@ -342,6 +346,15 @@ int main(int argc, char** argv) {
   const char* env = std::getenv("WARDEN_SERVER");
   opts.connect_string = env && *env ? env : "127.0.0.1:2181";
   opts.connect_timeout_ms = 10000;
+  auto from_env = [](const char* name, std::string& out) {
+    const char* v = std::getenv(name);
+    if (v && *v) out = v;
+    return v && *v;
+  };
+  opts.tls.enabled |= from_env("WARDEN_TLS_CA", opts.tls.ca_file);
+  opts.tls.enabled |= from_env("WARDEN_TLS_CERT", opts.tls.cert_file);
+  opts.tls.enabled |= from_env("WARDEN_TLS_KEY", opts.tls.key_file);
+  from_env("WARDEN_TLS_KEY_PASSWORD", opts.tls.key_password);
   size_t i = 0;
   for (; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -356,6 +369,14 @@ int main(int argc, char** argv) {
       long v = ++i < args.size() ? std::strtol(args[i].c_str(), &end, 10) : 0;
       if (!end || *end || v < 100 || v > 600000) return usage(a + " needs a number of milliseconds from 100 to 600000");
       (a == "--timeout-ms" ? opts.connect_timeout_ms : opts.session_timeout_ms) = static_cast<int32_t>(v);
+    } else if (a == "--tls") {
+      opts.tls.enabled = true;
+    } else if (a == "--tls-no-hostname-check") {
+      opts.tls.verify_hostname = false;
+    } else if (a == "--tls-ca" || a == "--tls-cert" || a == "--tls-key") {
+      if (++i >= args.size() || args[i].empty()) return usage(a + " needs a PEM file");
+      (a == "--tls-ca" ? opts.tls.ca_file : a == "--tls-cert" ? opts.tls.cert_file : opts.tls.key_file) = args[i];
+      opts.tls.enabled = true;
     } else if (a == "--auth") {
       if (++i >= args.size() || args[i].find(':') == std::string::npos) return usage("--auth needs SCHEME:AUTH");
       auto colon = args[i].find(':');
@@ -441,7 +462,14 @@ int main(int argc, char** argv) {
     } catch (const std::invalid_argument& e) {
       return usage(std::string("--server: ") + e.what());
     }
-    Client c(opts);
+    std::unique_ptr<Client> made;
+    try {
+      made = std::make_unique<Client>(opts);
+    } catch (const std::invalid_argument& e) {  // a TLS file that cannot be used
+      std::fprintf(stderr, "warden: TLS: %s\n", e.what());
+      return 2;
+    }
+    Client& c = *made;
     try {
       c.start();
     } catch (const Error& e) {

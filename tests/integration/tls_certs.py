@@ -78,6 +78,7 @@ def make(d, java_stores=True):
     _signed(d, "client", CLIENT_SUBJECT, "ca")
     _signed(d, "super", SUPER_SUBJECT, "ca")
     _signed(d, "stranger", "/O=Elsewhere/CN=mallory", "other-ca")
+    _signed(d, "wrongname", "/O=Warden Test/CN=elsewhere", "ca", san="DNS:elsewhere.example")
     _expired(d, "expired", "/O=Warden Test/CN=old", "ca")
     if java_stores:
         _keytool_trust(d, "ca", "trust.p12", "PKCS12")

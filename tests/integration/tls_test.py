@@ -234,6 +234,50 @@ def enforced(c, certs):
     c.equal(results["Warden"]["x509 read"], "0 open", "a client with an x509 id passes")
 
 
+def cli(*args, env=None):
+    """The `warden` command line (the C++ client library); (exit status, stdout, stderr)."""
+    r = subprocess.run([os.environ["WARDEN_CLI"], "--timeout-ms", "3000", *args], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, text=True, timeout=60, env={**os.environ, **(env or {})})
+    return r.returncode, r.stdout.strip(), r.stderr.strip()
+
+
+def our_client(c, certs):
+    """The C++ client and the warden command line over TLS: options and environment variables,
+    and the failures named as OpenSSL names them."""
+    ca, cert, key = f"{certs}/ca.pem", f"{certs}/client.crt", f"{certs}/client.key"
+    with start_warden(tls_cfg(certs)) as w:
+        hosts = f"127.0.0.1:{w.sport}"
+        c.equal(cli("--server", hosts, "--tls-ca", ca, "--tls-cert", cert, "--tls-key", key, "create", "/cli", "v")[0], 0,
+                "warden over TLS with options: create")
+        env = {"WARDEN_TLS_CA": ca, "WARDEN_TLS_CERT": cert, "WARDEN_TLS_KEY": key}
+        c.equal(cli("--server", hosts, "get", "/cli", env=env)[:2], (0, "v"), "warden over TLS from the environment")
+        c.equal(cli("--server", f"localhost:{w.sport}", "get", "/cli", env=env)[:2], (0, "v"),
+                "the host name checked against the certificate's names (DNS:localhost)")
+        rc, _, err = cli("--server", hosts, "--tls-ca", ca, "get", "/cli")
+        c.check(rc == 1 and "certificate required" in err, f"no client certificate under clientAuth=need: {err!r}")
+        rc, _, err = cli("--server", hosts, "--tls-ca", f"{certs}/other-ca.pem", "--tls-cert", cert, "--tls-key", key,
+                         "get", "/cli")
+        c.check(rc == 1 and "certificate verify failed" in err, f"a server the CA does not vouch for: {err!r}")
+        rc, _, err = cli("--server", f"127.0.0.1:{w.port}", "get", "/cli", env=env)
+        c.check(rc == 1 and "TLS handshake" in err, f"TLS to the plaintext port: {err!r}")
+        rc, _, err = cli("--server", hosts, "--tls-ca", f"{certs}/nothing.pem", "get", "/cli")
+        c.check(rc == 2 and "cannot be read" in err, f"a missing CA file: {err!r}")
+        rc, _, err = cli("--server", hosts, "--tls-ca", ca, "--tls-cert", cert, "--tls-key", f"{certs}/server.key",
+                         "get", "/cli")
+        c.check(rc == 2 and "cannot be used" in err, f"a key that is not the certificate's: {err!r}")
+        c.check(w.alive(), "the server still runs")
+    wrong = tls_cfg(certs).replace(f"{certs}/server.pem", f"{certs}/wrongname.pem")
+    with start_warden(wrong) as w:
+        hosts = f"127.0.0.1:{w.sport}"
+        rc, _, err = cli("--server", hosts, "get", "/", env=env)
+        c.check(rc == 1 and "certificate verify failed" in err,
+                f"a server certificate that names another host is refused: {err!r}")
+        c.equal(cli("--server", hosts, "--tls-no-hostname-check", "stat", "/", env=env)[0], 0,
+                "--tls-no-hostname-check accepts it")
+        c.equal(java_client(w.sport, certs)[:1], ["NOT CONNECTED none"],
+                "the Java client refuses it too (zookeeper.ssl.hostnameVerification defaults to true)")
+
+
 def handshake_bound(c, certs):
     with start_warden(tls_cfg(certs, extra="ssl.handshakeDetectionTimeoutMillis=1000\n")) as w:
         stalled = socket.create_connection(("127.0.0.1", w.sport), timeout=10)
@@ -375,6 +419,7 @@ def main():
         JAVA_CP = work + ":" + JAVA_CP
         compared(c, certs)
         enforced(c, certs)
+        our_client(c, certs)
         handshake_bound(c, certs)
         unification_rotation_protocols(c, certs, work)
         refused_at_start(c, certs, work)
