@@ -189,7 +189,8 @@ bool id_matches(const wire::Id& acl_id, const wire::Id& caller) {
   if (acl_id.scheme != caller.scheme) return false;
   if (acl_id.scheme == "digest") return acl_id.id == caller.id;
   if (acl_id.scheme == "ip") return ip_matches(caller.id, acl_id.id);
-  if (acl_id.scheme == "x509") return acl_id.id == caller.id;  // a certificate's subject, as ZooKeeper
+  // A certificate's subject, a SASL authorization id: equal, as ZooKeeper's providers match them.
+  if (acl_id.scheme == "x509" || acl_id.scheme == "sasl") return acl_id.id == caller.id;
   return false;
 }
 
@@ -214,7 +215,7 @@ bool acl_allows(const wire::AclList& acl, int32_t perm, const AuthIds& ids) {
   return false;
 }
 
-std::vector<wire::Acl> fixup_acl(const wire::AclList& acl, const AuthIds& ids) {
+std::vector<wire::Acl> fixup_acl(const wire::AclList& acl, const AuthIds& ids, bool sasl_scheme) {
   std::vector<wire::Acl> out;
   auto add = [&](const wire::Acl& a) {
     if (std::find(out.begin(), out.end(), a) == out.end()) out.push_back(a);
@@ -226,14 +227,14 @@ std::vector<wire::Acl> fixup_acl(const wire::AclList& acl, const AuthIds& ids) {
     } else if (scheme == "auth") {
       bool any = false;
       for (const auto& id : ids) {
-        // Ids of the schemes ZooKeeper calls authenticated: digest and x509 (not ip).
-        if (id.scheme != "digest" && id.scheme != "x509") continue;
+        // Ids of the schemes ZooKeeper calls authenticated: digest, x509 and sasl (not ip).
+        if (id.scheme != "digest" && id.scheme != "x509" && !(sasl_scheme && id.scheme == "sasl")) continue;
         add(wire::Acl{a.perms, id});
         any = true;
       }
       if (!any) return {};
     } else if ((scheme == "digest" && valid_digest_id(a.id.id)) ||
-               (scheme == "ip" && valid_ip_id(a.id.id)) || (scheme == "x509" && !a.id.id.empty())) {
+               (scheme == "ip" && valid_ip_id(a.id.id)) || ((scheme == "x509" || (sasl_scheme && scheme == "sasl")) && !a.id.id.empty())) {
       add(a);
     } else {
       return {};

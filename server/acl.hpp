@@ -1,4 +1,4 @@
-// Access control as ZooKeeper does it: the schemes world, auth, digest, ip and x509; the check of a
+// Access control as ZooKeeper does it: the schemes world, auth, digest, ip, x509 and sasl; the check of a
 // permission against a node's ACL and a connection's authenticated ids; the normalisation of a
 // client-supplied ACL (ZooKeeper's fixupACL). One ACL check for the whole server.
 #pragma once
@@ -26,9 +26,11 @@ void add_auth_id(AuthIds& ids, wire::Id id);
 // id of scheme "super" passes every check.
 bool acl_allows(const wire::AclList& acl, int32_t perm, const AuthIds& ids);
 
-// The ACL as stored: duplicates dropped, "auth" expanded to the caller's digest ids. Empty when
-// the list is empty or an entry is malformed (the caller answers InvalidACL).
-std::vector<wire::Acl> fixup_acl(const wire::AclList& acl, const AuthIds& ids);
+// The ACL as stored: duplicates dropped, "auth" expanded to the caller's authenticated ids
+// (digest, x509, and sasl with `sasl_scheme`). Empty when the list is empty or an entry is
+// malformed (the caller answers InvalidACL). `sasl_scheme`: ZooKeeper's SASL provider is
+// configured (authProvider.N=...SASLAuthenticationProvider); without it sasl ids are invalid.
+std::vector<wire::Acl> fixup_acl(const wire::AclList& acl, const AuthIds& ids, bool sasl_scheme = false);
 
 // "a.b.c.d", "a.b.c.d/n" or an IPv6 address with an optional prefix length.
 bool valid_ip_id(std::string_view id);

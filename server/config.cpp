@@ -246,10 +246,12 @@ ConfigResult parse_config(std::string_view text, std::string_view file_name) {
         c.warnings.push_back(where() + "portUnification=true: members still connect in plaintext only (TLS between "
                              "members is not supported by this version of Warden yet)");
     } else if (key.rfind("authProvider.", 0) == 0 || key.rfind("zookeeper.authProvider.", 0) == 0) {
+      if (value == "org.apache.zookeeper.server.auth.SASLAuthenticationProvider") c.sasl_provider = true;
       if (value == "org.apache.zookeeper.server.auth.X509AuthenticationProvider" ||
           value == "org.apache.zookeeper.server.auth.DigestAuthenticationProvider" ||
-          value == "org.apache.zookeeper.server.auth.IPAuthenticationProvider")
-        ;  // always on (x509 for TLS clients), as ZooKeeper 3.8 behaves
+          value == "org.apache.zookeeper.server.auth.IPAuthenticationProvider" ||
+          value == "org.apache.zookeeper.server.auth.SASLAuthenticationProvider")
+        ;  // always on (x509 for TLS clients, sasl where a JAAS Server section is found)
       else
         c.warnings.push_back(where() + key + ": authentication provider '" + shown(value) +
                              "' is not supported by Warden: ignored");
@@ -266,6 +268,22 @@ ConfigResult parse_config(std::string_view text, std::string_view file_name) {
       }
     } else if (key == "sessionRequireClientSASLAuth" || key == "zookeeper.sessionRequireClientSASLAuth") {
       if (!parse_bool(value, c.session_require_sasl)) err = bad("must be true or false");
+    } else if (key == "jaasConfigFile") {
+      c.jaas_file = std::string(value);
+      c.jaas_origin = std::string(file_name) + ":" + std::to_string(line_no);
+      if (c.jaas_file.empty()) err = bad("names no file");
+    } else if (key == "sasl.serverconfig" || key == "zookeeper.sasl.serverconfig") {
+      c.sasl_section = std::string(value);
+      if (c.sasl_section.empty()) err = bad("names no JAAS section");
+    } else if (key == "superUser" || key == "zookeeper.superUser") {
+      c.sasl_super_user = std::string(value);
+    } else if (key == "allowSaslFailedClients" || key == "zookeeper.allowSaslFailedClients") {
+      if (!parse_bool(value, c.allow_sasl_failed_clients)) err = bad("must be true or false");
+    } else if (key == "kerberos.removeHostFromPrincipal" || key == "kerberos.removeRealmFromPrincipal" ||
+               key == "zookeeper.kerberos.removeHostFromPrincipal" ||
+               key == "zookeeper.kerberos.removeRealmFromPrincipal") {
+      bool ignored = false;  // Kerberos principals only: read once Kerberos is supported
+      if (!parse_bool(value, ignored)) err = bad("must be true or false");
     } else if (key == "X509AuthenticationProvider.superUser" ||
                key == "zookeeper.X509AuthenticationProvider.superUser") {
       c.x509_super_user = std::string(value);
@@ -297,10 +315,9 @@ ConfigResult parse_config(std::string_view text, std::string_view file_name) {
     if (c.enforce_auth_schemes.empty())
       return f + ": enforce.auth.enabled is true: enforce.auth.schemes must name the schemes a session needs";
     for (const auto& scheme : c.enforce_auth_schemes)
-      if (scheme != "digest" && scheme != "ip" && scheme != "x509")
+      if (scheme != "digest" && scheme != "ip" && scheme != "x509" && scheme != "sasl")
         return f + ": enforce.auth.schemes: authentication scheme '" + shown(scheme) + "' is not available" +
-               (scheme == "sasl" ? " (SASL is not supported by this version of Warden yet)" : "") +
-               " (Warden's schemes: digest, ip, x509)";
+               " (Warden's schemes: digest, ip, x509, sasl)";
   }
   if (c.ensemble()) {
     // The client port may come from this member's server line instead; check_ensemble sees to it.

@@ -60,6 +60,16 @@ struct Config {
   bool enforce_auth = false;
   std::vector<std::string> enforce_auth_schemes;
   bool session_require_sasl = false;
+  // SASL for clients: the JAAS file (Warden's jaasConfigFile key, else where ZooKeeper's
+  // scripts find it: -Djava.security.auth.login.config in SERVER_JVMFLAGS or JVMFLAGS, or the
+  // java.env beside zoo.cfg; main() looks), its section (zookeeper.sasl.serverconfig),
+  // zookeeper.superUser, zookeeper.allowSaslFailedClients.
+  std::string jaas_file;
+  std::string jaas_origin;  // where it was named, for messages
+  std::string sasl_section = "Server";
+  std::string sasl_super_user;
+  bool allow_sasl_failed_clients = false;
+  bool sasl_provider = false;  // authProvider.N=...SASLAuthenticationProvider: sasl ids in ACLs
   bool tls_needed() const { return secure_client_port >= 0 || client_port_unification; }
   int32_t max_client_cnxns = 60;  // per client address; 0: no limit
   // Requests in flight (proposed and not applied, or waiting behind those) past which the

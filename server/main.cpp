@@ -12,10 +12,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <iostream>
 #include <string>
 #include <vector>
 
+#include "server/auth/jaas.hpp"
 #include "server/config.hpp"
 #include "server/runtime.hpp"
 #include "server/tools.hpp"
@@ -164,6 +166,13 @@ int main(int argc, char** argv) {
     if (config.ensemble())
       spdlog::info("{}: server {} of an ensemble of {} ({})", file, *config.my_id, config.servers.size(),
                    config.self()->observer() ? "observer" : "voter");
+  }
+  if (config.jaas_file.empty()) {
+    // Where ZooKeeper's scripts would pass it to the JVM (standalone: the environment only).
+    std::string dir = file.empty() ? std::string() : std::filesystem::path(file).parent_path().string();
+    if (!file.empty() && dir.empty()) dir = ".";
+    config.jaas_file = warden::server::auth::find_jaas_file(std::getenv("SERVER_JVMFLAGS"), std::getenv("JVMFLAGS"),
+                                                            dir, &config.jaas_origin);
   }
   try {
     warden::server::ServerRuntime runtime(config);

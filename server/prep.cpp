@@ -98,7 +98,7 @@ Prep::Outcome Prep::prep_create(OpCode type, const wire::CreateTTLRequest& req, 
   std::string path = req.path;
   auto slash = path.rfind('/');
   if (slash == std::string::npos || path.find('\0') != std::string::npos) return Err::badArguments;
-  auto acl = fixup_acl(req.acl, auth);
+  auto acl = fixup_acl(req.acl, auth, sasl_acls_);
   if (acl.empty()) return Err::invalidACL;
   std::string parent_name(slash == 0 ? std::string_view("/") : std::string_view(path).substr(0, slash));
   auto parent = view(parent_name);
@@ -173,7 +173,7 @@ Prep::Outcome Prep::prep_set_data(const wire::SetDataRequest& req, const AuthIds
 
 Prep::Outcome Prep::prep_set_acl(const wire::SetACLRequest& req, const AuthIds& auth, Undo* undo) {
   if (!valid_path(req.path)) return Err::badArguments;
-  auto acl = fixup_acl(req.acl, auth);
+  auto acl = fixup_acl(req.acl, auth, sasl_acls_);
   if (acl.empty()) return Err::invalidACL;
   auto node = view(req.path);
   if (!node) return Err::noNode;

@@ -35,8 +35,8 @@ struct PrepRequest {
 
 class Prep {
  public:
-  Prep(const DataTree& tree, bool extended_types, bool enforce_quota = false)
-      : tree_(tree), extended_types_(extended_types), enforce_quota_(enforce_quota) {}
+  Prep(const DataTree& tree, bool extended_types, bool enforce_quota = false, bool sasl_acls = false)
+      : tree_(tree), extended_types_(extended_types), enforce_quota_(enforce_quota), sasl_acls_(sasl_acls) {}
 
   // Any write opcode (create*, delete, setData, setACL, check, multi) into its txn.
   Txn prepare(const PrepRequest& r);
@@ -88,6 +88,7 @@ class Prep {
   const DataTree& tree_;
   bool extended_types_;
   bool enforce_quota_;
+  bool sasl_acls_ = false;  // ACLs may name sasl ids (ZooKeeper's SASL provider is configured)
   int64_t quota_logged_ms_ = 0;  // soft-limit lines: at most one a second
   // ZooKeeper's checkQuota: a change of `count_diff` nodes and `bytes_diff` bytes under a quota.
   // Past a limit it logs; past a hard limit, with enforceQuota, the change is refused.

@@ -23,6 +23,8 @@
 #include "consensus/peer_transport.hpp"
 #include "consensus/replicator.hpp"
 #include "consensus/sync_streamer.hpp"
+#include "server/auth/jaas.hpp"
+#include "server/auth/sasl_server.hpp"
 #include "server/four_letter.hpp"
 #include "server/snapshot_walk.hpp"
 #include "server/tls/tls_context.hpp"
@@ -373,6 +375,7 @@ struct ServerRuntime::Impl {
   tcp::acceptor acceptor{io};         // clientPort (plaintext, or either with client.portUnification)
   tcp::acceptor secure_acceptor{io};  // secureClientPort
   std::unique_ptr<tls::ServerTlsContext> client_tls;  // ssl.*, when a port takes TLS
+  std::unique_ptr<auth::SaslServer> sasl;            // the JAAS Server section's, when there is one
   TlsPolicy plain_policy, secure_policy;
   asio::steady_timer ticker{io};
   asio::signal_set signals{io};
@@ -434,6 +437,7 @@ struct ServerRuntime::Impl {
     o.super_digest = c.super_digest;
     o.enforce_quota = c.enforce_quota;
     o.linearizable_reads = c.linearizable_reads;
+    o.sasl_acls = c.sasl_provider;
     if (c.enforce_auth) o.enforce_auth_schemes = c.enforce_auth_schemes;
     o.server_id = static_cast<uint8_t>(c.session_id_byte());
     return o;
@@ -531,8 +535,43 @@ struct ServerRuntime::Impl {
     return total;
   }
 
+  // The pipeline's options: the config's, and SASL's exchanges when a JAAS Server section is found.
+  ServerOptions server_options() {
+    ServerOptions o = options_of(config);
+    if (sasl) {
+      o.sasl = [s = sasl.get()] { return s->start(); };
+      o.sasl_super_user = config.sasl_super_user;
+      o.sasl_failed_clients_stay = config.allow_sasl_failed_clients;
+    }
+    return o;
+  }
+
+  // The JAAS file's SASL section (start fails on a file that is there but unusable, as ZooKeeper's).
+  void load_sasl() {
+    bool required = std::find(config.enforce_auth_schemes.begin(), config.enforce_auth_schemes.end(), "sasl") !=
+                    config.enforce_auth_schemes.end();
+    if (!config.jaas_file.empty()) {
+      auto jaas = auth::load_jaas(config.jaas_file);
+      if (auto* why = std::get_if<std::string>(&jaas))
+        throw std::runtime_error(*why + (config.jaas_origin.empty() ? "" : " (named by " + config.jaas_origin + ")"));
+      const auto& file = std::get<auth::JaasFile>(jaas);
+      if (file.section(config.sasl_section)) {
+        sasl = std::make_unique<auth::SaslServer>(file, config.sasl_section);
+        spdlog::info("SASL for clients: {} for {} users of {}'s {} section", sasl->mechanism(), sasl->users(),
+                     config.jaas_file, config.sasl_section);
+      } else if (!required) {
+        spdlog::warn("{} has no {} section: no SASL for clients", config.jaas_file, config.sasl_section);
+      }
+    }
+    if (required && !sasl)
+      throw std::runtime_error("enforce.auth.schemes (or sessionRequireClientSASLAuth) asks for sasl, but no JAAS " +
+                               config.sasl_section + " section offers it (set jaasConfigFile, or "
+                               "-Djava.security.auth.login.config in SERVER_JVMFLAGS)");
+  }
+
   explicit Impl(const Config& c) : config(c) {
     registry.over_limit = [this] { return over_outstanding_limit(); };
+    load_sasl();
     if (config.tls_needed()) {
       client_tls = std::make_unique<tls::ServerTlsContext>(config.client_tls);  // throws, naming key and file
       for (TlsPolicy* p : {&plain_policy, &secure_policy}) {
@@ -556,13 +595,13 @@ struct ServerRuntime::Impl {
     }
     if (config.ensemble()) {
       make_member();
-      server = std::make_unique<ZkServer>(options_of(config), *ensemble, wall_ms);
+      server = std::make_unique<ZkServer>(server_options(), *ensemble, wall_ms);
       member_view.r = ensemble.get();
       server->set_ensemble(&member_view);
     } else {
       replicator = std::make_unique<consensus::ZabReplicator>(*log,
                                                               [this](storage::LogEntry e) { persist(std::move(e)); });
-      server = std::make_unique<ZkServer>(options_of(config), *replicator, wall_ms);
+      server = std::make_unique<ZkServer>(server_options(), *replicator, wall_ms);
     }
     auto* snapshots = log->snapshots();
     if (!snapshots) start_replication(0);  // an in-memory log starts empty

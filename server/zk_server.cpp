@@ -53,7 +53,7 @@ ZkServer::ZkServer(ServerOptions opts, consensus::Replicator& replicator, Clock 
     : opts_(opts),
       replicator_(replicator),
       clock_(std::move(clock)),
-      prep_(tree_, opts.extended_types, opts.enforce_quota),
+      prep_(tree_, opts.extended_types, opts.enforce_quota, opts.sasl_acls),
       sessions_(opts.tick_ms),
       rng_(opts.random_seed ? *opts.random_seed : std::random_device{}()) {
   sessions_.seed_ids(clock_(), opts_.server_id);
@@ -584,6 +584,7 @@ void ZkServer::handle_other(ConnId id, Conn& c, OpCode op, int32_t xid, std::str
       return empty_ok();
     }
     case OpCode::sasl:
+      if (opts_.sasl) return handle_sasl(id, c, xid, body);
       // No SASL here. ZooKeeper 3.8 without SASL answers every SASL packet with OK and no token,
       // which ends the Java client's exchange (it fails on a missing token) but not kazoo's:
       // kazoo sends again and again until the session expires. The first answer is ZooKeeper's;
@@ -603,6 +604,37 @@ void ZkServer::handle_other(ConnId id, Conn& c, OpCode op, int32_t xid, std::str
     default:
       return send_reply(id, xid, last, Err::unimplemented);
   }
+}
+
+// As ZooKeeper's processSasl: each token through the connection's exchange; once it is done,
+// sasl:<authorization id> (and super, for zookeeper.superUser) joins the connection's ids.
+void ZkServer::handle_sasl(ConnId id, Conn& c, int32_t xid, std::string_view body) {
+  auto req = wire::decode<wire::GetSaslRequest>(body);
+  if (!req) {  // ZooKeeper fails to read the record and drops the connection
+    spdlog::warn("closing connection of session 0x{:x}: a SASL packet that does not decode", c.session);
+    return close_conn(id);
+  }
+  if (!c.sasl) c.sasl = opts_.sasl();
+  auto step = c.sasl->step(req->token.value_or(std::string()));
+  using Status = auth::SaslExchange::Step::Status;
+  if (step.status == Status::failed) {
+    spdlog::warn("client {} (session 0x{:x}) failed to SASL authenticate: {}", c.link->peer_endpoint(), c.session,
+                 step.error);
+    c.sasl.reset();
+    if (!opts_.sasl_failed_clients_stay) {
+      bool required = std::find(opts_.enforce_auth_schemes.begin(), opts_.enforce_auth_schemes.end(), "sasl") !=
+                      opts_.enforce_auth_schemes.end();
+      Err err = required ? Err::sessionClosedRequireSasl : Err::authFailed;
+      wire::SetSaslResponse none{std::nullopt};  // ZooKeeper sends its (null) token with the error
+      send_frame(c, frame_of(wire::ReplyHeader{xid, 0, static_cast<int32_t>(err)}, &none));
+      return close_conn(id);
+    }
+  } else if (step.status == Status::done) {
+    spdlog::info("session 0x{:x}: SASL authenticated as '{}'", c.session, step.id);
+    add_auth_id(c.auth, wire::Id{"sasl", step.id});
+    if (!opts_.sasl_super_user.empty() && step.id == opts_.sasl_super_user) add_auth_id(c.auth, wire::Id{"super", ""});
+  }
+  send_reply(id, xid, 0, wire::SetSaslResponse{step.token});
 }
 
 bool ZkServer::enforced_auth_met(const Conn& c) const {

@@ -28,6 +28,7 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "server/auth/sasl_exchange.hpp"
 #include "consensus/replicator.hpp"
 #include "server/acl.hpp"
 #include "server/four_letter.hpp"
@@ -95,6 +96,15 @@ struct ServerOptions {
   bool linearizable_reads = false;
   // Config::enforce_auth_schemes when enforce.auth.enabled; empty: no enforcement.
   std::vector<std::string> enforce_auth_schemes;
+  // SASL (opcode 102): a new exchange per connection; empty: no SASL offered (answered as a
+  // ZooKeeper without SASL answers). sasl_super_user: zookeeper.superUser. A failed exchange
+  // closes the connection (AuthFailed, or SessionClosedRequireAuth when sasl is required)
+  // unless sasl_failed_clients_stay (zookeeper.allowSaslFailedClients).
+  auth::SaslExchangeFactory sasl;
+  std::string sasl_super_user;
+  bool sasl_failed_clients_stay = false;
+  // ACLs may name sasl ids (authProvider.N=...SASLAuthenticationProvider, as ZooKeeper needs).
+  bool sasl_acls = false;
   // Seeds the source of session passwords; none: the system's entropy. A simulation or a test
   // sets it so that a run replays exactly.
   std::optional<uint64_t> random_seed;
@@ -197,6 +207,7 @@ class ZkServer {
     bool sasl_answered = false;  // this connection was told once that the server has no SASL
     int32_t negotiated_timeout = 0;
     AuthIds auth;
+    std::shared_ptr<auth::SaslExchange> sasl;  // this connection's exchange, once it sent SASL
     int in_flight = 0;              // this connection's txns proposed and not yet applied
     std::deque<std::string> held;   // frames waiting behind them, in arrival order
     bool barrier_passed = false;    // the read at the front of `held` had its barrier applied
@@ -244,6 +255,7 @@ class ZkServer {
   void handle_request(ConnId id, Conn& c, std::string_view payload);
   void handle_read(ConnId id, Conn& c, wire::OpCode op, int32_t xid, std::string_view body);
   void handle_auth(ConnId id, Conn& c, std::string_view body);
+  void handle_sasl(ConnId id, Conn& c, int32_t xid, std::string_view body);
   // enforce.auth.schemes: true when off, or when one of the connection's ids is of such a scheme.
   bool enforced_auth_met(const Conn& c) const;
   void handle_set_watches(ConnId id, Conn& c, int32_t xid, std::string_view body, bool v2 = false);

@@ -141,7 +141,7 @@ def start_warden(extra_cfg="", use_file=True, workdir=None):
     return Server(proc, int(m.group(1)), workdir, log_path, keep)
 
 
-def start_zookeeper(extended_types=True, extra_cfg="", workdir=None, heap_mb=512):
+def start_zookeeper(extended_types=True, extra_cfg="", workdir=None, heap_mb=512, jvm_flags=()):
     """Starts Apache ZooKeeper 3.8 standalone on a probed free loopback port. With `workdir`,
     runs on that directory and leaves it in place when stopped. Tests keep the JVM's heap at
     512 MiB; the benchmark gives ZooKeeper its own launcher's default (1000 MiB)."""
@@ -153,7 +153,7 @@ def start_zookeeper(extended_types=True, extra_cfg="", workdir=None, heap_mb=512
         f.write(f"tickTime=2000\ndataDir={workdir}/data\nclientPort={port}\nclientPortAddress=127.0.0.1\n"
                 f"admin.enableServer=false\n{extra_cfg}")
     log_path = os.path.join(workdir, "zk.log")
-    props = ["-Dzookeeper.extendedTypesEnabled=true"] if extended_types else []
+    props = (["-Dzookeeper.extendedTypesEnabled=true"] if extended_types else []) + list(jvm_flags)
     proc = subprocess.Popen(["java", f"-Xmx{heap_mb}m", *props, "-cp", ZK_CLASSPATH,
                              "org.apache.zookeeper.server.quorum.QuorumPeerMain", cfg],
                             stdout=open(log_path, "a"), stderr=subprocess.STDOUT)

@@ -189,20 +189,6 @@ def compared(c, certs):
 def enforced_outcomes(srv, certs):
     """enforce.auth.schemes=digest,x509: what raw sessions get for a read, a ping and a close
     (err, then whether the connection stayed open), without and with an id of those schemes."""
-    def after(sess, op, body=b""):
-        got = sess.call(op, body)
-        if got is None:
-            return "closed"
-        err = got[0]
-        try:
-            sess.sock.settimeout(3)
-            still = sess.sock.recv(1) != b""
-        except socket.timeout:
-            still = True
-        except OSError:
-            still = False
-        return f"{err} {'open' if still else 'closed'}"
-
     def tls_socket():
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
         ctx.check_hostname = False
@@ -213,11 +199,11 @@ def enforced_outcomes(srv, certs):
     get_root = zkproto.jstr("/") + zkproto.jbool(False)
     out = {}
     for name, op, body in (("read", zkproto.GET_DATA, get_root), ("ping", -2, b""), ("close", -11, b"")):
-        out[f"plain {name}"] = after(zkproto.Session(srv.port), op, body)
+        out[f"plain {name}"] = zkproto.Session(srv.port).outcome(op, body)
     s = zkproto.Session(srv.port)
     out["digest auth"] = s.call(zkproto.AUTH, zkproto.jint(0) + zkproto.jstr("digest") + zkproto.jbuf(b"u:p"))[0]
-    out["digest read"] = after(s, zkproto.GET_DATA, get_root)
-    out["x509 read"] = after(zkproto.Session(srv.sport, sock=tls_socket()), zkproto.GET_DATA, get_root)
+    out["digest read"] = s.outcome(zkproto.GET_DATA, get_root)
+    out["x509 read"] = zkproto.Session(srv.sport, sock=tls_socket()).outcome(zkproto.GET_DATA, get_root)
     return out
 
 

@@ -236,6 +236,22 @@ class Session:
     def call(self, op, body=b""):
         return self.receive(self.send(op, body))
 
+    def outcome(self, op, body=b"", wait=3):
+        """'ERR open' or 'ERR closed': a request's error code, then whether the server kept the
+        connection (nothing more comes within `wait` seconds) or closed it; 'closed' when the
+        connection closed before a reply."""
+        got = self.call(op, body)
+        if got is None:
+            return "closed"
+        try:
+            self.sock.settimeout(wait)
+            still = self.sock.recv(1) != b""
+        except socket.timeout:
+            still = True
+        except OSError:
+            still = False
+        return f"{got[0]} {'open' if still else 'closed'}"
+
     def take_events(self):
         e, self.events = self.events, []
         return e

@@ -66,7 +66,14 @@ TEST_CASE("fixup_acl drops duplicates, expands auth, refuses malformed ids") {
   CHECK(fixup_acl({{5, {"auth", ""}}}, {{"ip", "127.0.0.1"}}).empty());
   CHECK(fixup_acl({{5, {"digest", "nohash"}}}, ids).empty());
   CHECK(fixup_acl({{5, {"digest", "a:b:c"}}}, ids).empty());
-  CHECK(fixup_acl({{5, {"sasl", "x"}}}, ids).empty());
+  CHECK(fixup_acl({{5, {"sasl", "x"}}}, ids).empty());  // without ZooKeeper's SASL provider configured
+  CHECK(fixup_acl({{5, {"sasl", "x"}}}, ids, true).size() == 1);
+  CHECK(fixup_acl({{5, {"x509", "CN=a"}}}, ids).size() == 1);
+  AuthIds strong{{"ip", "127.0.0.1"}, {"sasl", "bob"}, {"x509", "CN=a"}};
+  CHECK(fixup_acl({{5, {"auth", ""}}}, strong).size() == 1);        // x509 only
+  CHECK(fixup_acl({{5, {"auth", ""}}}, strong, true).size() == 2);  // sasl and x509
+  CHECK(acl_allows({{1, {"x509", "CN=a"}}}, 1, strong));
+  CHECK_FALSE(acl_allows({{1, {"x509", "CN=b"}}}, 1, strong));
   CHECK(acl_allows({}, 1, {}));
   CHECK(acl_allows({{1, {"digest", "u:h"}}}, 1, ids));
   CHECK_FALSE(acl_allows({{2, {"digest", "u:h"}}}, 1, ids));
@@ -300,9 +307,11 @@ TEST_CASE("zoo.cfg: enforced authentication as ZooKeeper 3.8 reads it") {
   CHECK(err("enforce.auth.enabled=true\n").find("enforce.auth.schemes must name") != std::string::npos);
   CHECK(err("enforce.auth.enabled=true\nenforce.auth.schemes=kerberos\n").find("'kerberos' is not available") !=
         std::string::npos);
-  // sessionRequireClientSASLAuth turns enforcement on with sasl, which this version cannot offer.
-  CHECK(err("sessionRequireClientSASLAuth=true\n").find("'sasl' is not available (SASL is not supported") !=
-        std::string::npos);
+  // sessionRequireClientSASLAuth turns enforcement on, with sasl among the schemes (whether SASL
+  // can be offered is known once the JAAS file is read, at start).
+  auto sasl = std::get<Config>(parse_config("dataDir=/d\nclientPort=1\nsessionRequireClientSASLAuth=true\n", "e.cfg"));
+  CHECK(sasl.enforce_auth);
+  CHECK(sasl.enforce_auth_schemes == std::vector<std::string>{"sasl"});
   CHECK(err("enforce.auth.enabled=sure\n") == "e.cfg:3: enforce.auth.enabled=sure: must be true or false");
   CHECK(std::get<Config>(parse_config("dataDir=/d\nclientPort=1\nenforce.auth.schemes=,,\n", "e.cfg"))
             .enforce_auth_schemes.empty());

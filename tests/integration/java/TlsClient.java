@@ -1,5 +1,6 @@
-// A ZooKeeper Java client over TLS, configured by the test's system properties
-// (zookeeper.client.secure, zookeeper.clientCnxnSocket, zookeeper.ssl.*). Connects, creates a
+// A ZooKeeper Java client configured by the test's system properties: TLS
+// (zookeeper.client.secure, zookeeper.clientCnxnSocket, zookeeper.ssl.*) or SASL (a JAAS
+// Client section). Connects, creates a
 // node under the given path, reads it back, asks whoAmI, and prints one line for each:
 //   CONNECTED | NOT CONNECTED <state>
 //   CREATE <path> | CREATE ERROR <code>
