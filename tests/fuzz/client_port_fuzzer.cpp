@@ -5,7 +5,9 @@
 //    through every decoder (connect request, request header, every request record, multi in
 //    both forms, txn, quota text) and then into a ZkServer with an in-memory log, as a live
 //    connection's frames do: connect handshake, requests, watches, multi, auth, four-letter
-//    state. The same bytes are also read as a zoo.cfg.
+//    state. SASL packets go through Cyrus SASL's DIGEST-MD5 (a JAAS Server section's users), as
+//    a server with SASL configured runs them. The same bytes are also read as a zoo.cfg and as
+//    a JAAS file, and as the tokens of a DIGEST-MD5 exchange.
 // Any crash, sanitizer report, leak or hang is a finding.
 #include <spdlog/spdlog.h>
 
@@ -15,6 +17,8 @@
 #include <string_view>
 
 #include "consensus/replicator.hpp"
+#include "server/auth/jaas.hpp"
+#include "server/auth/sasl_server.hpp"
 #include "server/config.hpp"
 #include "server/four_letter.hpp"
 #include "server/quota.hpp"
@@ -64,6 +68,18 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view in(reinterpret_cast<const char*>(data), size);
   static_cast<void>(server::parse_config(in, "fuzz.cfg"));
+  static_cast<void>(server::auth::parse_jaas(in, "fuzz.jaas"));
+  // One SASL server for the whole run (Cyrus is set up once a process).
+  static server::auth::SaslServer sasl(
+      std::get<server::auth::JaasFile>(server::auth::parse_jaas(
+          "Server { org.apache.zookeeper.server.auth.DigestLoginModule required user_bob=\"secret\"; };", "f")),
+      "Server");
+  {  // the input as a client's answer to the challenge, then as a first token
+    auto exchange = sasl.start();
+    static_cast<void>(exchange->step({}));
+    static_cast<void>(exchange->step(in));
+    static_cast<void>(sasl.start()->step(in));
+  }
 
   int64_t now = 1'700'000'000'000;
   storage::MemoryLogStore log;
@@ -77,6 +93,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   server::ServerOptions opts;
   opts.extended_types = true;
   opts.enforce_quota = true;
+  opts.sasl = [] { return sasl.start(); };
+  opts.sasl_acls = true;
   server::ZkServer zk(opts, replicator, [&] { return now; });
   replicator.start(0);
   Link link;
