@@ -282,8 +282,8 @@ ConfigResult parse_config(std::string_view text, std::string_view file_name) {
     } else if (key == "kerberos.removeHostFromPrincipal" || key == "kerberos.removeRealmFromPrincipal" ||
                key == "zookeeper.kerberos.removeHostFromPrincipal" ||
                key == "zookeeper.kerberos.removeRealmFromPrincipal") {
-      bool ignored = false;  // Kerberos principals only: read once Kerberos is supported
-      if (!parse_bool(value, ignored)) err = bad("must be true or false");
+      bool& flag = key.find("Host") != std::string::npos ? c.kerberos_remove_host : c.kerberos_remove_realm;
+      if (!parse_bool(value, flag)) err = bad("must be true or false");
     } else if (key == "X509AuthenticationProvider.superUser" ||
                key == "zookeeper.X509AuthenticationProvider.superUser") {
       c.x509_super_user = std::string(value);

@@ -69,7 +69,8 @@ struct Config {
   std::string sasl_section = "Server";
   std::string sasl_super_user;
   bool allow_sasl_failed_clients = false;
-  bool sasl_provider = false;  // authProvider.N=...SASLAuthenticationProvider: sasl ids in ACLs
+  bool sasl_provider = false;
+  bool kerberos_remove_host = false, kerberos_remove_realm = false;  // kerberos.remove*FromPrincipal  // authProvider.N=...SASLAuthenticationProvider: sasl ids in ACLs
   bool tls_needed() const { return secure_client_port >= 0 || client_port_unification; }
   int32_t max_client_cnxns = 60;  // per client address; 0: no limit
   // Requests in flight (proposed and not applied, or waiting behind those) past which the

@@ -556,9 +556,10 @@ struct ServerRuntime::Impl {
         throw std::runtime_error(*why + (config.jaas_origin.empty() ? "" : " (named by " + config.jaas_origin + ")"));
       const auto& file = std::get<auth::JaasFile>(jaas);
       if (file.section(config.sasl_section)) {
-        sasl = std::make_unique<auth::SaslServer>(file, config.sasl_section);
-        spdlog::info("SASL for clients: {} for {} users of {}'s {} section", sasl->mechanism(), sasl->users(),
-                     config.jaas_file, config.sasl_section);
+        sasl = std::make_unique<auth::SaslServer>(
+            file, config.sasl_section, auth::SaslServer::Principals{config.kerberos_remove_host, config.kerberos_remove_realm});
+        spdlog::info("SASL for clients: {} ({}'s {} section)", sasl->mechanism(), config.jaas_file,
+                     config.sasl_section);
       } else if (!required) {
         spdlog::warn("{} has no {} section: no SASL for clients", config.jaas_file, config.sasl_section);
       }

@@ -4,6 +4,9 @@
 #include <sasl/saslplug.h>
 #include <spdlog/spdlog.h>
 
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <stdexcept>
@@ -68,7 +71,7 @@ int get_option(void*, const char*, const char* option, const char** result, unsi
   if (std::strcmp(option, "auxprop_plugin") == 0)
     *result = plugin_name;
   else if (std::strcmp(option, "mech_list") == 0)
-    *result = "DIGEST-MD5";
+    *result = "DIGEST-MD5 GSSAPI";
   else
     return SASL_FAIL;
   if (len) *len = static_cast<unsigned>(std::strlen(*result));
@@ -83,8 +86,17 @@ int log_line(void*, int level, const char* message) {
   return SASL_OK;
 }
 
+// As ZooKeeper's server (its AuthorizeCallback authorises every authenticated client, and its id
+// comes from the authentication id, not from what the client asks to act as): any requested
+// authorization id is accepted, and ignored (step() reads SASL_AUTHUSER).
+int authorize(sasl_conn_t*, void*, const char*, unsigned, const char*, unsigned, const char*, unsigned,
+              struct propctx*) {
+  return SASL_OK;
+}
+
 using Callback = int (*)();
 sasl_callback_t callbacks[] = {
+    {SASL_CB_PROXY_POLICY, reinterpret_cast<Callback>(reinterpret_cast<void*>(&authorize)), nullptr},
     {SASL_CB_GETOPT, reinterpret_cast<Callback>(reinterpret_cast<void*>(&get_option)), nullptr},
     {SASL_CB_LOG, reinterpret_cast<Callback>(reinterpret_cast<void*>(&log_line)), nullptr},
     {SASL_CB_LIST_END, nullptr, nullptr}};
@@ -103,8 +115,11 @@ void init_cyrus() {
 
 class CyrusExchange final : public SaslExchange {
  public:
-  explicit CyrusExchange(std::string mechanism) : mechanism_(std::move(mechanism)) {
-    int r = sasl_server_new("zookeeper", digest_realm, nullptr, nullptr, nullptr, nullptr, SASL_SUCCESS_DATA, &conn_);
+  CyrusExchange(std::string mechanism, const std::string& service, const std::string& host, std::string realm,
+                SaslServer::Principals principals)
+      : mechanism_(std::move(mechanism)), realm_(std::move(realm)), principals_(principals) {
+    int r = sasl_server_new(service.c_str(), host.c_str(), nullptr, nullptr, nullptr, nullptr, SASL_SUCCESS_DATA,
+                            &conn_);
     if (r != SASL_OK) {
       error_ = sasl_errstring(r, nullptr, nullptr);
       return;
@@ -143,12 +158,18 @@ class CyrusExchange final : public SaslExchange {
       if (!s.token) s.token = std::string();
     } else if (r == SASL_OK) {
       const void* user = nullptr;
-      sasl_getprop(conn_, SASL_USERNAME, &user);
+      sasl_getprop(conn_, SASL_AUTHUSER, &user);
       s.id = user ? static_cast<const char*>(user) : "";
-      // Cyrus names a DIGEST-MD5 user NAME@REALM; ZooKeeper's id is the name alone.
-      std::string suffix = std::string("@") + digest_realm;
-      if (s.id.size() > suffix.size() && s.id.compare(s.id.size() - suffix.size(), suffix.size(), suffix) == 0)
-        s.id.resize(s.id.size() - suffix.size());
+      if (mechanism_ == "GSSAPI") {
+        // Cyrus leaves out the realm of a client of the server's own realm; ZooKeeper's id has it.
+        if (s.id.find('@') == std::string::npos && !realm_.empty()) s.id += "@" + realm_;
+        s.id = kerberos_id(s.id, principals_.remove_host, principals_.remove_realm);
+      } else {
+        // Cyrus names a DIGEST-MD5 user NAME@REALM; ZooKeeper's id is the name alone.
+        std::string suffix = std::string("@") + digest_realm;
+        if (s.id.size() > suffix.size() && s.id.compare(s.id.size() - suffix.size(), suffix.size(), suffix) == 0)
+          s.id.resize(s.id.size() - suffix.size());
+      }
       s.status = Step::Status::done;
     } else {
       s.status = Step::Status::failed;
@@ -163,20 +184,63 @@ class CyrusExchange final : public SaslExchange {
   // A DIGEST-MD5 response is a few hundred bytes (RFC 2831 caps it at 4 KiB); far above that is garbage.
   static constexpr size_t max_token_bytes = 64 * 1024;
   std::string mechanism_;
+  std::string realm_;  // the server principal's realm (GSSAPI)
+  SaslServer::Principals principals_;
   sasl_conn_t* conn_ = nullptr;
   std::string error_;
   bool started_ = false;
 };
 }  // namespace
 
-SaslServer::SaslServer(const JaasFile& jaas, const std::string& section_name) {
+std::string kerberos_id(const std::string& principal, bool remove_host, bool remove_realm) {
+  std::string name = principal, realm;
+  if (auto at = name.rfind('@'); at != std::string::npos) {
+    realm = name.substr(at + 1);
+    name.resize(at);
+  }
+  std::string primary = name, host;
+  if (auto slash = name.find('/'); slash != std::string::npos) {
+    primary = name.substr(0, slash);
+    host = name.substr(slash + 1);
+  }
+  std::string id = primary;
+  if (!host.empty() && !remove_host) id += "/" + host;
+  if (!realm.empty() && !remove_realm) id += "@" + realm;
+  return id;
+}
+
+SaslServer::SaslServer(const JaasFile& jaas, const std::string& section_name, Principals principals)
+    : principals_(principals) {
   const auto* section = jaas.section(section_name);
   if (!section) throw std::runtime_error(jaas.path + ": has no " + section_name + " section");
   auto users = digest_users(*section);
-  for (const auto& e : *section)
-    if (e.module == "com.sun.security.auth.module.Krb5LoginModule")
-      throw std::runtime_error(jaas.path + ":" + std::to_string(e.line) + ": " + section_name +
-                               ": Kerberos (Krb5LoginModule) is not supported by this version of Warden yet");
+  for (const auto& e : *section) {
+    if (e.module != "com.sun.security.auth.module.Krb5LoginModule") continue;
+    auto where = jaas.path + ":" + std::to_string(e.line) + ": " + section_name + ": Krb5LoginModule";
+    auto keytab = e.options.find("keyTab");
+    auto principal = e.options.find("principal");
+    if (keytab == e.options.end() || principal == e.options.end())
+      throw std::runtime_error(where + " needs keyTab and principal (useKeyTab=true), as a server's login does");
+    if (FILE* f = std::fopen(keytab->second.c_str(), "rb"))
+      std::fclose(f);
+    else
+      throw std::runtime_error(where + ": keyTab " + keytab->second + " cannot be read: " + std::strerror(errno));
+    // "service/host@REALM": Cyrus accepts for service@host, with the keys of the keytab.
+    std::string p = principal->second;
+    auto at = p.find('@');
+    std::string name = p.substr(0, at);
+    auto slash = name.find('/');
+    if (slash == std::string::npos || slash == 0 || slash + 1 == name.size())
+      throw std::runtime_error(where + ": principal '" + p + "' is not service/host@REALM");
+    service_ = name.substr(0, slash);
+    host_ = name.substr(slash + 1);
+    realm_ = at == std::string::npos ? std::string() : p.substr(at + 1);
+    setenv("KRB5_KTNAME", keytab->second.c_str(), 1);  // the acceptor's keytab, for GSSAPI
+    init_cyrus();
+    mechanism_ = "GSSAPI";
+    require_mechanism("libsasl2-modules-gssapi-mit");
+    return;
+  }
   if (users.empty())
     throw std::runtime_error(jaas.path + ": the " + section_name + " section has no DigestLoginModule with "
                              "user_NAME=\"password\" options");
@@ -186,11 +250,21 @@ SaslServer::SaslServer(const JaasFile& jaas, const std::string& section_name) {
     std::lock_guard<std::mutex> hold(users_mutex);
     users_now = std::move(users);
   }
-  // Fails here, at start, when Debian's libsasl2-modules (the DIGEST-MD5 plugin) is missing.
-  auto probe = start();
-  auto first = probe->step({});
-  if (first.status != SaslExchange::Step::Status::more)
-    throw std::runtime_error("Cyrus SASL cannot offer DIGEST-MD5 (is libsasl2-modules installed?): " + first.error);
+  require_mechanism("libsasl2-modules");
+}
+
+// Fails at start, not at a client's first packet, when the mechanism's Cyrus plugin (a Debian
+// package of its own) is missing.
+void SaslServer::require_mechanism(const char* package) const {
+  sasl_conn_t* conn = nullptr;
+  const char* list = nullptr;
+  bool offered = false;
+  if (sasl_server_new(service_.c_str(), host_.c_str(), nullptr, nullptr, nullptr, nullptr, 0, &conn) == SASL_OK &&
+      sasl_listmech(conn, nullptr, " ", " ", " ", &list, nullptr, nullptr) == SASL_OK && list)
+    offered = (std::string(" ") + list + " ").find(" " + mechanism_ + " ") != std::string::npos;
+  if (conn) sasl_dispose(&conn);
+  if (!offered)
+    throw std::runtime_error("Cyrus SASL cannot offer " + mechanism_ + " (is Debian's " + package + " installed?)");
 }
 
 SaslServer::~SaslServer() = default;
@@ -200,6 +274,8 @@ size_t SaslServer::users() const {
   return users_now.size();
 }
 
-std::unique_ptr<SaslExchange> SaslServer::start() const { return std::make_unique<CyrusExchange>(mechanism_); }
+std::unique_ptr<SaslExchange> SaslServer::start() const {
+  return std::make_unique<CyrusExchange>(mechanism_, service_, host_, realm_, principals_);
+}
 
 }  // namespace warden::server::auth

@@ -16,7 +16,6 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NoAuthError
 from kazoo.security import make_acl
 
-HERE = os.path.dirname(os.path.abspath(__file__))
 JAVA_CP = support.java_classpath("zookeeper.jar", "zookeeper-jute.jar", "slf4j-api.jar", "slf4j-nop.jar")
 SERVER_JAAS = """Server {
        org.apache.zookeeper.server.auth.DigestLoginModule required
@@ -172,6 +171,7 @@ def found_and_refused(c, work):
         f.write(f'# set by the operator\nSERVER_JVMFLAGS="-Djava.security.auth.login.config={jaas}"\n')
     with support.start_warden(SASL_CFG, workdir=conf_dir) as w:
         c.equal(kazoo_outcome(w, "bob", "bobsecret"), "ok", "the JAAS file from java.env beside zoo.cfg")
+    path_placeholder = jaas  # any readable file stands in for a keytab here
     bad = [
         ("a section never closed", "Server {\n  org.apache.zookeeper.server.auth.DigestLoginModule required\n",
          ["bad-jaas.conf:3", "expected"]),
@@ -181,8 +181,15 @@ def found_and_refused(c, work):
          ["has no DigestLoginModule"]),
         ("an unclosed quote", "Server {\n  x required user_a=\"b;\n};\n", ["bad-jaas.conf:2", "never closed"]),
         ("binary garbage", "\x00\x01Server\x7f{", ["bad-jaas.conf:1"]),
-        ("Kerberos (not yet)", "Server {\n  com.sun.security.auth.module.Krb5LoginModule required keyTab=\"k\";\n};\n",
-         ["Krb5LoginModule", "not supported"]),
+        ("Kerberos without a principal",
+         "Server {\n  com.sun.security.auth.module.Krb5LoginModule required keyTab=\"k\";\n};\n",
+         ["bad-jaas.conf:2", "Krb5LoginModule needs keyTab and principal"]),
+        ("Kerberos with a keytab that is not there",
+         "Server {\n  com.sun.security.auth.module.Krb5LoginModule required keyTab=\"/nonexistent.keytab\"\n"
+         "  principal=\"zookeeper/localhost@X\";\n};\n", ["/nonexistent.keytab cannot be read"]),
+        ("Kerberos with a principal that names no host",
+         f"Server {{\n  com.sun.security.auth.module.Krb5LoginModule required keyTab=\"{path_placeholder}\"\n"
+         "  principal=\"zookeeper@X\";\n};\n", ["is not service/host@REALM"]),
     ]
     for what, text, wanted in bad:
         path = os.path.join(work, "bad-jaas.conf")
@@ -210,9 +217,7 @@ def main():
     work = tempfile.mkdtemp(prefix="sasl-digest-it-")
     global JAVA_CP
     try:
-        subprocess.run(["javac", "-d", work, "-cp", JAVA_CP, os.path.join(HERE, "java", "TlsClient.java")], check=True,
-                       timeout=300)
-        JAVA_CP = work + ":" + JAVA_CP
+        JAVA_CP = support.compile_java(work, JAVA_CP, "TlsClient.java")
         compared(c, work)
         required(c, work)
         found_and_refused(c, work)

@@ -173,6 +173,15 @@ def java_classpath(*jars):
     return ":".join(os.path.join(JAVA_LIBS, j) for j in jars)
 
 
+def compile_java(workdir, classpath, *sources):
+    """Compiles tests/integration/java/SOURCE.java files into `workdir`; returns the class path
+    with them first."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    subprocess.run(["javac", "-d", workdir, "-cp", classpath, *(os.path.join(here, "java", s) for s in sources)],
+                   check=True, timeout=300)
+    return workdir + ":" + classpath
+
+
 class Checks:
     """Counts checks and prints the closing line CI reads: 'N passed, N failed'."""
 

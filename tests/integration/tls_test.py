@@ -24,7 +24,6 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NoAuthError
 from kazoo.security import make_acl
 
-HERE = os.path.dirname(os.path.abspath(__file__))
 J = support.JAVA_LIBS
 NETTY = ["netty-codec.jar", "netty-resolver.jar", "netty-handler.jar", "netty-transport.jar", "netty-buffer.jar",
          "netty-common.jar", "netty-transport-native-epoll.jar"]
@@ -400,9 +399,7 @@ def main():
     work = tempfile.mkdtemp(prefix="tls-it-")
     try:
         certs = tls_certs.make(os.path.join(work, "certs"))
-        subprocess.run(["javac", "-d", work, "-cp", JAVA_CP, os.path.join(HERE, "java", "TlsClient.java")],
-                       check=True, timeout=300)
-        JAVA_CP = work + ":" + JAVA_CP
+        JAVA_CP = support.compile_java(work, JAVA_CP, "TlsClient.java")
         compared(c, certs)
         enforced(c, certs)
         our_client(c, certs)

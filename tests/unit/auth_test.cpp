@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "server/auth/jaas.hpp"
+#include "server/auth/sasl_server.hpp"
 
 using namespace warden::server::auth;
 
@@ -84,4 +85,13 @@ TEST_CASE("JAAS: found where ZooKeeper's scripts pass it to the JVM") {
   CHECK(find_jaas_file(nullptr, nullptr, dir.string(), &origin) == "/etc/zk/jaas.conf");
   CHECK(origin == (dir / "java.env").string() + ":2");
   std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("a Kerberos principal becomes ZooKeeper's sasl id, host and realm removed on request") {
+  CHECK(kerberos_id("alice@EX.COM", false, false) == "alice@EX.COM");
+  CHECK(kerberos_id("svc/host.ex.com@EX.COM", false, false) == "svc/host.ex.com@EX.COM");
+  CHECK(kerberos_id("svc/host.ex.com@EX.COM", true, false) == "svc@EX.COM");
+  CHECK(kerberos_id("svc/host.ex.com@EX.COM", false, true) == "svc/host.ex.com");
+  CHECK(kerberos_id("svc/host.ex.com@EX.COM", true, true) == "svc");
+  CHECK(kerberos_id("plain", true, true) == "plain");
 }
