@@ -6,6 +6,9 @@
 
 #include <algorithm>
 #include <boost/asio.hpp>
+#include <boost/asio/ssl.hpp>
+#include <openssl/err.h>
+#include <openssl/x509v3.h>
 #include <chrono>
 #include <map>
 #include <stdexcept>
@@ -37,6 +40,28 @@ uint64_t get_be(const char* p, int n) {
   for (int i = 0; i < n; ++i) v = (v << 8) | static_cast<unsigned char>(p[i]);
   return v;
 }
+constexpr unsigned char tls_record_handshake = 0x16;
+using TlsStream = asio::ssl::stream<tcp::socket&>;
+
+std::string tls_reason(const boost::system::error_code& e) {
+  if (e.category() == asio::error::get_ssl_category())
+    if (const char* r = ERR_reason_error_string(static_cast<unsigned long>(e.value()))) return r;
+  if (e == asio::error::eof || e == asio::ssl::error::stream_truncated) return "the other side closed the connection";
+  return e.message();
+}
+
+// The certificate names `host` (an address or a DNS name), as ZooKeeper's hostname check asks.
+bool certificate_names(SSL* ssl, const std::string& host) {
+  X509* cert = SSL_get1_peer_certificate(ssl);
+  if (!cert) return false;
+  boost::system::error_code ec;
+  asio::ip::make_address(host, ec);
+  bool ok = ec ? X509_check_host(cert, host.c_str(), host.size(), 0, nullptr) == 1
+               : X509_check_ip_asc(cert, host.c_str(), 0) == 1;
+  X509_free(cert);
+  return ok;
+}
+
 std::string endpoint_text(const tcp::socket& s) {
   boost::system::error_code ec;
   auto ep = s.remote_endpoint(ec);
@@ -64,6 +89,7 @@ struct PeerTransport::Impl {
   uint64_t refused = 0;
   std::function<void(int64_t)> on_lost;
   std::function<void(int64_t)> on_written;
+  PeerTransport::Tls tls;
   bool started = false;
   std::vector<std::tuple<int64_t, std::string, bool>> early;  // sent before start()
   // Each member's host resolved at start: where its connections must come from (empty: it did
@@ -84,8 +110,39 @@ struct PeerTransport::Impl {
     std::vector<char> chunk = std::vector<char>(64 * 1024);
     bool hello_done = false, closed = false;
     asio::steady_timer hello_timer;
+    std::shared_ptr<asio::ssl::context> context;
+    std::unique_ptr<TlsStream> tls;  // over `socket`, once TLS is spoken
     Incoming(Impl& impl, tcp::socket s, bool v)
         : t(impl), socket(std::move(s)), vote(v), peer(endpoint_text(socket)), hello_timer(impl.io) {}
+
+    // Plaintext, TLS, or (portUnification) whichever the first byte says; the hello's timer
+    // bounds a handshake too.
+    void begin() {
+      using Accept = PeerTransport::Tls::Accept;
+      if (t.tls.accept == Accept::tls) return handshake();
+      if (t.tls.accept == Accept::plain) return read();
+      socket.async_wait(tcp::socket::wait_read, [self = shared_from_this()](boost::system::error_code ec) {
+        if (ec || self->closed || self->t.stopping) return self->close();
+        unsigned char first = 0;
+        size_t n = self->socket.receive(asio::buffer(&first, 1), tcp::socket::message_peek, ec);
+        if (ec || n == 0) return self->close();
+        if (first == tls_record_handshake) return self->handshake();
+        self->read();
+      });
+    }
+    void handshake() {
+      context = t.tls.server();
+      tls = std::make_unique<TlsStream>(socket, *context);
+      tls->async_handshake(asio::ssl::stream_base::server, [self = shared_from_this()](boost::system::error_code ec) {
+        if (self->closed || self->t.stopping) return;
+        if (ec) {
+          ++self->t.refused;
+          spdlog::warn("refusing a peer connection from {}: TLS handshake failed: {}", self->peer, tls_reason(ec));
+          return self->close();
+        }
+        self->read();
+      });
+    }
 
     void start() {
       ++t.unidentified;
@@ -97,10 +154,10 @@ struct PeerTransport::Impl {
                      PeerTransport::hello_timeout_ms);
         self->close();
       });
-      read();
+      begin();
     }
     void read() {
-      socket.async_read_some(asio::buffer(chunk), [self = shared_from_this()](boost::system::error_code ec, size_t n) {
+      auto done = [self = shared_from_this()](boost::system::error_code ec, size_t n) {
         if (ec || self->t.stopping || self->closed) return self->close();
         if (self->hello_done) self->arm_idle();
         bool keep = false;
@@ -115,7 +172,11 @@ struct PeerTransport::Impl {
         }
         if (!keep) return self->close();
         self->read();
-      });
+      };
+      if (tls)
+        tls->async_read_some(asio::buffer(chunk), std::move(done));
+      else
+        socket.async_read_some(asio::buffer(chunk), std::move(done));
     }
     // Identified: silence past idle_timeout closes the connection (the timer is the hello's).
     void arm_idle() {
@@ -130,6 +191,8 @@ struct PeerTransport::Impl {
     }
     // Why a hello from `sender` to `target` in `version` is refused; "" when it is taken.
     std::string refusal(const char* p, uint32_t v, int64_t sender, int64_t target) const {
+      if (!tls && static_cast<unsigned char>(p[0]) == tls_record_handshake)
+        return "it speaks TLS, and this member takes plaintext only (sslQuorum, portUnification)";
       if (!std::equal(magic, magic + 4, p)) return "it does not speak the Warden peer protocol";
       if (v != PeerTransport::version)
         return "it speaks peer protocol version " + std::to_string(v) + ", this member " +
@@ -144,6 +207,10 @@ struct PeerTransport::Impl {
           std::find(known->second.begin(), known->second.end(), at) == known->second.end())
         return "it says it is server " + std::to_string(sender) + ", configured at " + t.members.at(sender).host +
                ", but comes from " + at;
+      if (!tls && t.tls.accept == PeerTransport::Tls::Accept::tls) return "it does not speak TLS";
+      if (tls && t.tls.verify_host && !certificate_names(tls->native_handle(), t.members.at(sender).host))
+        return "its certificate does not name server " + std::to_string(sender) + "'s host " +
+               t.members.at(sender).host + " (ssl.quorum.hostnameVerification)";
       return {};
     }
     // False: the connection must close.
@@ -192,7 +259,7 @@ struct PeerTransport::Impl {
       if (!hello_done) --t.unidentified;
       hello_timer.cancel();
       boost::system::error_code ec;
-      socket.close(ec);
+      socket.close(ec);  // the TLS stream, if any, ends with it
     }
   };
 
@@ -218,6 +285,8 @@ struct PeerTransport::Impl {
     Member to;
     bool vote;
     tcp::socket socket;
+    std::shared_ptr<asio::ssl::context> context;
+    std::unique_ptr<TlsStream> tls;  // over `socket`, with sslQuorum
     tcp::resolver resolver;
     asio::steady_timer retry;
     asio::steady_timer keepalive;
@@ -248,6 +317,7 @@ struct PeerTransport::Impl {
                                                    [this, gen](boost::system::error_code ec2, const tcp::endpoint&) {
                                                      if (gen != generation || t.stopping) return;
                                                      if (ec2) return failed(ec2.message());
+                                                     if (t.tls.connect) return handshake(gen);
                                                      established(gen);
                                                    });
                              });
@@ -269,6 +339,16 @@ struct PeerTransport::Impl {
       }
       return true;
     }
+    void handshake(uint64_t gen) {
+      context = t.tls.client();
+      tls = std::make_unique<TlsStream>(socket, *context);
+      if (t.tls.verify_host) tls->set_verify_callback(asio::ssl::host_name_verification(to.host));
+      tls->async_handshake(asio::ssl::stream_base::client, [this, gen](boost::system::error_code ec) {
+        if (gen != generation || t.stopping) return;
+        if (ec) return failed("TLS handshake failed: " + tls_reason(ec));
+        established(gen);
+      });
+    }
     void established(uint64_t gen) {
       connecting = false;
       connected = true;
@@ -286,9 +366,13 @@ struct PeerTransport::Impl {
       tick_keepalive(gen);
       // The other side never writes on this connection: a read ends only when it closes.
       auto sink = std::make_shared<std::array<char, 64>>();
-      socket.async_read_some(asio::buffer(*sink), [this, gen, sink](boost::system::error_code, size_t) {
+      auto closed = [this, gen, sink](boost::system::error_code, size_t) {
         if (gen == generation && !t.stopping) failed("the connection closed");
-      });
+      };
+      if (tls)
+        tls->async_read_some(asio::buffer(*sink), std::move(closed));
+      else
+        socket.async_read_some(asio::buffer(*sink), std::move(closed));
     }
     // The member said hello on its own connection to us: connect now if a retry is waiting.
     void peer_is_back() {
@@ -316,6 +400,7 @@ struct PeerTransport::Impl {
                                      port(), why);
       logged_down = true;
       boost::system::error_code ec;
+      tls.reset();
       socket.close(ec);
       socket = tcp::socket(t.io);
       ++generation;
@@ -356,14 +441,18 @@ struct PeerTransport::Impl {
       writing_buf.swap(pending);
       pending.clear();
       uint64_t gen = generation;
-      asio::async_write(socket, asio::buffer(writing_buf), [this, gen](boost::system::error_code ec, size_t) {
+      auto done = [this, gen](boost::system::error_code ec, size_t) {
         if (gen != generation || t.stopping) return;
         writing = false;
         writing_buf.clear();
         if (ec) return failed(ec.message());
         flush();
         if (!vote && t.on_written) t.on_written(to.id);
-      });
+      };
+      if (tls)
+        asio::async_write(*tls, asio::buffer(writing_buf), std::move(done));
+      else
+        asio::async_write(socket, asio::buffer(writing_buf), std::move(done));
     }
     void stop() {
       ++generation;
@@ -474,6 +563,8 @@ void PeerTransport::start() {
   i.early.clear();
   for (auto& [to, bytes, vote] : early) send(to, std::move(bytes), vote);
 }
+
+void PeerTransport::set_tls(Tls tls) { impl_->tls = std::move(tls); }
 
 void PeerTransport::set_on_lost(std::function<void(int64_t)> lost) { impl_->on_lost = std::move(lost); }
 

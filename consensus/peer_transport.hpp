@@ -12,8 +12,8 @@
 // sends no whole hello within hello_timeout. Then frames: a 4-byte big-endian length and that
 // many bytes of one encoded peer message (0 bytes: a keepalive, nothing to deliver); a length
 // above max_frame, or a message the receiver cannot decode, closes that connection and nothing
-// else, and so does silence past idle_timeout once identified. Until issue 22's TLS and SASL this is
-// what stands between the peer ports and whoever reaches them, so everything is bounded: at most
+// else, and so does silence past idle_timeout once identified. Without sslQuorum this is what
+// stands between the peer ports and whoever reaches them, so everything is bounded: at most
 // max_unidentified connections may be waiting for their hello (more are closed at once), and a
 // member has one incoming connection per port (a newer hello replaces the older connection, as
 // ZooKeeper's QuorumCnxManager does, so a member that restarted is never locked out by its
@@ -27,6 +27,13 @@
 // member's queue is bounded: past max_queued bytes (a member that is stopped and does not read)
 // its connection is closed and the queue dropped. A frame is never larger than a queue.
 //
+// TLS (ZooKeeper's sslQuorum, set_tls): outgoing connections handshake as TLS clients, checking
+// the other member's certificate against its configured host; incoming ones take TLS, plaintext,
+// or either (ZooKeeper's portUnification, told apart by the first byte, 0x16 for TLS), require a
+// certificate the trust store accepts, and check it against the configured host of the member
+// its hello names. So an ensemble moves to TLS by rolling restarts, as ZooKeeper's does:
+// portUnification on everywhere, then sslQuorum on, then portUnification off.
+//
 // Everything runs on the io_context given, the server's thread; Asio stays in the .cpp.
 #pragma once
 
@@ -39,7 +46,10 @@
 
 namespace boost::asio {
 class io_context;
+namespace ssl {
+class context;
 }
+}  // namespace boost::asio
 
 namespace warden::consensus {
 
@@ -79,6 +89,15 @@ class PeerTransport {
   // free one) and starts accepting and connecting. Throws std::runtime_error naming the
   // address and the system's reason when a port cannot be bound.
   void start();
+  struct Tls {
+    enum class Accept { plain, tls, either } accept = Accept::plain;
+    bool connect = false;  // outgoing connections speak TLS
+    bool verify_host = true;  // ssl.quorum.hostnameVerification
+    // The contexts for a new connection (taken at each one, so rotated stores apply).
+    std::function<std::shared_ptr<boost::asio::ssl::context>()> server, client;
+  };
+  // Before start().
+  void set_tls(Tls tls);
   // Called when this member's quorum-port connection to `member` breaks or cannot be made.
   void set_on_lost(std::function<void(int64_t member)> lost);
   // Called each time a write to `member`'s quorum port completed (a sync stream sends more).

@@ -239,12 +239,8 @@ ConfigResult parse_config(std::string_view text, std::string_view file_name) {
                   "and NIOServerCnxnFactory)");
     } else if (key == "sslQuorum") {
       if (!parse_bool(value, c.ssl_quorum)) err = bad("must be true or false");
-      else if (c.ssl_quorum) err = bad("TLS between members is not supported by this version of Warden yet");
     } else if (key == "portUnification") {
       if (!parse_bool(value, c.quorum_port_unification)) err = bad("must be true or false");
-      else if (c.quorum_port_unification)
-        c.warnings.push_back(where() + "portUnification=true: members still connect in plaintext only (TLS between "
-                             "members is not supported by this version of Warden yet)");
     } else if (key.rfind("authProvider.", 0) == 0 || key.rfind("zookeeper.authProvider.", 0) == 0) {
       if (value == "org.apache.zookeeper.server.auth.SASLAuthenticationProvider") c.sasl_provider = true;
       if (value == "org.apache.zookeeper.server.auth.X509AuthenticationProvider" ||
@@ -305,6 +301,9 @@ ConfigResult parse_config(std::string_view text, std::string_view file_name) {
     }
     if (err) return *err;
   }
+  if ((c.ssl_quorum || c.quorum_port_unification) && !c.quorum_tls.has_key_store())
+    return std::string(file_name) + ": " + (c.ssl_quorum ? "sslQuorum=true" : "portUnification=true") +
+           " needs TLS between members: set ssl.quorum.keyStore.location (and ssl.quorum.trustStore.location)";
   if (c.session_require_sasl) {  // as ZooKeeper: it turns enforcement on, with sasl among the schemes
     c.enforce_auth = true;
     if (std::find(c.enforce_auth_schemes.begin(), c.enforce_auth_schemes.end(), "sasl") == c.enforce_auth_schemes.end())

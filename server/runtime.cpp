@@ -375,6 +375,8 @@ struct ServerRuntime::Impl {
   tcp::acceptor acceptor{io};         // clientPort (plaintext, or either with client.portUnification)
   tcp::acceptor secure_acceptor{io};  // secureClientPort
   std::unique_ptr<tls::ServerTlsContext> client_tls;  // ssl.*, when a port takes TLS
+  // ssl.quorum.*: the contexts of member connections, accepted and made (sslQuorum, portUnification).
+  std::unique_ptr<tls::ServerTlsContext> quorum_accept_tls, quorum_connect_tls;
   std::unique_ptr<auth::SaslServer> sasl;            // the JAAS Server section's, when there is one
   TlsPolicy plain_policy, secure_policy;
   asio::steady_timer ticker{io};
@@ -724,6 +726,20 @@ struct ServerRuntime::Impl {
       resume_reading();
       return ok;
     });
+    if (config.ssl_quorum || config.quorum_port_unification) {
+      quorum_accept_tls = std::make_unique<tls::ServerTlsContext>(config.quorum_tls, true);  // throws, naming the key
+      quorum_connect_tls = std::make_unique<tls::ServerTlsContext>(config.quorum_tls, false);
+      consensus::PeerTransport::Tls t;
+      using Accept = consensus::PeerTransport::Tls::Accept;
+      t.accept = config.quorum_port_unification ? Accept::either : Accept::tls;
+      t.connect = config.ssl_quorum;
+      t.verify_host = config.quorum_tls.hostname_verification;
+      t.server = [this] { return quorum_accept_tls->current(); };
+      t.client = [this] { return quorum_connect_tls->current(); };
+      transport->set_tls(std::move(t));
+      spdlog::info("members: {} connections out, {} taken in", config.ssl_quorum ? "TLS" : "plaintext",
+                   config.quorum_port_unification ? "TLS and plaintext" : "TLS only");
+    }
     transport->set_on_lost([this](int64_t member) {
       if (streamer) streamer->cancel(member);
       std::lock_guard<std::mutex> hold(tree_mutex);

@@ -286,9 +286,10 @@ std::shared_ptr<asio::ssl::context> make_context(const TlsSettings& s, bool serv
   return ctx;
 }
 
-ServerTlsContext::ServerTlsContext(TlsSettings settings) : settings_(std::move(settings)) {
+ServerTlsContext::ServerTlsContext(TlsSettings settings, bool server)
+    : settings_(std::move(settings)), server_(server) {
   loaded_ = stamps();
-  context_ = make_context(settings_, true);
+  context_ = make_context(settings_, server_);
 }
 
 ServerTlsContext::~ServerTlsContext() = default;
@@ -315,7 +316,7 @@ std::shared_ptr<asio::ssl::context> ServerTlsContext::current() {
   auto now = stamps();  // two stat calls: small beside a handshake
   if (now == loaded_ || now == failed_) return context_;
   try {
-    context_ = make_context(settings_, true);
+    context_ = make_context(settings_, server_);
     loaded_ = now;
     failed_.clear();
     spdlog::info("{}: the key and trust stores changed on disk: new connections use them", settings_.where("keyStore.location"));

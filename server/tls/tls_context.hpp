@@ -30,8 +30,9 @@ struct TlsSetupError : std::runtime_error {
 
 class ServerTlsContext {
  public:
-  // Reads the stores now; throws TlsSetupError.
-  explicit ServerTlsContext(TlsSettings settings);
+  // Reads the stores now; throws TlsSetupError. `server` false: a context for connecting out
+  // (a member to another), with the same stores.
+  explicit ServerTlsContext(TlsSettings settings, bool server = true);
   ~ServerTlsContext();
   // The context a new connection uses (reloaded first when a store's file changed).
   std::shared_ptr<boost::asio::ssl::context> current();
@@ -46,6 +47,7 @@ class ServerTlsContext {
   std::vector<FileStamp> stamps() const;
 
   TlsSettings settings_;
+  bool server_ = true;
   std::mutex mutex_;
   std::shared_ptr<boost::asio::ssl::context> context_;
   std::vector<FileStamp> loaded_;       // the files as they were when context_ was built

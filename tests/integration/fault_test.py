@@ -8,6 +8,8 @@ read after a sync) are linearizable.
 
 Seeded: the seed is printed; WARDEN_FAULT_SEED replays it. WARDEN_FAULT_ROUNDS (default 1)
 repeats the 3-member scenarios with new choices; every load loop is bounded in count and time.
+WARDEN_FAULT_TLS=1 runs the 3-member rounds with TLS between the members (sslQuorum, with
+certificates made for the run) and leaves out the 5-member part.
 """
 import os
 import random
@@ -28,6 +30,15 @@ seed = int(os.environ.get("WARDEN_FAULT_SEED") or random.SystemRandom().randrang
 rounds = int(os.environ.get("WARDEN_FAULT_ROUNDS") or 1)
 print(f"fault test seed {seed} (WARDEN_FAULT_SEED={seed} replays it), {rounds} round(s)", flush=True)
 rng = random.Random(seed)
+member_cfg = ""
+if os.environ.get("WARDEN_FAULT_TLS"):
+    import tempfile
+
+    import tls_certs
+    certs = tls_certs.make(tempfile.mkdtemp(prefix="fault-tls-"), java_stores=False)
+    member_cfg = (f"sslQuorum=true\nssl.quorum.keyStore.location={certs}/server.pem\n"
+                  f"ssl.quorum.trustStore.location={certs}/ca.pem\n")
+    print("members talk TLS (sslQuorum=true)", flush=True)
 random.seed(seed)  # kazoo picks hosts with the random module
 
 UNKNOWN_ERRORS = (ConnectionLoss, OperationTimeoutError, SessionExpiredError, KazooTimeoutError)
@@ -316,8 +327,10 @@ def kill_all(ens):
 
 
 def three_member_round(rnd):
-    with Ensemble(3, proxied=True) as ens:
+    with Ensemble(3, proxied=True, extra_cfg=member_cfg) as ens:
         ens.start()
+        if member_cfg:
+            c.check(all("members: TLS connections out" in m.log() for m in ens.members), "the members talk TLS")
         prepare(ens.connect_string)
         history = History()
         load = Load(ens.connect_string, history, tag=f"r{rnd}").start()
@@ -496,5 +509,6 @@ def five_member_rounds(ens):
 checker_self_test()
 for rnd in range(rounds):
     three_member_round(rnd)
-five_members()
+if not member_cfg:
+    five_members()
 c.finish()

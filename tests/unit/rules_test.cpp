@@ -277,7 +277,8 @@ TEST_CASE("zoo.cfg: TLS keys under ZooKeeper's names, with and without its zooke
   CHECK(err("secureClientPort=99999\n") == "my.cfg:4: secureClientPort=99999: must be between 0 and 65535");
   CHECK(err("secureClientPortAddress=name\n") == "my.cfg:4: secureClientPortAddress=name: is not an IP address");
   CHECK(err("client.portUnification=1\n") == "my.cfg:4: client.portUnification=1: must be true or false");
-  CHECK(err("sslQuorum=true\n").find("not supported by this version of Warden yet") != std::string::npos);
+  CHECK(err("sslQuorum=true\n").find("sslQuorum=true needs TLS between members: set ssl.quorum.keyStore") !=
+        std::string::npos);
   CHECK(err("serverCnxnFactory=x\n").find("my.cfg:4: serverCnxnFactory=x: unknown connection factory") == 0);
   auto no_store = parse_config("dataDir=/d\nsecureClientPort=1\n", "n.cfg");
   REQUIRE(std::holds_alternative<std::string>(no_store));
