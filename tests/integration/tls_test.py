@@ -29,7 +29,8 @@ NETTY = ["netty-codec.jar", "netty-resolver.jar", "netty-handler.jar", "netty-tr
          "netty-common.jar", "netty-transport-native-epoll.jar"]
 # Debian's ZooKeeper leaves Netty's codec out of its class path: its TLS port needs it.
 ZK_TLS_CLASSPATH = support.ZK_CLASSPATH + ":" + support.java_classpath("netty-codec.jar", "netty-resolver.jar")
-JAVA_CP = support.java_classpath("zookeeper.jar", "zookeeper-jute.jar", *NETTY, "slf4j-api.jar", "slf4j-nop.jar")
+JAVA_CP = support.java_classpath("zookeeper.jar", "zookeeper-jute.jar", *NETTY, "slf4j-api.jar", "slf4j-nop.jar",
+                                 "curator-client.jar", "curator-framework.jar", "curator-recipes.jar", "guava.jar")
 ALICE = "1.2.840.113549.1.9.1=#1611616c696365406578616d706c652e636f6d,CN=alice,OU=Clients,O=Warden Test,C=US"
 ROOT = "CN=root,O=Warden Test,C=US"
 
@@ -115,13 +116,33 @@ def kazoo_outcome(port, certs, who="client", tls=True):
         stopper.join(10)
 
 
+def java_tls_props(certs, store="client"):
+    return ["-Dzookeeper.client.secure=true", "-Dzookeeper.clientCnxnSocket=org.apache.zookeeper.ClientCnxnSocketNetty",
+            f"-Dzookeeper.ssl.keyStore.location={certs}/{store}.p12",
+            f"-Dzookeeper.ssl.keyStore.password={tls_certs.PASSWORD}",
+            f"-Dzookeeper.ssl.trustStore.location={certs}/trust.p12",
+            f"-Dzookeeper.ssl.trustStore.password={tls_certs.PASSWORD}"]
+
+
+def zkcli_tls(port, certs):
+    """zkCli.sh with the Java client's TLS properties (CLIENT_JVMFLAGS; its -cp adds Netty's codec,
+    which Debian's zkCli class path lacks): what it prints for create, get and whoami."""
+    cp = "-cp " + support.ZK_CLASSPATH + ":" + support.java_classpath(*NETTY)
+    env = dict(os.environ, CLIENT_JVMFLAGS=cp + " " + " ".join(java_tls_props(certs)))
+    r = subprocess.run([support.ZKCLI, "-server", f"127.0.0.1:{port}"], input="create /zkcli-tls hi\nget /zkcli-tls\n"
+                       "whoami\n", stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120, env=env)
+    keep = ("Created", "hi", "Auth scheme", "ip:", "x509:")
+    return [line.strip() for line in r.stdout.splitlines() if line.strip().startswith(keep)]
+
+
+def curator_tls(port, certs):
+    r = subprocess.run(["java", "-Xmx128m", *java_tls_props(certs), "-cp", JAVA_CP, "CuratorTls", f"127.0.0.1:{port}"],
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120)
+    return [line for line in r.stdout.splitlines() if re.match(r"CREATED|LOCKED|RELEASED|FAILED", line)]
+
+
 def java_client(port, certs, store="client"):
-    props = ["-Dzookeeper.client.secure=true", "-Dzookeeper.clientCnxnSocket=org.apache.zookeeper.ClientCnxnSocketNetty",
-             f"-Dzookeeper.ssl.keyStore.location={certs}/{store}.p12",
-             f"-Dzookeeper.ssl.keyStore.password={tls_certs.PASSWORD}",
-             f"-Dzookeeper.ssl.trustStore.location={certs}/trust.p12",
-             f"-Dzookeeper.ssl.trustStore.password={tls_certs.PASSWORD}"]
-    r = subprocess.run(["java", "-Xmx128m", *props, "-cp", JAVA_CP, "TlsClient", f"127.0.0.1:{port}", "/java-"],
+    r = subprocess.run(["java", "-Xmx128m", *java_tls_props(certs, store), "-cp", JAVA_CP, "TlsClient", f"127.0.0.1:{port}", "/java-"],
                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120)
     return [line for line in r.stdout.splitlines() if re.match(r"(NOT )?CONNECTED|CREATE|WHOAMI", line)]
 
@@ -164,6 +185,8 @@ def compared(c, certs):
             r["kazoo TLS to the plaintext port"] = kazoo_outcome(srv.port, certs)
             r["kazoo plaintext to the plaintext port"] = kazoo_outcome(srv.port, certs, tls=False)
             r["Java client"] = java_client(srv.sport, certs)
+            r["zkCli.sh"] = zkcli_tls(srv.sport, certs)
+            r["Curator"] = curator_tls(srv.sport, certs)
             r["x509 ACL"] = acl_outcomes(srv, certs)
             results[name] = r
             print(f"{name}: {r}", flush=True)
@@ -181,6 +204,9 @@ def compared(c, certs):
         c.equal(w[f"kazoo TLS, certificate {who}"], "failed", f"certificate {who}: refused under clientAuth=need")
     c.equal(w["Java client"], ["CONNECTED", "CREATE tls", f"WHOAMI ip:127.0.0.1 x509:{ALICE}"],
             "the Java client over Netty: x509 id as ZooKeeper names it")
+    c.equal(w["zkCli.sh"], ["Created /zkcli-tls", "hi", "Auth scheme: User", "ip: 127.0.0.1", f"x509: {ALICE}"],
+            "zkCli.sh over TLS: create, get, whoami")
+    c.equal(w["Curator"], ["CREATED /curator-tls/node", "LOCKED", "RELEASED"], "Curator over TLS: create and a mutex")
     c.equal(w["x509 ACL"], {"acl": [("x509", ALICE, 31)], "alice": "mine", "super": "mine", "plain": "NoAuth"},
             "x509 ACLs and the x509 super user")
 
@@ -399,7 +425,7 @@ def main():
     work = tempfile.mkdtemp(prefix="tls-it-")
     try:
         certs = tls_certs.make(os.path.join(work, "certs"))
-        JAVA_CP = support.compile_java(work, JAVA_CP, "TlsClient.java")
+        JAVA_CP = support.compile_java(work, JAVA_CP, "TlsClient.java", "CuratorTls.java")
         compared(c, certs)
         enforced(c, certs)
         our_client(c, certs)
