@@ -198,6 +198,10 @@ struct Client::Impl {
   int32_t next_xid = 1;
   std::deque<Request> queued, in_flight;
   std::deque<Callback<>> auth_waiting;
+  // This connection's SASL exchange: requests wait (queued) until it is done.
+  std::unique_ptr<SaslClientExchange> sasl;
+  bool sasl_phase = false;
+  int32_t sasl_xid = 0;
   std::vector<std::pair<std::string, std::string>> auth;
   std::string in;
   std::vector<char> chunk = std::vector<char>(64 * 1024);
@@ -456,6 +460,7 @@ struct Client::Impl {
       return;
     }
     if (h.xid == wire::xid::setWatches) return;
+    if (sasl_phase && h.xid == sasl_xid) return on_sasl_reply(h.err, body);
     if (h.xid == wire::xid::auth) {
       auto err = static_cast<Err>(h.err);
       if (!auth_waiting.empty()) {
@@ -494,7 +499,56 @@ struct Client::Impl {
     lost_timer.cancel();
     arm_read_timer();
     schedule_ping();
-    // Auth first, then the watches, then whatever waited for this connection.
+    if (!opts.sasl.mechanism.empty()) return begin_sasl();
+    ready();
+  }
+
+  // SASL first, as ZooKeeper's client does it: nothing else is sent until the exchange ends.
+  void begin_sasl() {
+    std::string host;
+    {
+      std::lock_guard<std::mutex> l(mu);
+      host = server_.substr(0, server_.rfind(':'));
+    }
+    if (host.size() > 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
+    sasl = std::make_unique<SaslClientExchange>(opts.sasl, host);
+    sasl_phase = true;
+    sasl_send(sasl->start());
+  }
+
+  void sasl_send(const SaslClientExchange::Step& st) {
+    using Status = SaslClientExchange::Step::Status;
+    if (st.status == Status::failed) return sasl_failed("SASL " + opts.sasl.mechanism + ": " + st.error);
+    if (st.status == Status::done) {
+      sasl_phase = false;
+      sasl.reset();
+      return ready();
+    }
+    sasl_xid = next_xid++;
+    if (next_xid <= 0) next_xid = 1;
+    send_raw(request_frame(sasl_xid, OpCode::sasl, wire::GetSaslRequest{st.token}));
+  }
+
+  void on_sasl_reply(int32_t err, std::string_view body) {
+    if (err != 0) return sasl_failed("the server refused SASL " + opts.sasl.mechanism + " (" + std::to_string(err) + ")");
+    auto resp = wire::decode<wire::SetSaslResponse>(body);
+    if (!resp) return broken("a SASL reply that does not decode");
+    sasl_send(sasl->step(resp->token.value_or(std::string())));
+  }
+
+  void sasl_failed(const std::string& why) {
+    {
+      std::lock_guard<std::mutex> l(mu);
+      last_error_ = why;
+    }
+    sasl_phase = false;
+    sasl.reset();
+    end(State::auth_failed, Err::authFailed);
+  }
+
+  // The session is usable on this connection: auth first, then the watches, then whatever
+  // waited for it.
+  void ready() {
     for (const auto& [scheme, cred] : auth)
       send_raw(request_frame(wire::xid::auth, OpCode::auth, wire::AuthPacket{0, scheme, cred}));
     send_set_watches();
@@ -576,6 +630,8 @@ struct Client::Impl {
     ++generation;
     connected = false;
     boost::system::error_code ec;
+    sasl.reset();  // an exchange under way is begun again on the next connection
+    sasl_phase = false;
     tls.reset();
     socket.close(ec);
     socket = tcp::socket(io);
@@ -653,7 +709,7 @@ struct Client::Impl {
       if (q.done) q.done(get_state() == State::closed ? Err::sessionExpired : Err::sessionExpired, 0, {});
       return;
     }
-    if (!connected) {
+    if (!connected || sasl_phase) {
       // Lost, or too many waiting already: fails at once rather than waiting without bound.
       if (get_state() == State::lost || queued.size() >= max_queued_requests) {
         if (q.done) q.done(Err::connectionLoss, 0, {});
@@ -780,7 +836,10 @@ void Client::start() {
   }
   State s = fut.get();
   if (s == State::expired) throw Error(Err::sessionExpired, "connecting");
-  if (s == State::auth_failed) throw Error(Err::authFailed, "connecting");
+  if (s == State::auth_failed) {
+    std::string why = last_connection_error();
+    throw Error(Err::authFailed, "connecting" + (why.empty() ? std::string() : " (" + why + ")"));
+  }
   if (s != State::connected) throw Error(Err::connectionLoss, "connecting");
 }
 

@@ -34,6 +34,7 @@
 #include <string_view>
 #include <vector>
 
+#include "recipes/sasl_client.hpp"
 #include "wire/codes.hpp"
 #include "wire/records.hpp"
 
@@ -102,6 +103,10 @@ struct Options {
     std::string key_password;
     bool verify_hostname = true;  // as zookeeper.ssl.hostnameVerification
   } tls;
+  // SASL on every connection before any request (ZooKeeper's JAAS Client section): DIGEST-MD5
+  // with a user and password, or GSSAPI with the Kerberos credentials the environment names. A
+  // failed exchange ends the client with State::auth_failed, as the Java client's AuthFailed.
+  SaslSettings sasl;
 };
 
 // The parts of a connect string; throws std::invalid_argument naming what is wrong.

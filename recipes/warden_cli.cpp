@@ -40,6 +40,9 @@ const char* usage_text =
     "TLS (to a secureClientPort): [--tls] [--tls-ca FILE] [--tls-cert FILE --tls-key FILE] [--tls-no-hostname-check]\n"
     "  PEM files; each defaults to $WARDEN_TLS_CA, $WARDEN_TLS_CERT, $WARDEN_TLS_KEY (a key's password:\n"
     "  $WARDEN_TLS_KEY_PASSWORD); any of them turns TLS on. Without a CA file, the system's CAs.\n"
+    "SASL: [--sasl DIGEST-MD5|GSSAPI] [--sasl-user NAME] [--sasl-host HOST]; default $WARDEN_SASL_MECHANISM,\n"
+    "  $WARDEN_SASL_USER; the DIGEST-MD5 password from $WARDEN_SASL_PASSWORD; GSSAPI takes the Kerberos\n"
+    "  ticket cache (kinit, KRB5CCNAME) for zookeeper/HOST (default: the server's host as given).\n"
     "commands:\n"
     "  create [-s] [-e] [-c] [-t TTL_MS] PATH [DATA]\n"
     "  get [-s] [-w] PATH          set [-v VERSION] PATH DATA      delete [-v VERSION] PATH\n"
@@ -355,6 +358,9 @@ int main(int argc, char** argv) {
   opts.tls.enabled |= from_env("WARDEN_TLS_CERT", opts.tls.cert_file);
   opts.tls.enabled |= from_env("WARDEN_TLS_KEY", opts.tls.key_file);
   from_env("WARDEN_TLS_KEY_PASSWORD", opts.tls.key_password);
+  from_env("WARDEN_SASL_MECHANISM", opts.sasl.mechanism);
+  from_env("WARDEN_SASL_USER", opts.sasl.username);
+  from_env("WARDEN_SASL_PASSWORD", opts.sasl.password);
   size_t i = 0;
   for (; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -369,6 +375,9 @@ int main(int argc, char** argv) {
       long v = ++i < args.size() ? std::strtol(args[i].c_str(), &end, 10) : 0;
       if (!end || *end || v < 100 || v > 600000) return usage(a + " needs a number of milliseconds from 100 to 600000");
       (a == "--timeout-ms" ? opts.connect_timeout_ms : opts.session_timeout_ms) = static_cast<int32_t>(v);
+    } else if (a == "--sasl" || a == "--sasl-user" || a == "--sasl-host") {
+      if (++i >= args.size() || args[i].empty()) return usage(a + " needs a value");
+      (a == "--sasl" ? opts.sasl.mechanism : a == "--sasl-user" ? opts.sasl.username : opts.sasl.host) = args[i];
     } else if (a == "--tls") {
       opts.tls.enabled = true;
     } else if (a == "--tls-no-hostname-check") {
@@ -386,6 +395,10 @@ int main(int argc, char** argv) {
     }
   }
   if (i >= args.size()) return usage("no command");
+  if (!opts.sasl.mechanism.empty() && opts.sasl.mechanism != "DIGEST-MD5" && opts.sasl.mechanism != "GSSAPI")
+    return usage("--sasl takes DIGEST-MD5 or GSSAPI, not '" + opts.sasl.mechanism + "'");
+  if (opts.sasl.mechanism == "DIGEST-MD5" && opts.sasl.username.empty())
+    return usage("SASL DIGEST-MD5 needs --sasl-user (or WARDEN_SASL_USER) and WARDEN_SASL_PASSWORD");
   std::string cmd = args[i++];
   std::vector<std::string> flags, rest;
   std::map<std::string, std::string> values;

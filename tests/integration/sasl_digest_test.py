@@ -93,8 +93,20 @@ def raw_sasl(srv, body):
         s.sock.close()
 
 
+def cli(srv, *args, password="bobsecret"):
+    """The `warden` command line (the C++ client) with SASL DIGEST-MD5 as bob."""
+    env = dict(os.environ, WARDEN_SASL_MECHANISM="DIGEST-MD5", WARDEN_SASL_USER="bob", WARDEN_SASL_PASSWORD=password)
+    r = subprocess.run([os.environ["WARDEN_CLI"], "--timeout-ms", "5000", "--server", srv.hosts, *args],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=60, env=env)
+    return r.returncode, r.stdout.strip(), "AuthFailed" in r.stderr
+
+
 def outcomes(srv, work):
     r = {}
+    r["warden create"] = cli(srv, "create", "/cli-sasl", "v")
+    r["warden setAcl"] = cli(srv, "setAcl", "/cli-sasl", "sasl:bob:cdrwa")
+    r["warden get"] = cli(srv, "get", "/cli-sasl")
+    r["warden wrong password"] = cli(srv, "get", "/cli-sasl", password="wrong")
     for user, pw in (("bob", "bobsecret"), ("bob", "wrong"), ("nobody", "x")):
         r[f"kazoo {user}/{pw}"] = kazoo_outcome(srv, user, pw)
     r["Java bob"] = java_outcome(srv, work, "bob", "bobsecret")
@@ -125,6 +137,8 @@ def compared(c, work):
         c.equal(w[key], z[key], f"{key}: Warden as ZooKeeper")
     c.equal(w["kazoo bob/bobsecret"], "ok", "DIGEST-MD5 with the right password")
     c.equal(w["kazoo bob/wrong"], "AuthFailedError", "a wrong password fails")
+    c.equal(w["warden get"], (0, "v", False), "warden (the C++ client) with DIGEST-MD5 reads a sasl:bob node")
+    c.equal(w["warden wrong password"], (1, "", True), "warden with a wrong password: AuthFailed, exit 1")
     c.equal(w["Java bob"], ["CONNECTED", "CREATE tls", "WHOAMI sasl:bob ip:127.0.0.1"],
             "the Java client's sasl id (in ZooKeeper's order)")
     c.equal(w["ACLs"], {"acl": [("sasl", "bob", 31)], "bob": "mine", "super": "mine", "anonymous": "NoAuth"},

@@ -42,6 +42,18 @@ def kazoo_outcome(port, env, ccache):
         os.environ.update(old)
 
 
+def cli_outcome(port, env, ccache):
+    """`warden` (the C++ client) with GSSAPI and the ticket in `ccache`: the ACL 'auth' gives."""
+    e = {**os.environ, **env, "KRB5CCNAME": ccache, "WARDEN_SASL_MECHANISM": "GSSAPI"}
+    path = "/cli-krb"
+    out = []
+    for args in (["create", path, "v"], ["setAcl", path, "auth::cdrwa"], ["getAcl", path]):
+        r = subprocess.run([os.environ["WARDEN_CLI"], "--timeout-ms", "5000", "--server", f"localhost:{port}", *args],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=60, env=e)
+        out.append((r.returncode, r.stdout.strip()))
+    return out
+
+
 def java_outcome(port, kdc, work, principal, keytab):
     jaas = os.path.join(work, f"client-{re.sub('[^a-z]', '', principal)}.conf")
     with open(jaas, "w") as f:
@@ -94,6 +106,7 @@ def main():
                 with start(name, kdc, jaas) as srv:
                     r["kazoo alice"] = kazoo_outcome(srv.port, kdc.env, ccache)
                     r["kazoo without a ticket"] = kazoo_outcome(srv.port, kdc.env, None)
+                    r["warden alice"] = cli_outcome(srv.port, kdc.env, ccache)
                     r["Java alice"] = java_outcome(srv.port, kdc, work, f"alice@{realm}", alice_keytab)
                     r["Java svc/localhost"] = java_outcome(srv.port, kdc, work, f"svc/localhost@{realm}", svc_keytab)
                     if name == "Warden":
@@ -110,6 +123,8 @@ def main():
             w = results["Warden"]
             c.equal(w["kazoo alice"], [("sasl", f"alice@{realm}")], "kazoo's Kerberos id in an 'auth' ACL")
             c.equal(w["kazoo without a ticket"], "failed", "a client without a ticket fails")
+            c.equal(w["warden alice"][2], (0, f"'sasl,'alice@{realm}\n: cdrwa"),
+                    "warden (the C++ client) with GSSAPI: its Kerberos id in an 'auth' ACL")
             c.equal(w["Java alice"], ["CONNECTED", "CREATE tls", f"WHOAMI ip:127.0.0.1 sasl:alice@{realm}"],
                     "the Java client's Kerberos id (in ZooKeeper's order)")
             c.equal(w["Java svc/localhost, host and realm removed"][2:], ["WHOAMI sasl:svc ip:127.0.0.1"],
