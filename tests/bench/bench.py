@@ -25,22 +25,23 @@ def cpu_of(pid):
     return (int(fields[11]) + int(fields[12])) / TICKS  # utime + stime
 
 
-def loadgen(binary, port, op, args, seconds):
+def loadgen(binary, port, op, args, seconds, extra=()):
     """`port`: one port, or a list (an ensemble: connections spread over its members)."""
     where = ["--ports", ",".join(map(str, port))] if isinstance(port, list) else ["--port", str(port)]
     out = subprocess.run([binary, *where, "--op", op, "--seconds", str(seconds),
                           "--connections", str(args.connections), "--depth", str(args.depth),
-                          "--threads", str(args.threads), "--max-ops", str(args.max_ops)],
+                          "--threads", str(args.threads), "--max-ops", str(args.max_ops), *extra],
                          capture_output=True, text=True, timeout=seconds * 10 + 60)
     if out.returncode != 0:
         raise RuntimeError(f"loadgen failed: {out.stderr}")
     return dict(kv.split("=") for kv in out.stdout.split())
 
 
-def measure(binary, server, op, args):
-    loadgen(binary, server.port, op, args, args.warmup)  # JIT, caches, first allocations
+def measure(binary, server, op, args, port=None, extra=()):
+    port = port or server.port
+    loadgen(binary, port, op, args, args.warmup, extra)  # JIT, caches, first allocations
     before = cpu_of(server.proc.pid)
-    r = loadgen(binary, server.port, op, args, args.seconds)
+    r = loadgen(binary, port, op, args, args.seconds, extra)
     server_cpu = cpu_of(server.proc.pid) - before
     ops = int(r["ops"])
     return {
@@ -84,6 +85,56 @@ def run_mode(args, ops, sync):
         for op in ops:
             results[("warden", op)] = measure(args.loadgen, w, op, args)
     return results
+
+
+def tls_run(args):
+    """TLS on the client port, the same certificates for both (RSA 2048, a CA of the run's own):
+    reads and writes through ZooKeeper's Netty TLS port and Warden's; Warden's CPU per request
+    over TLS against its plaintext figure; args.tls_connections TLS sessions opened at once."""
+    import resource
+    import tempfile
+
+    import tls_certs
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))  # both servers inherit it
+    certs = tls_certs.make(tempfile.mkdtemp(prefix="bench-tls-"), java_stores=False, ec=args.tls_ec)
+    tls_args = ["--tls-ca", f"{certs}/ca.pem", "--tls-cert", f"{certs}/client.crt", "--tls-key", f"{certs}/client.key"]
+    cfg = ("maxClientCnxns=0\nforceSync=no\nserverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory\n"
+           f"ssl.keyStore.location={certs}/server.pem\nssl.trustStore.location={certs}/ca.pem\n")
+    ops = ["get", "set"]
+    results, storms = {}, {}
+    storm_args = argparse.Namespace(**{**vars(args), "connections": args.tls_connections})
+    zk_secure = support.free_port()
+    zk_cp = support.ZK_CLASSPATH + ":" + support.java_classpath("netty-codec.jar", "netty-resolver.jar")
+    with support.start_zookeeper(extended_types=False, extra_cfg=cfg + f"secureClientPort={zk_secure}\n"
+                                 "secureClientPortAddress=127.0.0.1\n", heap_mb=args.zk_heap_mb, classpath=zk_cp) as zk:
+        for op in ops:
+            results[("zk", op)] = measure(args.loadgen, zk, op, args, zk_secure, tls_args)
+        storms["zk"] = loadgen(args.loadgen, zk_secure, "connect", storm_args, 1, tls_args)
+    with support.start_warden(cfg + "secureClientPort=0\nsecureClientPortAddress=127.0.0.1\n", secure=True) as w:
+        for op in ops:
+            results[("warden", op)] = measure(args.loadgen, w, op, args, w.sport, tls_args)
+            results[("warden plaintext", op)] = measure(args.loadgen, w, op, args)
+        storms["warden"] = loadgen(args.loadgen, w.sport, "connect", storm_args, 1, tls_args)
+    key = "ECDSA P-256" if args.tls_ec else "RSA 2048"
+    print(f"\n### TLS on the client port (fsync off on both; TLS 1.2, {key}, the same certificates)\n")
+    print("| op | server | ops/s | p50 us | p99 us | server CPU us/req | loadgen CPU us/req | errors |")
+    print("|" + "---|" * 8)
+    for op in ops:
+        for s in ("zk", "warden", "warden plaintext"):
+            r = results[(s, op)]
+            name = {"zk": "ZooKeeper (TLS)", "warden": "Warden (TLS)", "warden plaintext": "Warden (plaintext)"}[s]
+            print(f"| {op} | {name} | {r['ops_s']:.0f} | {r['p50']} | {r['p99']} | {r['cpu_us']:.2f} | "
+                  f"{r['client_cpu_us']:.2f} | {r['errors']} |")
+    for op in ops:
+        z, w, p = results[("zk", op)], results[("warden", op)], results[("warden plaintext", op)]
+        print(f"\n{op}: Warden/ZooKeeper over TLS x{w['ops_s'] / z['ops_s']:.2f} ops/s; Warden's CPU per request "
+              f"over TLS x{w['cpu_us'] / p['cpu_us']:.2f} its plaintext figure" if z["ops_s"] and p["cpu_us"] else "")
+    print(f"\n{args.tls_connections} TLS sessions opened at once (TCP, TLS handshake, session): ZooKeeper "
+          f"{storms['zk']['seconds']} s ({storms['zk']['established']} established, {storms['zk']['failed']} failed), "
+          f"Warden {storms['warden']['seconds']} s ({storms['warden']['established']} established, "
+          f"{storms['warden']['failed']} failed): x{float(storms['warden']['seconds']) / float(storms['zk']['seconds']):.2f}; "
+          f"loadgen CPU {storms['zk']['client_cpu_s']} s and {storms['warden']['client_cpu_s']} s")
 
 
 def rss_mib(pid):
@@ -440,6 +491,9 @@ def main():
     # (zkEnv.sh); Debian's launcher passes no -Xmx at all (the JVM then allows a quarter of RAM).
     p.add_argument("--zk-heap-mb", type=int, default=1000, help="ZooKeeper's JVM heap limit")
     p.add_argument("--join-mb", type=int, default=200, help="the rejoin run's log, in 1 MB setData (0 skips it)")
+    p.add_argument("--tls", type=int, default=1, help="the TLS run (0 skips it)")
+    p.add_argument("--tls-connections", type=int, default=5000, help="TLS sessions opened at once")
+    p.add_argument("--tls-ec", type=int, default=1, help="ECDSA P-256 certificates (0: RSA 2048)")
     args = p.parse_args()
     ops = [o for o in args.ops.split(",") if o]
     durable_ops = [o for o in args.durable_ops.split(",") if o]
@@ -453,6 +507,8 @@ def main():
     ensemble_ops = [o for o in args.ensemble_ops.split(",") if o]
     if ensemble_ops:
         ensemble_run(args, ensemble_ops)
+    if args.tls:
+        tls_run(args)
     if args.join_mb > 0:
         join_run(args)
     if args.lock_contenders:

@@ -3,13 +3,22 @@
 // each connection keeps `depth` requests in flight, and one thread polls a group of
 // connections. It prints throughput, latency percentiles and its own CPU time, so a reader
 // can see whether the client or the server was the limit.
+//
+// --tls-ca FILE [--tls-cert FILE --tls-key FILE] speaks TLS (OpenSSL, non-blocking, TLS 1.2
+// as ZooKeeper 3.8's Java client). --op connect opens --connections sessions at once (TCP,
+// TLS, the session handshake, all in flight together) and reports the time until the last is
+// established.
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <sys/epoll.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <arpa/inet.h>
+#include <errno.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -18,6 +27,7 @@
 #include <cstdio>
 #include <cstring>
 #include <deque>
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -40,7 +50,54 @@ struct Options {
   double seconds = 5;
   long max_ops = 5'000'000;  // a bound on the run whatever its duration
   int value_size = 100;
+  std::string tls_ca, tls_cert, tls_key;
 };
+
+// TLS: one context for every connection; nullptr when plaintext.
+static SSL_CTX* tls_context = nullptr;
+
+static SSL_CTX* make_tls_context(const Options& o) {
+  SSL_CTX* ctx = SSL_CTX_new(TLS_client_method());
+  SSL_CTX_set_max_proto_version(ctx, TLS1_2_VERSION);  // as ZooKeeper 3.8's Java client
+  if (SSL_CTX_load_verify_locations(ctx, o.tls_ca.c_str(), nullptr) != 1)
+    throw std::runtime_error("cannot read the CA file " + o.tls_ca);
+  SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, nullptr);
+  if (!o.tls_cert.empty() && (SSL_CTX_use_certificate_chain_file(ctx, o.tls_cert.c_str()) != 1 ||
+                              SSL_CTX_use_PrivateKey_file(ctx, o.tls_key.c_str(), SSL_FILETYPE_PEM) != 1))
+    throw std::runtime_error("cannot use the client certificate " + o.tls_cert);
+  return ctx;
+}
+
+// A connection's bytes, plaintext or through its SSL object. Non-blocking: -1 with errno EAGAIN
+// when nothing can move now.
+static ssize_t io_read(int fd, SSL* ssl, char* buf, size_t n) {
+  if (!ssl) return read(fd, buf, n);
+  int r = SSL_read(ssl, buf, static_cast<int>(n));
+  if (r > 0) return r;
+  int e = SSL_get_error(ssl, r);
+  if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {
+    errno = EAGAIN;
+    return -1;
+  }
+  return 0;
+}
+static ssize_t io_write(int fd, SSL* ssl, const char* buf, size_t n) {
+  if (!ssl) return write(fd, buf, n);
+  int r = SSL_write(ssl, buf, static_cast<int>(n));
+  if (r > 0) return r;
+  int e = SSL_get_error(ssl, r);
+  if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {
+    errno = EAGAIN;
+    return -1;
+  }
+  return 0;
+}
+static SSL* new_ssl(int fd) {
+  SSL* ssl = SSL_new(tls_context);
+  SSL_set_fd(ssl, fd);
+  SSL_set_mode(ssl, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+  return ssl;
+}
 
 static std::string frame_of(const std::string& payload) {
   std::string f;
@@ -66,42 +123,47 @@ static int dial(const Options& o, int port) {
   return fd;
 }
 
-static void write_all(int fd, const std::string& b) {
+static void write_all(int fd, SSL* ssl, const std::string& b) {
   size_t off = 0;
   while (off < b.size()) {
-    ssize_t n = write(fd, b.data() + off, b.size() - off);
+    ssize_t n = io_write(fd, ssl, b.data() + off, b.size() - off);
     if (n <= 0) throw std::runtime_error("write failed");
     off += static_cast<size_t>(n);
   }
 }
 
-static std::string read_frame_blocking(int fd) {
+static std::string read_frame_blocking(int fd, SSL* ssl) {
   std::string buf;
   char tmp[4096];
   for (;;) {
     auto s = scan_frame(buf, default_max_buffer);
     if (s.status == FrameStatus::complete) return std::string(s.payload);
     if (s.status == FrameStatus::bad_length) throw std::runtime_error("bad frame");
-    ssize_t n = read(fd, tmp, sizeof tmp);
+    ssize_t n = io_read(fd, ssl, tmp, sizeof tmp);
     if (n <= 0) throw std::runtime_error("server closed the connection");
     buf.append(tmp, static_cast<size_t>(n));
   }
 }
 
-// Opens a session on a blocking socket and returns the fd.
-static int open_session(const Options& o, int port) {
+// Opens a session on a blocking socket (TLS first when asked).
+static int open_session(const Options& o, int port, SSL** ssl) {
   int fd = dial(o, port);
+  *ssl = nullptr;
+  if (tls_context) {
+    *ssl = new_ssl(fd);
+    if (SSL_connect(*ssl) != 1) throw std::runtime_error("TLS handshake failed");
+  }
   ConnectRequest c{0, 0, 30000, 0, std::string(16, '\0'), false};
-  write_all(fd, frame_of(encode_connect_request(c)));
-  auto resp = decode_connect_response(read_frame_blocking(fd));
+  write_all(fd, *ssl, frame_of(encode_connect_request(c)));
+  auto resp = decode_connect_response(read_frame_blocking(fd, *ssl));
   if (!resp || resp->sessionId == 0) throw std::runtime_error("handshake failed");
   return fd;
 }
 
 // A synchronous call during set-up; returns the error code.
-static int32_t call(int fd, OpCode op, const std::string& body) {
-  write_all(fd, request(1, op, body));
-  Reader r(read_frame_blocking(fd));
+static int32_t call(int fd, SSL* ssl, OpCode op, const std::string& body) {
+  write_all(fd, ssl, request(1, op, body));
+  Reader r(read_frame_blocking(fd, ssl));
   ReplyHeader h;
   h.visit(r);
   return h.err;
@@ -109,6 +171,7 @@ static int32_t call(int fd, OpCode op, const std::string& body) {
 
 struct Conn {
   int fd = -1;
+  SSL* ssl = nullptr;
   std::string out;  // bytes not yet written
   std::string in;
   std::deque<Clock::time_point> sent;
@@ -147,13 +210,21 @@ static void run_group(std::vector<Conn*> conns, const Options& o, Clock::time_po
     for (size_t i = 0; i < conns.size(); ++i) {
       Conn& c = *conns[i];
       if ((pfds[i].revents & POLLOUT) && !c.out.empty()) {
-        ssize_t n = write(c.fd, c.out.data(), c.out.size());
+        ssize_t n = io_write(c.fd, c.ssl, c.out.data(), c.out.size());
         if (n > 0) c.out.erase(0, static_cast<size_t>(n));
       }
       if (pfds[i].revents & (POLLIN | POLLHUP | POLLERR)) {
-        ssize_t n = read(c.fd, buf, sizeof buf);
-        if (n <= 0) throw std::runtime_error("server closed a connection under load");
-        c.in.append(buf, static_cast<size_t>(n));
+        // TLS may hold decrypted bytes beyond one read: drain until it would block.
+        bool got = false;
+        for (;;) {
+          ssize_t n = io_read(c.fd, c.ssl, buf, sizeof buf);
+          if (n < 0 && errno == EAGAIN) break;
+          if (n <= 0) throw std::runtime_error("server closed a connection under load");
+          c.in.append(buf, static_cast<size_t>(n));
+          got = true;
+          if (!c.ssl) break;
+        }
+        if (!got) continue;
         size_t off = 0;
         auto now = Clock::now();
         for (;;) {
@@ -175,6 +246,145 @@ static void run_group(std::vector<Conn*> conns, const Options& o, Clock::time_po
       }
     }
   }
+}
+
+static double cpu_seconds();
+
+// --op connect: every connection at once, non-blocking: TCP connect, TLS handshake (if asked),
+// the session handshake; the time until the last session is established.
+static int connect_storm(const Options& o) {
+  rlimit lim{};
+  if (getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur < lim.rlim_max) {
+    lim.rlim_cur = lim.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &lim);
+  }
+  enum Stage { tcp, handshake, send, receive, done, failed };
+  struct S {
+    int fd = -1;
+    SSL* ssl = nullptr;
+    Stage stage = tcp;
+    short want = POLLOUT;
+    std::string out, in;
+  };
+  std::vector<S> all(static_cast<size_t>(o.connections));
+  std::string hello = frame_of(encode_connect_request(ConnectRequest{0, 0, 30000, 0, std::string(16, '\0'), false}));
+  double cpu0 = cpu_seconds();
+  auto start = Clock::now();
+  for (size_t i = 0; i < all.size(); ++i) {
+    S& s = all[i];
+    s.fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+    if (s.fd < 0) throw std::runtime_error("out of file descriptors at connection " + std::to_string(i));
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<uint16_t>(o.ports[i % o.ports.size()]));
+    inet_pton(AF_INET, o.host.c_str(), &a.sin_addr);
+    if (connect(s.fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 && errno != EINPROGRESS) s.stage = failed;
+  }
+  // epoll: a wakeup costs what is ready, not the thousands still waiting (poll over every
+  // connection made this loop, not the servers, the bottleneck).
+  int ep = epoll_create1(0);
+  auto watch = [&](size_t i, int op) {
+    epoll_event ev{};
+    ev.events = all[i].want == POLLIN ? EPOLLIN : EPOLLOUT;
+    ev.data.u64 = i;
+    epoll_ctl(ep, op, all[i].fd, &ev);
+  };
+  size_t finished = 0;
+  for (size_t i = 0; i < all.size(); ++i) {
+    if (all[i].stage == failed) ++finished;
+    else watch(i, EPOLL_CTL_ADD);
+  }
+  auto deadline = start + std::chrono::seconds(120);
+  std::vector<epoll_event> events(1024);
+  while (finished < all.size() && Clock::now() < deadline) {
+    int n_ready = epoll_wait(ep, events.data(), static_cast<int>(events.size()), 1000);
+    if (n_ready < 0 && errno != EINTR) throw std::runtime_error("epoll_wait failed");
+    for (int k = 0; k < n_ready; ++k) {
+      size_t idx = events[static_cast<size_t>(k)].data.u64;
+      S& s = all[idx];
+      short before = s.want;
+      Stage stage_before = s.stage;
+      struct Rewatch {
+        std::function<void()> f;
+        ~Rewatch() { f(); }
+      } rewatch{[&, idx, before, stage_before] {
+        S& x = all[idx];
+        if (x.stage == done || x.stage == failed) {
+          if (stage_before != done && stage_before != failed) {
+            ++finished;
+            epoll_ctl(ep, EPOLL_CTL_DEL, x.fd, nullptr);
+          }
+        } else if (x.want != before) {
+          watch(idx, EPOLL_CTL_MOD);
+        }
+      }};
+      if (s.stage == tcp) {
+        int err = 0;
+        socklen_t len = sizeof err;
+        getsockopt(s.fd, SOL_SOCKET, SO_ERROR, &err, &len);
+        if (err) {
+          s.stage = failed;
+          continue;
+        }
+        s.out = hello;
+        if (tls_context) {
+          s.ssl = new_ssl(s.fd);
+          s.stage = handshake;
+        } else {
+          s.stage = send;
+        }
+      }
+      if (s.stage == handshake) {
+        int r = SSL_connect(s.ssl);
+        if (r == 1) {
+          s.stage = send;
+        } else {
+          int e = SSL_get_error(s.ssl, r);
+          if (e == SSL_ERROR_WANT_READ) s.want = POLLIN;
+          else if (e == SSL_ERROR_WANT_WRITE) s.want = POLLOUT;
+          else s.stage = failed;
+          continue;
+        }
+      }
+      if (s.stage == send) {
+        ssize_t n = io_write(s.fd, s.ssl, s.out.data(), s.out.size());
+        if (n > 0) s.out.erase(0, static_cast<size_t>(n));
+        else if (!(n < 0 && errno == EAGAIN)) s.stage = failed;
+        if (s.out.empty()) s.stage = receive;
+        s.want = s.stage == receive ? POLLIN : POLLOUT;
+        continue;
+      }
+      if (s.stage == receive) {
+        char buf[4096];
+        ssize_t n = io_read(s.fd, s.ssl, buf, sizeof buf);
+        if (n < 0 && errno == EAGAIN) continue;
+        if (n <= 0) {
+          s.stage = failed;
+          continue;
+        }
+        s.in.append(buf, static_cast<size_t>(n));
+        auto f = scan_frame(s.in, default_max_buffer);
+        if (f.status == FrameStatus::complete) {
+          auto resp = decode_connect_response(f.payload);
+          s.stage = resp && resp->sessionId != 0 ? done : failed;
+        }
+      }
+    }
+  }
+  close(ep);
+  double secs = std::chrono::duration<double>(Clock::now() - start).count();
+  size_t ok = 0, bad = 0;
+  for (auto& s : all) {
+    ok += s.stage == done;
+    bad += s.stage != done;
+  }
+  std::printf("op=connect connections=%zu established=%zu failed=%zu seconds=%.3f client_cpu_s=%.3f\n", all.size(), ok,
+              bad, secs, cpu_seconds() - cpu0);
+  for (auto& s : all) {
+    if (s.ssl) SSL_free(s.ssl);
+    if (s.fd >= 0) close(s.fd);
+  }
+  return 0;  // failures are counted in the output, for the reader
 }
 
 static double cpu_seconds() {
@@ -204,6 +414,9 @@ int main(int argc, char** argv) {
       else if (k == "--seconds") o.seconds = std::stod(v);
       else if (k == "--max-ops") o.max_ops = std::stol(v);
       else if (k == "--value-size") o.value_size = std::stoi(v);
+      else if (k == "--tls-ca") o.tls_ca = v;
+      else if (k == "--tls-cert") o.tls_cert = v;
+      else if (k == "--tls-key") o.tls_key = v;
       else {
         std::fprintf(stderr, "unknown option %s\n", k.c_str());
         return 2;
@@ -215,21 +428,24 @@ int main(int argc, char** argv) {
   }
   if (o.ports.empty() && o.port > 0) o.ports.push_back(o.port);
   if (o.ports.empty() || o.connections < 1 || o.depth < 1 || o.threads < 1 || o.seconds <= 0 ||
-      (o.op != "create" && o.op != "set" && o.op != "get" && o.op != "exists" && o.op != "mix")) {
+      (o.op != "create" && o.op != "set" && o.op != "get" && o.op != "exists" && o.op != "mix" && o.op != "connect")) {
     std::fprintf(stderr,
-                 "usage: warden-loadgen --port N|--ports N,N,... [--host A] --op create|set|get|exists|mix [--connections N]\n"
-                 "       [--depth N] [--threads N] [--seconds S] [--max-ops N] [--value-size N]\n");
+                 "usage: warden-loadgen --port N|--ports N,N,... [--host A] --op create|set|get|exists|mix|connect\n"
+                 "       [--connections N] [--depth N] [--threads N] [--seconds S] [--max-ops N] [--value-size N]\n"
+                 "       [--tls-ca FILE [--tls-cert FILE --tls-key FILE]]\n");
     return 2;
   }
   try {
+    if (!o.tls_ca.empty()) tls_context = make_tls_context(o);
+    if (o.op == "connect") return connect_storm(o);
     std::string value(static_cast<size_t>(o.value_size), 'v');
     std::vector<Conn> conns(static_cast<size_t>(o.connections));
     for (int i = 0; i < o.connections; ++i) {
       Conn& c = conns[static_cast<size_t>(i)];
-      c.fd = open_session(o, o.ports[static_cast<size_t>(i) % o.ports.size()]);
+      c.fd = open_session(o, o.ports[static_cast<size_t>(i) % o.ports.size()], &c.ssl);
       std::string node = "/bench/c" + std::to_string(i);
-      call(c.fd, OpCode::create, encode(CreateRequest{"/bench", std::string(), open_acl(), 0}));
-      call(c.fd, OpCode::create, encode(CreateRequest{node, value, open_acl(), 0}));
+      call(c.fd, c.ssl, OpCode::create, encode(CreateRequest{"/bench", std::string(), open_acl(), 0}));
+      call(c.fd, c.ssl, OpCode::create, encode(CreateRequest{node, value, open_acl(), 0}));
       std::string set = request(2, OpCode::setData, encode(SetDataRequest{node, value, -1}));
       if (o.op == "create") {
         // Persistent-sequential: the same bytes make a new node every time.
@@ -273,7 +489,10 @@ int main(int argc, char** argv) {
                 "client_cpu_s=%.3f\n",
                 o.op.c_str(), all.ops, all.errors, secs, static_cast<double>(all.ops) / secs, pct(0.50), pct(0.99),
                 pct(0.999), cpu);
-    for (auto& c : conns) close(c.fd);
+    for (auto& c : conns) {
+      if (c.ssl) SSL_free(c.ssl);
+      close(c.fd);
+    }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "warden-loadgen: %s\n", e.what());
     return 1;

@@ -101,7 +101,7 @@ def main():
                         f'  keyTab="{server_keytab}"\n  storeKey=true\n  useTicketCache=false\n'
                         f'  principal="zookeeper/localhost@{realm}";\n}};\n')
             results = {}
-            for name in ("ZooKeeper", "Warden"):
+            for name in support.compared_servers():
                 r = {}
                 with start(name, kdc, jaas) as srv:
                     r["kazoo alice"] = kazoo_outcome(srv.port, kdc.env, ccache)
@@ -118,7 +118,7 @@ def main():
                                                                                    svc_keytab)
                 results[name] = r
                 print(f"{name}: {r}", flush=True)
-            for key, want in results["ZooKeeper"].items():
+            for key, want in results.get("ZooKeeper", {}).items():
                 c.equal(results["Warden"][key], want, f"{key}: Warden as ZooKeeper")
             w = results["Warden"]
             c.equal(w["kazoo alice"], [("sasl", f"alice@{realm}")], "kazoo's Kerberos id in an 'auth' ACL")

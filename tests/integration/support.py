@@ -115,9 +115,10 @@ class Server:
         self.stop()
 
 
-def start_warden(extra_cfg="", use_file=True, workdir=None):
+def start_warden(extra_cfg="", use_file=True, workdir=None, secure=False):
     """Starts warden-server on port 0 and reads the address it prints. With `workdir`, runs on
-    that directory (its data from an earlier run) and leaves it in place when stopped."""
+    that directory (its data from an earlier run) and leaves it in place when stopped. With
+    `secure`, the configuration has a secureClientPort: its port (the second line) is `sport`."""
     binary = os.environ.get("WARDEN_SERVER")
     if not binary:
         raise RuntimeError("WARDEN_SERVER is not set (run through ctest)")
@@ -138,10 +139,18 @@ def start_warden(extra_cfg="", use_file=True, workdir=None):
     if not m:
         proc.kill()
         raise RuntimeError(f"warden-server did not announce its address: {line!r}\n{open(log_path).read()}")
-    return Server(proc, int(m.group(1)), workdir, log_path, keep)
+    s = Server(proc, int(m.group(1)), workdir, log_path, keep)
+    if secure:
+        line = proc.stdout.readline()
+        m = re.match(r"warden-server listening for TLS on 127\.0\.0\.1:(\d+)$", line.strip())
+        if not m:
+            s.stop()
+            raise RuntimeError(f"warden-server did not announce its TLS port: {line!r}")
+        s.sport = int(m.group(1))
+    return s
 
 
-def start_zookeeper(extended_types=True, extra_cfg="", workdir=None, heap_mb=512, jvm_flags=()):
+def start_zookeeper(extended_types=True, extra_cfg="", workdir=None, heap_mb=512, jvm_flags=(), classpath=None):
     """Starts Apache ZooKeeper 3.8 standalone on a probed free loopback port. With `workdir`,
     runs on that directory and leaves it in place when stopped. Tests keep the JVM's heap at
     512 MiB; the benchmark gives ZooKeeper its own launcher's default (1000 MiB)."""
@@ -154,7 +163,7 @@ def start_zookeeper(extended_types=True, extra_cfg="", workdir=None, heap_mb=512
                 f"admin.enableServer=false\n{extra_cfg}")
     log_path = os.path.join(workdir, "zk.log")
     props = (["-Dzookeeper.extendedTypesEnabled=true"] if extended_types else []) + list(jvm_flags)
-    proc = subprocess.Popen(["java", f"-Xmx{heap_mb}m", *props, "-cp", ZK_CLASSPATH,
+    proc = subprocess.Popen(["java", f"-Xmx{heap_mb}m", *props, "-cp", classpath or ZK_CLASSPATH,
                              "org.apache.zookeeper.server.quorum.QuorumPeerMain", cfg],
                             stdout=open(log_path, "a"), stderr=subprocess.STDOUT)
     wait_until_serving(port, proc, "ZooKeeper")
@@ -167,6 +176,17 @@ def run_zkcli(hosts, script, timeout=120):
     r = subprocess.run([ZKCLI, "-server", hosts], input=script, stdout=subprocess.PIPE,
                        stderr=subprocess.STDOUT, text=True, timeout=timeout)
     return r.stdout
+
+
+def with_reference():
+    """False when WARDEN_NO_REFERENCE=1 (scripts/test's sanitizer runs): a test then checks
+    Warden against its own expectations and leaves out starting ZooKeeper to compare."""
+    return os.environ.get("WARDEN_NO_REFERENCE") != "1"
+
+
+def compared_servers():
+    """The servers a comparison runs: ZooKeeper 3.8 and Warden, or Warden alone."""
+    return ("ZooKeeper", "Warden") if with_reference() else ("Warden",)
 
 
 def java_classpath(*jars):

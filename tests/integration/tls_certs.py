@@ -14,8 +14,12 @@ def _run(*args, cwd):
     subprocess.run(list(args), cwd=cwd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=120)
 
 
+KEY_ALGORITHM = ["-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048"]
+EC_P256 = ["-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256"]
+
+
 def _key(d, name):
-    _run("openssl", "genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048", "-out", f"{name}.key", cwd=d)
+    _run("openssl", "genpkey", *KEY_ALGORITHM, "-out", f"{name}.key", cwd=d)
 
 
 def _ca(d, name, subject):
@@ -68,8 +72,11 @@ def _keytool_trust(d, ca, out, store_type):
          "-storetype", store_type, "-storepass", PASSWORD, cwd=d)
 
 
-def make(d, java_stores=True):
-    """Writes everything into directory `d`; returns it."""
+def make(d, java_stores=True, ec=False):
+    """Writes everything into directory `d`; returns it. `ec`: ECDSA P-256 keys instead of RSA
+    2048 (a handshake's signatures cost a fraction: the benchmark's connection storm)."""
+    global KEY_ALGORITHM
+    KEY_ALGORITHM = EC_P256 if ec else ["-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048"]
     os.makedirs(d, exist_ok=True)
     _ca(d, "ca", "/O=Warden Test/CN=Warden Test CA")
     _ca(d, "other-ca", "/O=Elsewhere/CN=Another CA")

@@ -98,14 +98,14 @@ def kazoo(port, certs, who="client", tls=True, **kw):
         opts = dict(use_ssl=True, ca=f"{certs}/ca.pem")
         if who:
             opts.update(certfile=f"{certs}/{who}.crt", keyfile=f"{certs}/{who}.key")
-    return KazooClient(hosts=f"127.0.0.1:{port}", timeout=6, connection_retry={"max_tries": 1}, **opts, **kw)
+    return KazooClient(hosts=f"127.0.0.1:{port}", timeout=4, connection_retry={"max_tries": 1}, **opts, **kw)
 
 
 def kazoo_outcome(port, certs, who="client", tls=True):
     """'ok' when a session opens and a write and a read work; else 'failed'."""
     zk = kazoo(port, certs, who, tls)
     try:
-        zk.start(timeout=8)
+        zk.start(timeout=5)  # a refused client fails at once; a working one connects in well under
         path = zk.create("/tls-", b"x", sequence=True)
         return "ok" if zk.get(path)[0] == b"x" else "wrong data"
     except Exception:  # noqa: BLE001 - every failure to connect counts as one outcome
@@ -176,8 +176,9 @@ def acl_outcomes(srv, certs):
 def compared(c, certs):
     """The same files against both servers: every outcome equal, and the ones Warden must show."""
     results = {}
-    for name, start in (("ZooKeeper", start_zookeeper), ("Warden", start_warden)):
-        with start(tls_cfg(certs)) as srv:
+    starts = {"ZooKeeper": start_zookeeper, "Warden": start_warden}
+    for name in support.compared_servers():
+        with starts[name](tls_cfg(certs)) as srv:
             r = {}
             for who in ("client", None, "stranger", "expired"):
                 r[f"kazoo TLS, certificate {who}"] = kazoo_outcome(srv.sport, certs, who)
@@ -196,9 +197,9 @@ def compared(c, certs):
                 for line in ("certificate verify failed", "TLS handshake on a plaintext port",
                              "peer did not return a certificate"):
                     c.check(line in log, f"Warden logs '{line}' for a refused client")
-    z, w = results["ZooKeeper"], results["Warden"]
-    for key in z:
-        c.equal(w[key], z[key], f"{key}: Warden as ZooKeeper")
+    w = results["Warden"]
+    for key, want in results.get("ZooKeeper", {}).items():
+        c.equal(w[key], want, f"{key}: Warden as ZooKeeper")
     c.equal(w["kazoo TLS, certificate client"], "ok", "a client with a good certificate works")
     for who in ("None", "stranger", "expired"):
         c.equal(w[f"kazoo TLS, certificate {who}"], "failed", f"certificate {who}: refused under clientAuth=need")
@@ -235,11 +236,12 @@ def enforced_outcomes(srv, certs):
 def enforced(c, certs):
     cfg = tls_cfg(certs, extra="enforce.auth.enabled=true\nenforce.auth.schemes=digest, x509\n")
     results = {}
-    for name, start in (("ZooKeeper", start_zookeeper), ("Warden", start_warden)):
-        with start(cfg) as srv:
+    starts = {"ZooKeeper": start_zookeeper, "Warden": start_warden}
+    for name in support.compared_servers():
+        with starts[name](cfg) as srv:
             results[name] = enforced_outcomes(srv, certs)
             print(f"{name}: enforced authentication: {results[name]}", flush=True)
-    for key, want in results["ZooKeeper"].items():
+    for key, want in results.get("ZooKeeper", {}).items():
         c.equal(results["Warden"][key], want, f"enforce.auth: {key}: Warden as ZooKeeper")
     c.equal(results["Warden"]["plain read"], "-124 closed", "an unauthenticated read: SessionClosedRequireAuth")
     c.equal(results["Warden"]["x509 read"], "0 open", "a client with an x509 id passes")
