@@ -70,9 +70,7 @@ static SSL_CTX* make_tls_context(const Options& o) {
 
 // A connection's bytes, plaintext or through its SSL object. Non-blocking: -1 with errno EAGAIN
 // when nothing can move now.
-static ssize_t io_read(int fd, SSL* ssl, char* buf, size_t n) {
-  if (!ssl) return read(fd, buf, n);
-  int r = SSL_read(ssl, buf, static_cast<int>(n));
+static ssize_t tls_result(SSL* ssl, int r) {
   if (r > 0) return r;
   int e = SSL_get_error(ssl, r);
   if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {
@@ -81,16 +79,11 @@ static ssize_t io_read(int fd, SSL* ssl, char* buf, size_t n) {
   }
   return 0;
 }
+static ssize_t io_read(int fd, SSL* ssl, char* buf, size_t n) {
+  return ssl ? tls_result(ssl, SSL_read(ssl, buf, static_cast<int>(n))) : read(fd, buf, n);
+}
 static ssize_t io_write(int fd, SSL* ssl, const char* buf, size_t n) {
-  if (!ssl) return write(fd, buf, n);
-  int r = SSL_write(ssl, buf, static_cast<int>(n));
-  if (r > 0) return r;
-  int e = SSL_get_error(ssl, r);
-  if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {
-    errno = EAGAIN;
-    return -1;
-  }
-  return 0;
+  return ssl ? tls_result(ssl, SSL_write(ssl, buf, static_cast<int>(n))) : write(fd, buf, n);
 }
 static SSL* new_ssl(int fd) {
   SSL* ssl = SSL_new(tls_context);
