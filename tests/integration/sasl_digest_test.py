@@ -101,8 +101,23 @@ def cli(srv, *args, password="bobsecret"):
     return r.returncode, r.stdout.strip(), "AuthFailed" in r.stderr
 
 
+def reattached_ids(srv):
+    """kazoo authenticates as bob; the same session re-attached on a new connection without
+    SASL: its ids there (ZooKeeper keeps SASL ids per connection, not per session)."""
+    zk = kazoo(srv, "bob", "bobsecret")
+    zk.start(timeout=10)
+    session_id, passwd = zk.client_id
+    again = zkproto.Session(srv.port, session_id=session_id, passwd=passwd)
+    try:
+        return {"same session": again.session_id == session_id, "ids": again.who_am_i()}
+    finally:
+        again.sock.close()
+        stopped(zk)
+
+
 def outcomes(srv, work):
     r = {}
+    r["re-attached without SASL"] = reattached_ids(srv)
     r["warden create"] = cli(srv, "create", "/cli-sasl", "v")
     r["warden setAcl"] = cli(srv, "setAcl", "/cli-sasl", "sasl:bob:cdrwa")
     r["warden get"] = cli(srv, "get", "/cli-sasl")
@@ -138,6 +153,8 @@ def compared(c, work):
         c.equal(w[key], want, f"{key}: Warden as ZooKeeper")
     c.equal(w["kazoo bob/bobsecret"], "ok", "DIGEST-MD5 with the right password")
     c.equal(w["kazoo bob/wrong"], "AuthFailedError", "a wrong password fails")
+    c.equal(w["re-attached without SASL"], {"same session": True, "ids": ["ip:127.0.0.1"]},
+            "a session re-attached on a connection without SASL has no sasl id there")
     c.equal(w["warden get"], (0, "v", False), "warden (the C++ client) with DIGEST-MD5 reads a sasl:bob node")
     c.equal(w["warden wrong password"], (1, "", True), "warden with a wrong password: AuthFailed, exit 1")
     c.equal(w["Java bob"], ["CONNECTED", "CREATE tls", "WHOAMI sasl:bob ip:127.0.0.1"],

@@ -201,10 +201,11 @@ class Session:
     """One session on its own connection. call() returns (err, zxid, body bytes) and keeps the
     watch events that came before the reply in `events` as (type, state, path)."""
 
-    def __init__(self, port, timeout_ms=30000, sock=None):
-        """`sock`: a connected socket to use (a TLS one, say) instead of a new one to `port`."""
+    def __init__(self, port, timeout_ms=30000, sock=None, session_id=0, passwd=b"\0" * 16):
+        """`sock`: a connected socket to use (a TLS one, say) instead of a new one to `port`.
+        `session_id` and `passwd`: re-attach that session instead of opening one."""
         self.sock = sock or socket.create_connection(("127.0.0.1", port), timeout=10)
-        self.sock.sendall(frame(connect_request(timeout_ms)))
+        self.sock.sendall(frame(connect_request(timeout_ms, session_id, passwd)))
         resp = read_frame(self.sock)
         if resp is None:
             raise RuntimeError("the server closed the connection during the handshake")
@@ -251,6 +252,14 @@ class Session:
         except OSError:
             still = False
         return f"{got[0]} {'open' if still else 'closed'}"
+
+    def who_am_i(self):
+        """whoAmI's ids as ["scheme:id", ...] (None when the connection closed)."""
+        got = self.call(WHO_AM_I)
+        if got is None:
+            return None
+        r = Reader(got[2])
+        return [f"{r.str()}:{r.str()}" for _ in range(r.int())]
 
     def take_events(self):
         e, self.events = self.events, []
