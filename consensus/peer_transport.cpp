@@ -286,7 +286,9 @@ struct PeerTransport::Impl {
     bool vote;
     tcp::socket socket;
     std::shared_ptr<asio::ssl::context> context;
-    std::unique_ptr<TlsStream> tls;  // over `socket`, with sslQuorum
+    // Over `socket`, with sslQuorum. Each pending operation holds a reference: failed() drops
+    // ours, and the stream (whose state the operation still uses) goes when the last ends.
+    std::shared_ptr<TlsStream> tls;
     tcp::resolver resolver;
     asio::steady_timer retry;
     asio::steady_timer keepalive;
@@ -341,9 +343,9 @@ struct PeerTransport::Impl {
     }
     void handshake(uint64_t gen) {
       context = t.tls.client();
-      tls = std::make_unique<TlsStream>(socket, *context);
+      tls = std::make_shared<TlsStream>(socket, *context);
       if (t.tls.verify_host) tls->set_verify_callback(asio::ssl::host_name_verification(to.host));
-      tls->async_handshake(asio::ssl::stream_base::client, [this, gen](boost::system::error_code ec) {
+      tls->async_handshake(asio::ssl::stream_base::client, [this, gen, keep = tls](boost::system::error_code ec) {
         if (gen != generation || t.stopping) return;
         if (ec) return failed("TLS handshake failed: " + tls_reason(ec));
         established(gen);
@@ -370,7 +372,9 @@ struct PeerTransport::Impl {
         if (gen == generation && !t.stopping) failed("the connection closed");
       };
       if (tls)
-        tls->async_read_some(asio::buffer(*sink), std::move(closed));
+        tls->async_read_some(asio::buffer(*sink), [keep = tls, closed](boost::system::error_code ec, size_t n) {
+          closed(ec, n);
+        });
       else
         socket.async_read_some(asio::buffer(*sink), std::move(closed));
     }
@@ -450,7 +454,9 @@ struct PeerTransport::Impl {
         if (!vote && t.on_written) t.on_written(to.id);
       };
       if (tls)
-        asio::async_write(*tls, asio::buffer(writing_buf), std::move(done));
+        asio::async_write(*tls, asio::buffer(writing_buf), [keep = tls, done](boost::system::error_code ec, size_t n) {
+          done(ec, n);
+        });
       else
         asio::async_write(socket, asio::buffer(writing_buf), std::move(done));
     }

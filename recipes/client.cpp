@@ -168,7 +168,9 @@ struct Client::Impl {
   // TLS (Options::tls): the context for every connection, and the current connection's stream
   // over `socket` (made again for each connection).
   std::shared_ptr<asio::ssl::context> tls_context;
-  std::unique_ptr<asio::ssl::stream<tcp::socket&>> tls;
+  // Each pending operation holds a reference: drop_socket() lets go of ours, and the stream
+  // (whose state the operation still uses) goes when the last one ends.
+  std::shared_ptr<asio::ssl::stream<tcp::socket&>> tls;
   tcp::resolver resolver{io};
   asio::steady_timer connect_timer{io}, ping_timer{io}, read_timer{io}, lost_timer{io}, retry_timer{io};
   std::thread thread;
@@ -307,12 +309,13 @@ struct Client::Impl {
   void tls_handshake(uint64_t gen, const std::string& server_name) {
     std::string host = server_name.substr(0, server_name.rfind(':'));
     if (host.size() > 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
-    tls = std::make_unique<asio::ssl::stream<tcp::socket&>>(socket, *tls_context);
+    tls = std::make_shared<asio::ssl::stream<tcp::socket&>>(socket, *tls_context);
     boost::system::error_code ec;
     asio::ip::make_address(host, ec);
     if (ec) SSL_set_tlsext_host_name(tls->native_handle(), host.c_str());  // SNI for names only
     if (opts.tls.verify_hostname) tls->set_verify_callback(asio::ssl::host_name_verification(host));
-    tls->async_handshake(asio::ssl::stream_base::client, [self = this, gen, server_name](boost::system::error_code e) {
+    tls->async_handshake(asio::ssl::stream_base::client,
+                         [self = this, gen, server_name, keep = tls](boost::system::error_code e) {
       if (gen != self->generation) return;
       if (e) return self->broken("TLS handshake with " + server_name + " failed: " + tls_reason(e));
       self->handshake(gen, server_name);
@@ -379,7 +382,8 @@ struct Client::Impl {
   template <class Handler>
   void read_some(Handler h) {
     if (tls)
-      tls->async_read_some(asio::buffer(chunk), std::move(h));
+      tls->async_read_some(asio::buffer(chunk), [keep = tls, h = std::move(h)](boost::system::error_code ec,
+                                                                               size_t n) mutable { h(ec, n); });
     else
       socket.async_read_some(asio::buffer(chunk), std::move(h));
   }
@@ -699,7 +703,9 @@ struct Client::Impl {
       self->flush();
     };
     if (tls)
-      asio::async_write(*tls, asio::buffer(out_writing), std::move(done));
+      asio::async_write(*tls, asio::buffer(out_writing), [keep = tls, done](boost::system::error_code ec, size_t n) {
+        done(ec, n);
+      });
     else
       asio::async_write(socket, asio::buffer(out_writing), std::move(done));
   }
