@@ -4,6 +4,7 @@ Warden comes from WARDEN_SERVER (set by CTest); Apache ZooKeeper 3.8 from Debian
 the reference. Both listen on loopback only, on ports chosen at run time, and are stopped by
 the PID this module started.
 """
+import concurrent.futures
 import os
 import re
 import shutil
@@ -187,6 +188,15 @@ def with_reference():
 def compared_servers():
     """The servers a comparison runs: ZooKeeper 3.8 and Warden, or Warden alone."""
     return ("ZooKeeper", "Warden") if with_reference() else ("Warden",)
+
+
+def concurrently(calls):
+    """Runs {key: function} at once, each on a thread of its own; {key: what it returned}. For
+    independent client runs that each wait out a timeout when refused (a test then waits for the
+    longest, not for the sum)."""
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, len(calls))) as pool:
+        futures = {k: pool.submit(f) for k, f in calls.items()}
+        return {k: f.result() for k, f in futures.items()}
 
 
 def java_classpath(*jars):

@@ -7,6 +7,7 @@ one, plaintext to the TLS port and TLS to the plaintext port, whoAmI's ids and x
 what is Warden's own to show: the handshake bound, port unification, a certificate rotated
 without a restart, protocols and cipher suites, PKCS12 stores, and the refusals of bad stores
 and settings at start."""
+import functools
 import os
 import re
 import shutil
@@ -141,8 +142,9 @@ def curator_tls(port, certs):
     return [line for line in r.stdout.splitlines() if re.match(r"CREATED|LOCKED|RELEASED|FAILED", line)]
 
 
-def java_client(port, certs, store="client"):
-    r = subprocess.run(["java", "-Xmx128m", *java_tls_props(certs, store), "-cp", JAVA_CP, "TlsClient", f"127.0.0.1:{port}", "/java-"],
+def java_client(port, certs, store="client", wait_s=15):
+    r = subprocess.run(["java", "-Xmx128m", *java_tls_props(certs, store), "-cp", JAVA_CP, "TlsClient", f"127.0.0.1:{port}",
+                        "/java-", str(wait_s)],
                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120)
     return [line for line in r.stdout.splitlines() if re.match(r"(NOT )?CONNECTED|CREATE|WHOAMI", line)]
 
@@ -179,16 +181,19 @@ def compared(c, certs):
     starts = {"ZooKeeper": start_zookeeper, "Warden": start_warden}
     for name in support.compared_servers():
         with starts[name](tls_cfg(certs)) as srv:
-            r = {}
-            for who in ("client", None, "stranger", "expired"):
-                r[f"kazoo TLS, certificate {who}"] = kazoo_outcome(srv.sport, certs, who)
-            r["kazoo plaintext to the TLS port"] = kazoo_outcome(srv.sport, certs, tls=False)
-            r["kazoo TLS to the plaintext port"] = kazoo_outcome(srv.port, certs)
-            r["kazoo plaintext to the plaintext port"] = kazoo_outcome(srv.port, certs, tls=False)
+            # Each client on its own thread: a refused kazoo client waits out its timeout.
+            calls = {f"kazoo TLS, certificate {who}": functools.partial(kazoo_outcome, srv.sport, certs, who)
+                     for who in ("client", None, "stranger", "expired")}
+            calls.update({
+                "kazoo plaintext to the TLS port": functools.partial(kazoo_outcome, srv.sport, certs, tls=False),
+                "kazoo TLS to the plaintext port": functools.partial(kazoo_outcome, srv.port, certs),
+                "kazoo plaintext to the plaintext port": functools.partial(kazoo_outcome, srv.port, certs, tls=False),
+                "x509 ACL": functools.partial(acl_outcomes, srv, certs)})
+            r = support.concurrently(calls)
+            # The JVMs one after another (each start is busy on the CPU).
             r["Java client"] = java_client(srv.sport, certs)
             r["zkCli.sh"] = zkcli_tls(srv.sport, certs)
             r["Curator"] = curator_tls(srv.sport, certs)
-            r["x509 ACL"] = acl_outcomes(srv, certs)
             results[name] = r
             print(f"{name}: {r}", flush=True)
             c.check(srv.alive(), f"{name} still runs after the refused clients")
@@ -266,12 +271,17 @@ def our_client(c, certs):
         c.equal(cli("--server", hosts, "get", "/cli", env=env)[:2], (0, "v"), "warden over TLS from the environment")
         c.equal(cli("--server", f"localhost:{w.sport}", "get", "/cli", env=env)[:2], (0, "v"),
                 "the host name checked against the certificate's names (DNS:localhost)")
-        rc, _, err = cli("--server", hosts, "--tls-ca", ca, "get", "/cli")
+        # The refused ones at once: each waits out its --timeout-ms.
+        refused = support.concurrently({
+            "no certificate": functools.partial(cli, "--server", hosts, "--tls-ca", ca, "get", "/cli"),
+            "other CA": functools.partial(cli, "--server", hosts, "--tls-ca", f"{certs}/other-ca.pem", "--tls-cert",
+                                          cert, "--tls-key", key, "get", "/cli"),
+            "plaintext port": functools.partial(cli, "--server", f"127.0.0.1:{w.port}", "get", "/cli", env=env)})
+        rc, _, err = refused["no certificate"]
         c.check(rc == 1 and "certificate required" in err, f"no client certificate under clientAuth=need: {err!r}")
-        rc, _, err = cli("--server", hosts, "--tls-ca", f"{certs}/other-ca.pem", "--tls-cert", cert, "--tls-key", key,
-                         "get", "/cli")
+        rc, _, err = refused["other CA"]
         c.check(rc == 1 and "certificate verify failed" in err, f"a server the CA does not vouch for: {err!r}")
-        rc, _, err = cli("--server", f"127.0.0.1:{w.port}", "get", "/cli", env=env)
+        rc, _, err = refused["plaintext port"]
         c.check(rc == 1 and "TLS handshake" in err, f"TLS to the plaintext port: {err!r}")
         rc, _, err = cli("--server", hosts, "--tls-ca", f"{certs}/nothing.pem", "get", "/cli")
         c.check(rc == 2 and "cannot be read" in err, f"a missing CA file: {err!r}")
@@ -287,7 +297,7 @@ def our_client(c, certs):
                 f"a server certificate that names another host is refused: {err!r}")
         c.equal(cli("--server", hosts, "--tls-no-hostname-check", "stat", "/", env=env)[0], 0,
                 "--tls-no-hostname-check accepts it")
-        c.equal(java_client(w.sport, certs)[:1], ["NOT CONNECTED none"],
+        c.equal(java_client(w.sport, certs, wait_s=5)[:1], ["NOT CONNECTED none"],
                 "the Java client refuses it too (zookeeper.ssl.hostnameVerification defaults to true)")
 
 

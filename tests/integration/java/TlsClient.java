@@ -5,7 +5,8 @@
 //   CONNECTED | NOT CONNECTED <state>
 //   CREATE <path> | CREATE ERROR <code>
 //   WHOAMI scheme:id ...
-// then exits 0 (the test judges the lines).
+// then exits 0 (the test judges the lines). A third argument: seconds to wait for the
+// connection (15 unless given), for a test that expects a refusal.
 import java.util.List;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
@@ -19,13 +20,14 @@ public class TlsClient {
   public static void main(String[] args) throws Exception {
     String hosts = args[0];
     String path = args[1];
+    int waitSeconds = args.length > 2 ? Integer.parseInt(args[2]) : 15;
     CountDownLatch connected = new CountDownLatch(1);
     final String[] last = {"none"};
     ZooKeeper zk = new ZooKeeper(hosts, 10000, e -> {
       last[0] = e.getState().toString();
       if (e.getState() == org.apache.zookeeper.Watcher.Event.KeeperState.SyncConnected) connected.countDown();
     });
-    if (!connected.await(15, TimeUnit.SECONDS)) {
+    if (!connected.await(waitSeconds, TimeUnit.SECONDS)) {
       System.out.println("NOT CONNECTED " + last[0]);
       zk.close();
       return;
