@@ -41,6 +41,17 @@ uint64_t get_be(const char* p, int n) {
   return v;
 }
 constexpr unsigned char tls_record_handshake = 0x16;
+// Auth frames (SASL between members): the top bit of the length, and their statuses.
+constexpr uint32_t auth_bit = 0x80000000u;
+constexpr size_t max_auth_frame = 64 * 1024;  // a Kerberos token is a few KiB
+enum AuthStatus : unsigned char { auth_token = 0, auth_success = 1, auth_refused = 2, auth_not_taken = 3 };
+std::string auth_frame(AuthStatus status, std::string_view body) {
+  std::string f;
+  put_u32(f, auth_bit | static_cast<uint32_t>(body.size() + 1));
+  f.push_back(static_cast<char>(status));
+  f.append(body);
+  return f;
+}
 using TlsStream = asio::ssl::stream<tcp::socket&>;
 
 std::string tls_reason(const boost::system::error_code& e) {
@@ -87,9 +98,11 @@ struct PeerTransport::Impl {
   tcp::acceptor quorum{io}, election{io};
   bool stopping = false;
   uint64_t refused = 0;
+  uint64_t authenticated = 0;
   std::function<void(int64_t)> on_lost;
   std::function<void(int64_t)> on_written;
   PeerTransport::Tls tls;
+  PeerTransport::Auth auth;
   bool started = false;
   std::vector<std::tuple<int64_t, std::string, bool>> early;  // sent before start()
   // Each member's host resolved at start: where its connections must come from (empty: it did
@@ -109,6 +122,12 @@ struct PeerTransport::Impl {
     std::string in;
     std::vector<char> chunk = std::vector<char>(64 * 1024);
     bool hello_done = false, closed = false;
+    // Identified: the hello taken and, where SASL is required, the learner authenticated.
+    bool identified = false;
+    std::unique_ptr<PeerTransport::Auth::Exchange> exchange;  // while its learner authenticates
+    bool authenticated = false;
+    std::string out, writing_out;  // auth frames for the learner
+    bool out_writing = false, close_after_write = false;
     asio::steady_timer hello_timer;
     std::shared_ptr<asio::ssl::context> context;
     std::unique_ptr<TlsStream> tls;  // over `socket`, once TLS is spoken
@@ -148,9 +167,10 @@ struct PeerTransport::Impl {
       ++t.unidentified;
       hello_timer.expires_after(std::chrono::milliseconds(PeerTransport::hello_timeout_ms));
       hello_timer.async_wait([self = shared_from_this()](boost::system::error_code ec) {
-        if (ec || self->hello_done || self->closed || self->t.stopping) return;
+        if (ec || self->identified || self->closed || self->t.stopping) return;
         ++self->t.refused;
-        spdlog::warn("closing a peer connection from {}: no hello within {} ms", self->peer,
+        spdlog::warn("closing a peer connection from {}: {} within {} ms", self->peer,
+                     self->hello_done ? "no SASL authentication (quorum.auth.serverRequireSasl)" : "no hello",
                      PeerTransport::hello_timeout_ms);
         self->close();
       });
@@ -159,7 +179,8 @@ struct PeerTransport::Impl {
     void read() {
       auto done = [self = shared_from_this()](boost::system::error_code ec, size_t n) {
         if (ec || self->t.stopping || self->closed) return self->close();
-        if (self->hello_done) self->arm_idle();
+        if (self->close_after_write) return;  // refused: the answer goes out, then the connection
+        if (self->identified) self->arm_idle();
         bool keep = false;
         try {
           self->in.append(self->chunk.data(), n);
@@ -229,13 +250,30 @@ struct PeerTransport::Impl {
         }
         from = sender;
         hello_done = true;
-        --t.unidentified;
-        arm_idle();  // replaces the hello's wait
-        t.identified(shared_from_this());
+        if (!t.auth.server_required) identify();
         off = hello_size;
       }
       while (in.size() - off >= 4) {
         size_t len = get_be(in.data() + off, 4);
+        if (len & auth_bit) {
+          len &= ~auth_bit;
+          if (len == 0 || len > max_auth_frame) {
+            ++t.refused;
+            spdlog::warn("closing the connection from server {} ({}): an auth frame of {} bytes", from, peer, len);
+            return false;
+          }
+          if (in.size() - off - 4 < len) break;
+          if (!take_auth(std::string_view(in.data() + off + 4, len))) return false;
+          off += 4 + len;
+          if (close_after_write || t.stopping || closed) break;
+          continue;
+        }
+        if (!identified) {
+          ++t.refused;
+          spdlog::warn("refusing server {} ({}): it sent messages without authenticating, and "
+                       "quorum.auth.serverRequireSasl is true", from, peer);
+          return false;
+        }
         if (len > PeerTransport::max_frame) {
           ++t.refused;
           spdlog::warn("closing the connection from server {} ({}): a frame of {} bytes is above the limit of {}", from,
@@ -253,10 +291,77 @@ struct PeerTransport::Impl {
       in.erase(0, off);
       return true;
     }
+    void identify() {
+      identified = true;
+      --t.unidentified;
+      arm_idle();  // replaces the hello's wait
+      t.identified(shared_from_this());
+    }
+    // One auth frame from the learner; false: the connection must close now.
+    bool take_auth(std::string_view frame) {
+      if (static_cast<unsigned char>(frame[0]) != auth_token || authenticated) {
+        ++t.refused;
+        spdlog::warn("closing the connection from server {} ({}): a malformed SASL frame", from, peer);
+        return false;
+      }
+      if (!t.auth.enabled) {
+        answer(auth_not_taken, "server " + std::to_string(t.self) + " has quorum.auth.enableSasl=false");
+        return true;
+      }
+      if (!exchange) exchange = t.auth.server(t.members.at(from));
+      auto st = exchange->step(frame.substr(1));
+      using S = PeerTransport::Auth::Step::Status;
+      if (st.status == S::more) {
+        answer(auth_token, st.token);
+      } else if (st.status == S::done) {
+        authenticated = true;
+        exchange.reset();
+        ++t.authenticated;
+        spdlog::info("server {} ({}) authenticated as {}", from, peer, st.detail);
+        answer(auth_success, st.token);
+        if (!identified) identify();
+      } else {
+        ++t.refused;
+        exchange.reset();
+        answer(auth_refused, "SASL authentication failed");
+        if (t.auth.server_required) {
+          spdlog::warn("refusing server {} ({}): SASL authentication failed: {}", from, peer, st.detail);
+          close_after_write = true;
+        } else {
+          spdlog::warn("server {} ({}) failed SASL authentication ({}); taken all the same, as "
+                       "quorum.auth.serverRequireSasl is false", from, peer, st.detail);
+        }
+      }
+      return true;
+    }
+    void answer(AuthStatus status, std::string_view body) {
+      out += auth_frame(status, body);
+      write_out();
+    }
+    void write_out() {
+      if (out_writing || closed) return;
+      if (out.empty()) {
+        if (close_after_write) close();
+        return;
+      }
+      out_writing = true;
+      writing_out.swap(out);
+      out.clear();
+      auto done = [self = shared_from_this()](boost::system::error_code ec, size_t) {
+        self->out_writing = false;
+        self->writing_out.clear();
+        if (ec || self->closed || self->t.stopping) return self->close();
+        self->write_out();
+      };
+      if (tls)
+        asio::async_write(*tls, asio::buffer(writing_out), std::move(done));
+      else
+        asio::async_write(socket, asio::buffer(writing_out), std::move(done));
+    }
     void close() {
       if (closed) return;
       closed = true;
-      if (!hello_done) --t.unidentified;
+      if (!identified) --t.unidentified;
       hello_timer.cancel();
       boost::system::error_code ec;
       socket.close(ec);  // the TLS stream, if any, ends with it
@@ -295,7 +400,14 @@ struct PeerTransport::Impl {
     bool sent_recently = false;  // since the last keepalive tick
     bool connected = false, connecting = false, writing = false;
     bool backing_off = false;  // a retry is scheduled: sending does not cut the wait short
+    // The hello and auth frames, which go before any message; messages wait in `pending`
+    // while this member authenticates (quorum.auth.enableSasl).
+    std::string control;
     std::string pending, writing_buf;
+    std::unique_ptr<PeerTransport::Auth::Exchange> exchange;
+    bool authenticating = false;
+    std::chrono::steady_clock::time_point auth_since;
+    std::string in;  // what the other side wrote: its auth frames
     std::chrono::milliseconds backoff = min_backoff;
     std::chrono::steady_clock::time_point since;
     uint64_t generation = 0;  // a callback of an earlier socket finds a newer one and does nothing
@@ -359,24 +471,88 @@ struct PeerTransport::Impl {
       logged_down = false;
       boost::system::error_code ec;
       socket.set_option(tcp::no_delay(true), ec);
-      std::string hello(magic, 4);
-      put_u32(hello, PeerTransport::version);
-      put_u64(hello, static_cast<uint64_t>(t.self));
-      put_u64(hello, static_cast<uint64_t>(to.id));
-      pending.insert(0, hello);
+      control.assign(magic, 4);
+      put_u32(control, PeerTransport::version);
+      put_u64(control, static_cast<uint64_t>(t.self));
+      put_u64(control, static_cast<uint64_t>(to.id));
+      if (t.auth.enabled) {
+        exchange = t.auth.learner(to);
+        auto st = exchange->step({});
+        if (st.status == PeerTransport::Auth::Step::Status::failed)
+          return failed("SASL authentication cannot start: " + st.detail);
+        authenticating = true;
+        auth_since = std::chrono::steady_clock::now();
+        control += auth_frame(auth_token, st.token);
+      }
       flush();
       tick_keepalive(gen);
-      // The other side never writes on this connection: a read ends only when it closes.
-      auto sink = std::make_shared<std::array<char, 64>>();
-      auto closed = [this, gen, sink](boost::system::error_code, size_t) {
-        if (gen == generation && !t.stopping) failed("the connection closed");
+      read_answers(gen);
+    }
+    // The other side writes only its auth frames: past those, a read ends when it closes.
+    void read_answers(uint64_t gen) {
+      auto buf = std::make_shared<std::array<char, 4096>>();
+      auto got = [this, gen, buf](boost::system::error_code ec, size_t n) {
+        if (gen != generation || t.stopping) return;
+        if (ec) return failed(authenticating ? "the connection closed during SASL authentication"
+                                             : "the connection closed");
+        if (authenticating) {
+          in.append(buf->data(), n);
+          if (!take_answers()) return;
+        }
+        read_answers(gen);
       };
       if (tls)
-        tls->async_read_some(asio::buffer(*sink), [keep = tls, closed](boost::system::error_code ec, size_t n) {
-          closed(ec, n);
+        tls->async_read_some(asio::buffer(*buf), [keep = tls, got](boost::system::error_code ec, size_t n) {
+          got(ec, n);
         });
       else
-        socket.async_read_some(asio::buffer(*sink), std::move(closed));
+        socket.async_read_some(asio::buffer(*buf), std::move(got));
+    }
+    // The server's auth frames; false when failed() ran.
+    bool take_answers() {
+      while (authenticating && in.size() >= 4) {
+        uint32_t len = static_cast<uint32_t>(get_be(in.data(), 4));
+        if (!(len & auth_bit) || (len & ~auth_bit) == 0 || (len & ~auth_bit) > max_auth_frame) {
+          failed("server " + std::to_string(to.id) + " answered SASL with garbage");
+          return false;
+        }
+        len &= ~auth_bit;
+        if (in.size() - 4 < len) break;
+        auto status = static_cast<unsigned char>(in[4]);
+        std::string body = in.substr(5, len - 1);
+        in.erase(0, 4 + len);
+        using S = PeerTransport::Auth::Step::Status;
+        if (status == auth_token || status == auth_success) {
+          auto st = exchange->step(body);
+          if (st.status == S::failed) {
+            failed(std::string(status == auth_success ? "server's last SASL token does not check out: "
+                                                      : "SASL authentication failed: ") + st.detail);
+            return false;
+          }
+          if (status == auth_token) {
+            control += auth_frame(auth_token, st.token);
+            flush();
+            continue;
+          }
+          spdlog::info("authenticated to server {} ({} port)", to.id, what());
+        } else if (status == auth_refused || status == auth_not_taken) {
+          std::string why = "server " + std::to_string(to.id) + (status == auth_refused ? " refused" : " did not take") +
+                            " this member's SASL authentication (" + body + ")";
+          if (t.auth.learner_required) {
+            failed(why);
+            return false;
+          }
+          spdlog::warn("{}; going on without it, as quorum.auth.learnerRequireSasl is false", why);
+        } else {
+          failed("server " + std::to_string(to.id) + " answered SASL with garbage");
+          return false;
+        }
+        authenticating = false;
+        exchange.reset();
+        in.clear();
+        flush();
+      }
+      return true;
     }
     // The member said hello on its own connection to us: connect now if a retry is waiting.
     void peer_is_back() {
@@ -391,6 +567,10 @@ struct PeerTransport::Impl {
       keepalive.expires_after(std::chrono::milliseconds(PeerTransport::keepalive_ms));
       keepalive.async_wait([this, gen](boost::system::error_code ec) {
         if (ec || gen != generation || t.stopping || !connected) return;
+        if (authenticating && std::chrono::steady_clock::now() - auth_since >
+                                  std::chrono::milliseconds(PeerTransport::hello_timeout_ms))
+          return failed("SASL authentication did not finish within " +
+                        std::to_string(PeerTransport::hello_timeout_ms) + " ms");
         if (!sent_recently) {
           put_u32(pending, 0);
           flush();
@@ -409,9 +589,12 @@ struct PeerTransport::Impl {
       socket = tcp::socket(t.io);
       ++generation;
       if (connected && std::chrono::steady_clock::now() - since > healthy_after) backoff = min_backoff;
-      connected = connecting = writing = false;
+      connected = connecting = writing = authenticating = false;
       pending.clear();  // lost with the connection, as the core expects
       writing_buf.clear();
+      control.clear();
+      in.clear();
+      exchange.reset();
       retry.expires_after(backoff);
       backoff = std::min(backoff * 2, std::chrono::duration_cast<std::chrono::milliseconds>(max_backoff));
       backing_off = true;
@@ -440,10 +623,14 @@ struct PeerTransport::Impl {
       else connect();  // nothing while a retry waits out its backoff: the queue goes then
     }
     void flush() {
-      if (writing || pending.empty() || !connected) return;
+      if (writing || !connected || (control.empty() && (authenticating || pending.empty()))) return;
       writing = true;
-      writing_buf.swap(pending);
-      pending.clear();
+      writing_buf.swap(control);
+      control.clear();
+      if (!authenticating) {
+        writing_buf += pending;
+        pending.clear();
+      }
       uint64_t gen = generation;
       auto done = [this, gen](boost::system::error_code ec, size_t) {
         if (gen != generation || t.stopping) return;
@@ -572,6 +759,8 @@ void PeerTransport::start() {
 
 void PeerTransport::set_tls(Tls tls) { impl_->tls = std::move(tls); }
 
+void PeerTransport::set_auth(Auth auth) { impl_->auth = std::move(auth); }
+
 void PeerTransport::set_on_lost(std::function<void(int64_t)> lost) { impl_->on_lost = std::move(lost); }
 
 void PeerTransport::set_on_written(std::function<void(int64_t)> written) { impl_->on_written = std::move(written); }
@@ -618,5 +807,6 @@ uint16_t PeerTransport::election_port() const {
   return ec ? 0 : ep.port();
 }
 uint64_t PeerTransport::refused() const { return impl_->refused; }
+uint64_t PeerTransport::authenticated() const { return impl_->authenticated; }
 
 }  // namespace warden::consensus

@@ -34,6 +34,18 @@
 // its hello names. So an ensemble moves to TLS by rolling restarts, as ZooKeeper's does:
 // portUnification on everywhere, then sslQuorum on, then portUnification off.
 //
+// SASL (ZooKeeper's quorum.auth.*, set_auth): after its hello, the member that connected (the
+// "learner" in ZooKeeper's words) authenticates to the one it reached (the "server") with auth
+// frames, told from message frames by the top bit of their length: 0x80000000 | n, then n bytes,
+// a status (0: a token follows; from the server also 1: authenticated, with its last token; 2:
+// refused; 3: this member does not take SASL, with the reason) and the token or reason. The
+// learner sends no message before the exchange ends. A server that requires SASL counts the
+// connection as unidentified (hello_timeout, max_unidentified) until it authenticated, and
+// closes it at a failure or at a message frame before; one that does not require it answers
+// and takes the connection either way (ZooKeeper's rolling way in: enableSasl everywhere, then
+// learnerRequireSasl, then serverRequireSasl). A learner that requires SASL drops the
+// connection (and retries with backoff) unless the server authenticated it.
+//
 // Everything runs on the io_context given, the server's thread; Asio stays in the .cpp.
 #pragma once
 
@@ -98,6 +110,28 @@ class PeerTransport {
   };
   // Before start().
   void set_tls(Tls tls);
+  struct Auth {
+    // One side of one SASL exchange: the learner's first step gets an empty token and gives its
+    // first; the server's steps get the learner's tokens. A server's done step names in
+    // `detail` the id the learner authenticated as; failed ones say why there.
+    struct Step {
+      enum class Status { more, done, failed } status = Status::failed;
+      std::string token;
+      std::string detail;
+    };
+    class Exchange {
+     public:
+      virtual ~Exchange() = default;
+      virtual Step step(std::string_view token) = 0;
+    };
+    bool enabled = false;           // quorum.auth.enableSasl
+    bool learner_required = false;  // quorum.auth.learnerRequireSasl
+    bool server_required = false;   // quorum.auth.serverRequireSasl
+    std::function<std::unique_ptr<Exchange>(const Member& to)> learner;
+    std::function<std::unique_ptr<Exchange>(const Member& from)> server;
+  };
+  // Before start().
+  void set_auth(Auth auth);
   // Called when this member's quorum-port connection to `member` breaks or cannot be made.
   void set_on_lost(std::function<void(int64_t member)> lost);
   // Called each time a write to `member`'s quorum port completed (a sync stream sends more).
@@ -112,6 +146,8 @@ class PeerTransport {
   uint16_t election_port() const;
   // Connections refused at their hello, and closed for garbage, since start (for tests).
   uint64_t refused() const;
+  // Incoming connections whose learner authenticated, since start (for tests).
+  uint64_t authenticated() const;
 
  private:
   struct Impl;

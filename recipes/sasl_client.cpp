@@ -75,7 +75,7 @@ SaslClientExchange::SaslClientExchange(const SaslSettings& s, const std::string&
     return;
   }
   // ZooKeeper's names: DIGEST-MD5 always for "zk-sasl-md5"; Kerberos for service/host.
-  std::string server = s.mechanism == "DIGEST-MD5" ? "zk-sasl-md5" : (s.host.empty() ? host : s.host);
+  std::string server = s.mechanism == "DIGEST-MD5" ? s.digest_server : (s.host.empty() ? host : s.host);
   int r = sasl_client_new(s.service.c_str(), server.c_str(), nullptr, nullptr, i.callbacks.data(), 0, &i.conn);
   if (r != SASL_OK) {
     i.error = sasl_errstring(r, nullptr, nullptr);

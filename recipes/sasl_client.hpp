@@ -15,6 +15,7 @@ struct SaslSettings {
   std::string mechanism;  // "DIGEST-MD5" or "GSSAPI"; empty: no SASL
   std::string username, password;  // DIGEST-MD5
   std::string service = "zookeeper";
+  std::string digest_server = "zk-sasl-md5";  // DIGEST-MD5's server name (ZooKeeper's, fixed)
   std::string host;  // GSSAPI: the host in the server's principal; empty: the host connected to
 };
 

@@ -26,22 +26,6 @@ std::string_view trim(std::string_view s) {
   return s;
 }
 
-// Text from a file as a message may show it: at most 40 bytes, each byte outside printable
-// ASCII as \xNN, so a NUL or a terminal escape cannot cut or garble the line.
-std::string shown(std::string_view s) {
-  std::string out;
-  for (unsigned char ch : s.substr(0, 40)) {
-    if (ch >= 0x20 && ch < 0x7f) {
-      out += static_cast<char>(ch);
-    } else {
-      char buf[5];
-      std::snprintf(buf, sizeof buf, "\\x%02x", ch);
-      out += buf;
-    }
-  }
-  return s.size() > 40 ? out + "..." : out;
-}
-
 template <class T>
 std::optional<T> parse_number(std::string_view v) {
   T out{};
@@ -126,6 +110,22 @@ bool known_unused(std::string_view key) {
          key == "electionAlg" || key == "quorumListenOnAllIPs";
 }
 }  // namespace
+
+// Text from a file as a message may show it: at most 40 bytes, each byte outside printable
+// ASCII as \xNN, so a NUL or a terminal escape cannot cut or garble the line.
+std::string shown(std::string_view s) {
+  std::string out;
+  for (unsigned char ch : s.substr(0, 40)) {
+    if (ch >= 0x20 && ch < 0x7f) {
+      out += static_cast<char>(ch);
+    } else {
+      char buf[5];
+      std::snprintf(buf, sizeof buf, "\\x%02x", ch);
+      out += buf;
+    }
+  }
+  return s.size() > 40 ? out + "..." : out;
+}
 
 ConfigResult parse_config(std::string_view text, std::string_view file_name) {
   Config c;
@@ -280,6 +280,25 @@ ConfigResult parse_config(std::string_view text, std::string_view file_name) {
                key == "zookeeper.kerberos.removeRealmFromPrincipal") {
       bool& flag = key.find("Host") != std::string::npos ? c.kerberos_remove_host : c.kerberos_remove_realm;
       if (!parse_bool(value, flag)) err = bad("must be true or false");
+    } else if (key == "quorum.auth.enableSasl" || key == "quorum.auth.learnerRequireSasl" ||
+               key == "quorum.auth.serverRequireSasl") {
+      auto& q = c.quorum_sasl;
+      bool& flag = key == "quorum.auth.enableSasl"          ? q.enable_sasl
+                   : key == "quorum.auth.learnerRequireSasl" ? q.learner_require_sasl
+                                                             : q.server_require_sasl;
+      if (!parse_bool(value, flag)) err = bad("must be true or false");
+    } else if (key == "quorum.auth.learner.saslLoginContext" || key == "quorum.auth.server.saslLoginContext") {
+      (key.find("learner") != std::string::npos ? c.quorum_sasl.learner_section : c.quorum_sasl.server_section) =
+          std::string(value);
+      if (value.empty()) err = bad("names no JAAS section");
+    } else if (key == "quorum.auth.kerberos.servicePrincipal") {
+      // service/host[@REALM]: Kerberos finds the realm of the host itself (krb5.conf's domain_realm).
+      std::string_view p = value.substr(0, value.find('@'));
+      auto slash = p.find('/');
+      if (slash == std::string_view::npos || slash == 0 || slash + 1 >= p.size() ||
+          p.find('/', slash + 1) != std::string_view::npos)
+        err = bad("must be service/host[@REALM] (e.g. zkquorum/_HOST)");
+      c.quorum_sasl.service_principal = std::string(p);
     } else if (key == "X509AuthenticationProvider.superUser" ||
                key == "zookeeper.X509AuthenticationProvider.superUser") {
       c.x509_super_user = std::string(value);
@@ -304,6 +323,16 @@ ConfigResult parse_config(std::string_view text, std::string_view file_name) {
   if ((c.ssl_quorum || c.quorum_port_unification) && !c.quorum_tls.has_key_store())
     return std::string(file_name) + ": " + (c.ssl_quorum ? "sslQuorum=true" : "portUnification=true") +
            " needs TLS between members: set ssl.quorum.keyStore.location (and ssl.quorum.trustStore.location)";
+  {  // as ZooKeeper's QuorumPeerConfig checks them
+    const auto& q = c.quorum_sasl;
+    std::string f(file_name);
+    if (!q.enable_sasl && q.server_require_sasl)
+      return f + ": quorum.auth.enableSasl is disabled, so cannot enable quorum.auth.serverRequireSasl";
+    if (!q.enable_sasl && q.learner_require_sasl)
+      return f + ": quorum.auth.enableSasl is disabled, so cannot enable quorum.auth.learnerRequireSasl";
+    if (!q.learner_require_sasl && q.server_require_sasl)
+      return f + ": quorum.auth.learnerRequireSasl is disabled, so cannot enable quorum.auth.serverRequireSasl";
+  }
   if (c.session_require_sasl) {  // as ZooKeeper: it turns enforcement on, with sasl among the schemes
     c.enforce_auth = true;
     if (std::find(c.enforce_auth_schemes.begin(), c.enforce_auth_schemes.end(), "sasl") == c.enforce_auth_schemes.end())

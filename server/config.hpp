@@ -15,6 +15,10 @@
 
 namespace warden::server {
 
+// Text from a file as a message may show it: at most 40 bytes, each byte outside printable
+// ASCII as \xNN, so a NUL or a terminal escape cannot cut or garble the line.
+std::string shown(std::string_view s);
+
 struct PeerEntry {
   int64_t id = 0;
   std::string host;
@@ -69,8 +73,18 @@ struct Config {
   std::string sasl_section = "Server";
   std::string sasl_super_user;
   bool allow_sasl_failed_clients = false;
-  bool sasl_provider = false;
-  bool kerberos_remove_host = false, kerberos_remove_realm = false;  // kerberos.remove*FromPrincipal  // authProvider.N=...SASLAuthenticationProvider: sasl ids in ACLs
+  bool sasl_provider = false;  // authProvider.N=...SASLAuthenticationProvider: sasl ids in ACLs
+  bool kerberos_remove_host = false, kerberos_remove_realm = false;  // kerberos.remove*FromPrincipal
+  // SASL between members (ZooKeeper's quorum.auth.*): with enable_sasl a member authenticates
+  // each connection it makes (the JAAS QuorumLearner section) and answers those made to it (the
+  // QuorumServer section); learner_require_sasl: it does not go on without succeeding;
+  // server_require_sasl: it takes no connection that did not authenticate. A Kerberos learner
+  // asks for the service principal, _HOST standing for the other member's configured host.
+  struct QuorumSasl {
+    bool enable_sasl = false, learner_require_sasl = false, server_require_sasl = false;
+    std::string learner_section = "QuorumLearner", server_section = "QuorumServer";
+    std::string service_principal = "zkquorum/localhost";
+  } quorum_sasl;
   bool tls_needed() const { return secure_client_port >= 0 || client_port_unification; }
   int32_t max_client_cnxns = 60;  // per client address; 0: no limit
   // Requests in flight (proposed and not applied, or waiting behind those) past which the

@@ -24,6 +24,7 @@
 #include "consensus/replicator.hpp"
 #include "consensus/sync_streamer.hpp"
 #include "server/auth/jaas.hpp"
+#include "server/auth/quorum_sasl.hpp"
 #include "server/auth/sasl_server.hpp"
 #include "server/four_letter.hpp"
 #include "server/snapshot_walk.hpp"
@@ -378,6 +379,7 @@ struct ServerRuntime::Impl {
   // ssl.quorum.*: the contexts of member connections, accepted and made (sslQuorum, portUnification).
   std::unique_ptr<tls::ServerTlsContext> quorum_accept_tls, quorum_connect_tls;
   std::unique_ptr<auth::SaslServer> sasl;            // the JAAS Server section's, when there is one
+  std::optional<auth::JaasFile> jaas;                // the JAAS file, when one is named
   TlsPolicy plain_policy, secure_policy;
   asio::steady_timer ticker{io};
   asio::signal_set signals{io};
@@ -556,7 +558,7 @@ struct ServerRuntime::Impl {
       auto jaas = auth::load_jaas(config.jaas_file);
       if (auto* why = std::get_if<std::string>(&jaas))
         throw std::runtime_error(*why + (config.jaas_origin.empty() ? "" : " (named by " + config.jaas_origin + ")"));
-      const auto& file = std::get<auth::JaasFile>(jaas);
+      const auto& file = this->jaas.emplace(std::get<auth::JaasFile>(jaas));
       if (file.section(config.sasl_section)) {
         sasl = std::make_unique<auth::SaslServer>(
             file, config.sasl_section, auth::SaslServer::Principals{config.kerberos_remove_host, config.kerberos_remove_realm});
@@ -739,6 +741,18 @@ struct ServerRuntime::Impl {
       transport->set_tls(std::move(t));
       spdlog::info("members: {} connections out, {} taken in", config.ssl_quorum ? "TLS" : "plaintext",
                    config.quorum_port_unification ? "TLS and plaintext" : "TLS only");
+    }
+    if (const auto& q = config.quorum_sasl; q.enable_sasl) {
+      if (!jaas)
+        throw std::runtime_error("quorum.auth.enableSasl=true needs a JAAS file with " + q.learner_section + " and " +
+                                 q.server_section + " sections (set jaasConfigFile, or "
+                                 "-Djava.security.auth.login.config in SERVER_JVMFLAGS)");
+      std::vector<std::string> hosts;
+      for (const auto& [id, e] : config.servers) hosts.push_back(e.host);
+      transport->set_auth(auth::quorum_auth(config, *jaas, hosts));  // throws, naming the file and section
+      spdlog::info("members: SASL ({}'s {} and {} sections){}{}", jaas->path, q.learner_section, q.server_section,
+                   q.learner_require_sasl ? ", required to join others" : "",
+                   q.server_require_sasl ? ", required of those who join" : "");
     }
     transport->set_on_lost([this](int64_t member) {
       if (streamer) streamer->cancel(member);

@@ -1,5 +1,7 @@
 #include "server/auth/jaas.hpp"
 
+#include "server/config.hpp"
+
 #include <cctype>
 #include <fstream>
 #include <sstream>
@@ -61,7 +63,7 @@ std::variant<std::vector<Token>, std::string> tokens(std::string_view s, const s
              s[i] != ';' && s[i] != '=' && s[i] != '"')
         w += s[i++];
       for (unsigned char c : w)
-        if (c < 0x20 || c == 0x7f) return fail("a control character in '" + w.substr(0, 40) + "'");
+        if (c < 0x20 || c == 0x7f) return fail("a control character in '" + server::shown(w) + "'");
       out.push_back({Token::Kind::word, w, line});
     }
   }
@@ -97,7 +99,7 @@ std::variant<JaasFile, std::string> parse_jaas(std::string_view text, const std:
     if (k.kind == Token::Kind::end) return std::string("the end of the file");
     // Appended piece by piece: GCC 12 at -O3 warns (-Wrestrict) on "'" + std::string&&.
     std::string out(1, '\'');
-    out.append(k.text, 0, 40);
+    out += server::shown(k.text);
     out += '\'';
     return out;
   };

@@ -14,14 +14,13 @@
 namespace warden::server::auth {
 
 namespace {
-// The users Cyrus's lookups see. Cyrus is initialised once a process and calls the plugin with
-// no context of ours, so they are process-wide; a server started later in the same process
-// (embedded tests) replaces them.
+// The users Cyrus's lookups see, by SASL service (clients' and members'). Cyrus is initialised
+// once a process and calls the plugin with no context of ours, so they are process-wide; a
+// server started later in the same process (embedded tests) replaces its service's.
 std::mutex users_mutex;
-std::map<std::string, std::string> users_now;
+std::map<std::string, std::map<std::string, std::string>> users_now;
 
 const char* const plugin_name = "warden";
-const char* const digest_realm = "zk-sasl-md5";  // ZooKeeper's fixed server name for DIGEST-MD5
 
 // Cyrus asks for the password ("*userPassword" of the authentication id) of a user; DIGEST-MD5
 // names the user NAME@REALM once canonicalised.
@@ -31,12 +30,15 @@ int lookup(void*, sasl_server_params_t* sparams, unsigned flags, const char* use
   std::string password;
   {
     std::lock_guard<std::mutex> hold(users_mutex);
-    auto it = users_now.find(name);
-    if (it == users_now.end()) {
+    auto service = users_now.find(sparams->service ? sparams->service : "");
+    if (service == users_now.end()) return SASL_NOUSER;
+    const auto& users = service->second;
+    auto it = users.find(name);
+    if (it == users.end()) {
       auto at = name.rfind('@');
-      if (at != std::string::npos) it = users_now.find(name.substr(0, at));
+      if (at != std::string::npos) it = users.find(name.substr(0, at));
     }
-    if (it == users_now.end()) return SASL_NOUSER;
+    if (it == users.end()) return SASL_NOUSER;
     password = it->second;
   }
   const propval* wanted = sparams->utils->prop_get(sparams->propctx);
@@ -117,7 +119,7 @@ class CyrusExchange final : public SaslExchange {
  public:
   CyrusExchange(std::string mechanism, const std::string& service, const std::string& host, std::string realm,
                 SaslServer::Principals principals)
-      : mechanism_(std::move(mechanism)), realm_(std::move(realm)), principals_(principals) {
+      : mechanism_(std::move(mechanism)), host_(host), realm_(std::move(realm)), principals_(principals) {
     int r = sasl_server_new(service.c_str(), host.c_str(), nullptr, nullptr, nullptr, nullptr, SASL_SUCCESS_DATA,
                             &conn_);
     if (r != SASL_OK) {
@@ -166,7 +168,7 @@ class CyrusExchange final : public SaslExchange {
         s.id = kerberos_id(s.id, principals_.remove_host, principals_.remove_realm);
       } else {
         // Cyrus names a DIGEST-MD5 user NAME@REALM; ZooKeeper's id is the name alone.
-        std::string suffix = std::string("@") + digest_realm;
+        std::string suffix = "@" + host_;
         if (s.id.size() > suffix.size() && s.id.compare(s.id.size() - suffix.size(), suffix.size(), suffix) == 0)
           s.id.resize(s.id.size() - suffix.size());
       }
@@ -184,6 +186,7 @@ class CyrusExchange final : public SaslExchange {
   // A DIGEST-MD5 response is a few hundred bytes (RFC 2831 caps it at 4 KiB); far above that is garbage.
   static constexpr size_t max_token_bytes = 64 * 1024;
   std::string mechanism_;
+  std::string host_;   // DIGEST-MD5: the server name, its users' realm
   std::string realm_;  // the server principal's realm (GSSAPI)
   SaslServer::Principals principals_;
   sasl_conn_t* conn_ = nullptr;
@@ -209,8 +212,8 @@ std::string kerberos_id(const std::string& principal, bool remove_host, bool rem
   return id;
 }
 
-SaslServer::SaslServer(const JaasFile& jaas, const std::string& section_name, Principals principals)
-    : principals_(principals) {
+SaslServer::SaslServer(const JaasFile& jaas, const std::string& section_name, Principals principals, Names names)
+    : service_(names.service), host_(names.digest_host), principals_(principals) {
   const auto* section = jaas.section(section_name);
   if (!section) throw std::runtime_error(jaas.path + ": has no " + section_name + " section");
   auto users = digest_users(*section);
@@ -248,7 +251,7 @@ SaslServer::SaslServer(const JaasFile& jaas, const std::string& section_name, Pr
   mechanism_ = "DIGEST-MD5";
   {
     std::lock_guard<std::mutex> hold(users_mutex);
-    users_now = std::move(users);
+    users_now[service_] = std::move(users);
   }
   require_mechanism("libsasl2-modules");
 }
@@ -271,7 +274,8 @@ SaslServer::~SaslServer() = default;
 
 size_t SaslServer::users() const {
   std::lock_guard<std::mutex> hold(users_mutex);
-  return users_now.size();
+  auto it = users_now.find(service_);
+  return it == users_now.end() ? 0 : it->second.size();
 }
 
 std::unique_ptr<SaslExchange> SaslServer::start() const {

@@ -56,6 +56,14 @@ class Member:
     def hosts(self):
         return f"127.0.0.1:{self.client_port}"
 
+    def rewrite_cfg(self, extra, drop):
+        """Rewrites zoo.cfg without its lines that start with any of `drop` (a tuple), and with
+        `extra` at the end (a member restarted with other settings)."""
+        with open(self.cfg) as f:
+            lines = [line for line in f.read().splitlines() if not line.startswith(drop)]
+        with open(self.cfg, "w") as f:
+            f.write("\n".join(lines) + "\n" + extra)
+
     def log(self):
         try:
             with open(os.path.join(self.dir, "server.log"), errors="replace") as f:

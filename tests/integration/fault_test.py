@@ -9,7 +9,8 @@ read after a sync) are linearizable.
 Seeded: the seed is printed; WARDEN_FAULT_SEED replays it. WARDEN_FAULT_ROUNDS (default 1)
 repeats the 3-member scenarios with new choices; every load loop is bounded in count and time.
 WARDEN_FAULT_TLS=1 runs the 3-member rounds with TLS between the members (sslQuorum, with
-certificates made for the run) and leaves out the 5-member part.
+certificates made for the run), WARDEN_FAULT_SASL=1 with SASL between them (quorum.auth.*,
+DIGEST-MD5, required by learners and servers); either leaves out the 5-member part.
 """
 import os
 import random
@@ -31,14 +32,19 @@ rounds = int(os.environ.get("WARDEN_FAULT_ROUNDS") or 1)
 print(f"fault test seed {seed} (WARDEN_FAULT_SEED={seed} replays it), {rounds} round(s)", flush=True)
 rng = random.Random(seed)
 member_cfg = ""
-if os.environ.get("WARDEN_FAULT_TLS"):
+if os.environ.get("WARDEN_FAULT_TLS") or os.environ.get("WARDEN_FAULT_SASL"):
     import tempfile
-
+    secured_dir = tempfile.mkdtemp(prefix="fault-secured-")
+if os.environ.get("WARDEN_FAULT_TLS"):
     import tls_certs
-    certs = tls_certs.make(tempfile.mkdtemp(prefix="fault-tls-"), java_stores=False)
-    member_cfg = (f"sslQuorum=true\nssl.quorum.keyStore.location={certs}/server.pem\n"
-                  f"ssl.quorum.trustStore.location={certs}/ca.pem\n")
+    certs = tls_certs.make(os.path.join(secured_dir, "certs"), java_stores=False)
+    member_cfg += (f"sslQuorum=true\nssl.quorum.keyStore.location={certs}/server.pem\n"
+                   f"ssl.quorum.trustStore.location={certs}/ca.pem\n")
     print("members talk TLS (sslQuorum=true)", flush=True)
+if os.environ.get("WARDEN_FAULT_SASL"):
+    from sasl_quorum_test import digest_jaas, sasl_cfg
+    member_cfg += sasl_cfg(digest_jaas(os.path.join(secured_dir, "quorum-jaas.conf")))
+    print("members authenticate with SASL (DIGEST-MD5, required both ways)", flush=True)
 random.seed(seed)  # kazoo picks hosts with the random module
 
 UNKNOWN_ERRORS = (ConnectionLoss, OperationTimeoutError, SessionExpiredError, KazooTimeoutError)
@@ -329,8 +335,10 @@ def kill_all(ens):
 def three_member_round(rnd):
     with Ensemble(3, proxied=True, extra_cfg=member_cfg) as ens:
         ens.start()
-        if member_cfg:
+        if os.environ.get("WARDEN_FAULT_TLS"):
             c.check(all("members: TLS connections out" in m.log() for m in ens.members), "the members talk TLS")
+        if os.environ.get("WARDEN_FAULT_SASL"):
+            c.check(all("authenticated as test" in m.log() for m in ens.members), "the members authenticate (SASL)")
         prepare(ens.connect_string)
         history = History()
         load = Load(ens.connect_string, history, tag=f"r{rnd}").start()

@@ -3,7 +3,8 @@ test time: an ensemble on TLS serves; a member whose certificate another CA sign
 speaks plaintext to TLS-only members, is refused and logged while the others serve; and a
 plaintext ensemble moves to TLS by ZooKeeper's rolling procedure (portUnification on, then
 sslQuorum on, then portUnification off, one member at a time) with writes working at every
-step. it_fault runs its 3-member rounds on TLS too (WARDEN_FAULT_TLS=1)."""
+step. it_fault_secured runs it_fault's 3-member rounds on TLS and SASL (WARDEN_FAULT_TLS=1,
+WARDEN_FAULT_SASL=1)."""
 import os
 import shutil
 import tempfile
@@ -24,11 +25,8 @@ def quorum_cfg(certs, ssl_quorum, unification, store="server"):
 
 
 def set_cfg(member, extra):
-    """Rewrites the member's zoo.cfg with `extra` in place of its TLS lines."""
-    with open(member.cfg) as f:
-        lines = [line for line in f.read().splitlines() if not line.startswith(KEYS)]
-    with open(member.cfg, "w") as f:
-        f.write("\n".join(lines) + "\n" + extra)
+    """The member's zoo.cfg with `extra` in place of its TLS lines."""
+    member.rewrite_cfg(extra, KEYS)
 
 
 def writes_work(hosts, tag, timeout=30):

@@ -295,6 +295,49 @@ TEST_CASE("zoo.cfg: TLS keys under ZooKeeper's names, with and without its zooke
       (void)parse_config(std::string("dataDir=/d\nclientPort=1\n") + k + "=" + v + "\n", "g.cfg");
 }
 
+TEST_CASE("zoo.cfg: SASL between members, quorum.auth.* as ZooKeeper reads them") {
+  auto defaults = std::get<Config>(parse_config("dataDir=/d\nclientPort=1\n", "d.cfg"));
+  CHECK_FALSE(defaults.quorum_sasl.enable_sasl);
+  CHECK(defaults.quorum_sasl.learner_section == "QuorumLearner");
+  CHECK(defaults.quorum_sasl.server_section == "QuorumServer");
+  CHECK(defaults.quorum_sasl.service_principal == "zkquorum/localhost");
+  auto c = std::get<Config>(parse_config(
+      "dataDir=/d\nclientPort=1\nquorum.auth.enableSasl=true\nquorum.auth.learnerRequireSasl=true\n"
+      "quorum.auth.serverRequireSasl=true\nquorum.auth.learner.saslLoginContext=L\n"
+      "quorum.auth.server.saslLoginContext=S\nquorum.auth.kerberos.servicePrincipal=zkquorum/_HOST\n",
+      "q.cfg"));
+  CHECK(c.quorum_sasl.enable_sasl);
+  CHECK(c.quorum_sasl.learner_require_sasl);
+  CHECK(c.quorum_sasl.server_require_sasl);
+  CHECK(c.quorum_sasl.learner_section == "L");
+  CHECK(c.quorum_sasl.server_section == "S");
+  CHECK(c.quorum_sasl.service_principal == "zkquorum/_HOST");
+  CHECK(c.warnings.empty());
+
+  auto err = [](const std::string& text) {
+    auto r = parse_config("dataDir=/d\nclientPort=1\n" + text, "q.cfg");
+    REQUIRE(std::holds_alternative<std::string>(r));
+    return std::get<std::string>(r);
+  };
+  CHECK(err("quorum.auth.enableSasl=maybe\n") == "q.cfg:3: quorum.auth.enableSasl=maybe: must be true or false");
+  CHECK(err("quorum.auth.serverRequireSasl=true\n") ==
+        "q.cfg: quorum.auth.enableSasl is disabled, so cannot enable quorum.auth.serverRequireSasl");
+  CHECK(err("quorum.auth.learnerRequireSasl=true\n") ==
+        "q.cfg: quorum.auth.enableSasl is disabled, so cannot enable quorum.auth.learnerRequireSasl");
+  CHECK(err("quorum.auth.enableSasl=true\nquorum.auth.serverRequireSasl=true\n") ==
+        "q.cfg: quorum.auth.learnerRequireSasl is disabled, so cannot enable quorum.auth.serverRequireSasl");
+  CHECK(err("quorum.auth.kerberos.servicePrincipal=zkquorum\n").find("must be service/host") != std::string::npos);
+  CHECK(err("quorum.auth.kerberos.servicePrincipal=/h@R\n").find("must be service/host") != std::string::npos);
+  CHECK(err("quorum.auth.kerberos.servicePrincipal=a/b/c\n").find("must be service/host") != std::string::npos);
+  auto realm = parse_config("dataDir=/d\nclientPort=1\nquorum.auth.kerberos.servicePrincipal=zk/_HOST@R.EX\n", "r");
+  CHECK(std::get<Config>(realm).quorum_sasl.service_principal == "zk/_HOST");
+  CHECK(err("quorum.auth.server.saslLoginContext=\n").find("names no JAAS section") != std::string::npos);
+  for (const char* k : {"quorum.auth.enableSasl", "quorum.auth.kerberos.servicePrincipal",
+                        "quorum.auth.learner.saslLoginContext"})
+    for (const char* v : {"", "/", "\x01\xff", "a/b/c", "_HOST"})
+      (void)parse_config(std::string("dataDir=/d\nclientPort=1\n") + k + "=" + v + "\n", "g.cfg");
+}
+
 TEST_CASE("zoo.cfg: enforced authentication as ZooKeeper 3.8 reads it") {
   auto c = std::get<Config>(parse_config(
       "dataDir=/d\nclientPort=1\nenforce.auth.enabled=true\nenforce.auth.schemes= digest , x509\n", "e.cfg"));
