@@ -15,7 +15,8 @@ import support
 from kazoo.client import KazooClient
 from kazoo.security import make_acl
 
-JAVA_CP = support.java_classpath("zookeeper.jar", "zookeeper-jute.jar", "slf4j-api.jar", "slf4j-nop.jar")
+JAVA_CP = support.java_classpath("zookeeper.jar", "zookeeper-jute.jar", "slf4j-api.jar", "slf4j-nop.jar",
+                                 "curator-client.jar", "curator-framework.jar", "curator-recipes.jar", "guava.jar")
 CFG = "authProvider.1=org.apache.zookeeper.server.auth.SASLAuthenticationProvider\n"
 
 
@@ -54,13 +55,29 @@ def cli_outcome(port, env, ccache):
     return out
 
 
-def java_outcome(port, kdc, work, principal, keytab):
+def client_flags(kdc, work, principal, keytab):
+    """The JVM flags of a Java client (the Java client, zkCli.sh, Curator) logging in from a keytab."""
     jaas = os.path.join(work, f"client-{re.sub('[^a-z]', '', principal)}.conf")
     with open(jaas, "w") as f:
         f.write("Client {\n  com.sun.security.auth.module.Krb5LoginModule required\n  useKeyTab=true\n"
                 f'  keyTab="{keytab}"\n  storeKey=true\n  useTicketCache=false\n  principal="{principal}";\n}};\n')
-    r = subprocess.run(["java", "-Xmx128m", f"-Djava.security.krb5.conf={kdc.krb5_conf}",
-                        f"-Djava.security.auth.login.config={jaas}", "-cp", JAVA_CP, "TlsClient", f"localhost:{port}",
+    return [f"-Djava.security.krb5.conf={kdc.krb5_conf}", f"-Djava.security.auth.login.config={jaas}"]
+
+
+def zkcli_outcome(port, kdc, work, principal, keytab):
+    return support.zkcli_lines(f"localhost:{port}", "create /zkcli-krb hi\nget /zkcli-krb\nwhoami\n",
+                               client_flags(kdc, work, principal, keytab),
+                               ("Created", "hi", "Auth scheme", "ip:", "sasl:"), env=kdc.env)
+
+
+def curator_outcome(port, kdc, work, principal, keytab):
+    return support.curator_lines(f"localhost:{port}", client_flags(kdc, work, principal, keytab), JAVA_CP,
+                                 env=kdc.env)
+
+
+def java_outcome(port, kdc, work, principal, keytab):
+    flags = client_flags(kdc, work, principal, keytab)
+    r = subprocess.run(["java", "-Xmx128m", *flags, "-cp", JAVA_CP, "TlsClient", f"localhost:{port}",
                         "/java-krb-"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120,
                        env=kdc.env)
     return [line for line in r.stdout.splitlines() if re.match(r"(NOT )?CONNECTED|CREATE|WHOAMI", line)]
@@ -84,7 +101,7 @@ def main():
     work = tempfile.mkdtemp(prefix="sasl-krb-it-")
     global JAVA_CP
     try:
-        JAVA_CP = support.compile_java(work, JAVA_CP, "TlsClient.java")
+        JAVA_CP = support.compile_java(work, JAVA_CP, "TlsClient.java", "CuratorTls.java")
         with kdc_module.Kdc(os.path.join(work, "kdc")) as kdc:
             realm = kdc_module.REALM
             server_keytab = os.path.join(work, "server.keytab")
@@ -109,6 +126,8 @@ def main():
                     r["warden alice"] = cli_outcome(srv.port, kdc.env, ccache)
                     r["Java alice"] = java_outcome(srv.port, kdc, work, f"alice@{realm}", alice_keytab)
                     r["Java svc/localhost"] = java_outcome(srv.port, kdc, work, f"svc/localhost@{realm}", svc_keytab)
+                    r["zkCli.sh alice"] = zkcli_outcome(srv.port, kdc, work, f"alice@{realm}", alice_keytab)
+                    r["Curator alice"] = curator_outcome(srv.port, kdc, work, f"alice@{realm}", alice_keytab)
                     if name == "Warden":
                         c.check(srv.alive(), "Warden still runs")
                 with start(name, kdc, jaas, "kerberos.removeHostFromPrincipal=true\n"
@@ -129,6 +148,10 @@ def main():
                     "the Java client's Kerberos id (in ZooKeeper's order)")
             c.equal(w["Java svc/localhost, host and realm removed"][2:], ["WHOAMI sasl:svc ip:127.0.0.1"],
                     "kerberos.removeHostFromPrincipal and removeRealmFromPrincipal")
+            c.equal(w["zkCli.sh alice"], ["Created /zkcli-krb", "hi", "Auth scheme: User", "ip: 127.0.0.1",
+                                          f"sasl: alice@{realm}"], "zkCli.sh with Kerberos: create, get, whoami")
+            c.equal(w["Curator alice"], ["CREATED /curator-tls/node", "LOCKED", "RELEASED"],
+                    "Curator with Kerberos: create and a mutex")
     finally:
         shutil.rmtree(work, ignore_errors=True)
     c.finish()

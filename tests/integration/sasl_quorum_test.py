@@ -57,7 +57,9 @@ def set_cfg(member, extra):
 
 
 def restart(member, extra):
-    member.terminate()
+    """Stops the member (it must exit 0: a sanitizer's report would not), starts it with `extra`."""
+    rc = member.terminate()
+    c.check(rc in (0, None), f"server {member.id} exits cleanly when stopped ({rc})")
     set_cfg(member, extra)
     member.start()
 
@@ -88,6 +90,7 @@ def digest(work):
         restart(third, sasl_cfg(good))
         ens.wait_serving(ens.members, timeout=60)
         c.check(writes_work(third.hosts, "back"), "with the right password it joins again")
+        c.equal(ens.stop_cleanly(), [], "DIGEST-MD5: the members exit cleanly")
 
 
 def garbage_frames(member, sender):
@@ -139,6 +142,7 @@ def rolling(work):
         logs = "".join(m.log() for m in ens.members)
         c.check("has quorum.auth.enableSasl=false" in logs,
                 "during the roll, members without SASL answered the ones with it, who went on")
+        c.equal(ens.stop_cleanly(), [], "after the roll the members exit cleanly")
 
 
 def kerberos(work):
@@ -162,6 +166,7 @@ def kerberos(work):
             restart(third, sasl_cfg(jaas, extra=extra))
             ens.wait_serving(ens.members, timeout=60)
             c.check(writes_work(third.hosts, "krb-back"), "with the members' principal it joins again")
+            c.equal(ens.stop_cleanly(), [], "Kerberos: the members exit cleanly")
 
 
 def refused_at_start(work):

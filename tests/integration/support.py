@@ -199,6 +199,23 @@ def concurrently(calls):
         return {k: f.result() for k, f in futures.items()}
 
 
+def zkcli_lines(hosts, script, jvm_flags, keep, env=None):
+    """zkCli.sh run with `jvm_flags` (CLIENT_JVMFLAGS: TLS or SASL properties): the lines of its
+    output that start with one of `keep`, stripped."""
+    env = dict(env or os.environ, CLIENT_JVMFLAGS=" ".join(jvm_flags))
+    r = subprocess.run([ZKCLI, "-server", hosts], input=script, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       text=True, timeout=120, env=env)
+    return [line.strip() for line in r.stdout.splitlines() if line.strip().startswith(keep)]
+
+
+def curator_lines(hosts, jvm_flags, classpath, env=None):
+    """CuratorTls (tests/integration/java, compiled into `classpath`) with `jvm_flags`: a node
+    created, a mutex taken and released, one line each, or FAILED."""
+    r = subprocess.run(["java", "-Xmx128m", *jvm_flags, "-cp", classpath, "CuratorTls", hosts], stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, text=True, timeout=120, env=env)
+    return [line for line in r.stdout.splitlines() if re.match(r"CREATED|LOCKED|RELEASED|FAILED", line)]
+
+
 def java_classpath(*jars):
     return ":".join(os.path.join(JAVA_LIBS, j) for j in jars)
 

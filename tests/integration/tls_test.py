@@ -128,18 +128,13 @@ def java_tls_props(certs, store="client"):
 def zkcli_tls(port, certs):
     """zkCli.sh with the Java client's TLS properties (CLIENT_JVMFLAGS; its -cp adds Netty's codec,
     which Debian's zkCli class path lacks): what it prints for create, get and whoami."""
-    cp = "-cp " + support.ZK_CLASSPATH + ":" + support.java_classpath(*NETTY)
-    env = dict(os.environ, CLIENT_JVMFLAGS=cp + " " + " ".join(java_tls_props(certs)))
-    r = subprocess.run([support.ZKCLI, "-server", f"127.0.0.1:{port}"], input="create /zkcli-tls hi\nget /zkcli-tls\n"
-                       "whoami\n", stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120, env=env)
-    keep = ("Created", "hi", "Auth scheme", "ip:", "x509:")
-    return [line.strip() for line in r.stdout.splitlines() if line.strip().startswith(keep)]
+    cp = ["-cp", support.ZK_CLASSPATH + ":" + support.java_classpath(*NETTY)]
+    return support.zkcli_lines(f"127.0.0.1:{port}", "create /zkcli-tls hi\nget /zkcli-tls\nwhoami\n",
+                               cp + java_tls_props(certs), ("Created", "hi", "Auth scheme", "ip:", "x509:"))
 
 
 def curator_tls(port, certs):
-    r = subprocess.run(["java", "-Xmx128m", *java_tls_props(certs), "-cp", JAVA_CP, "CuratorTls", f"127.0.0.1:{port}"],
-                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120)
-    return [line for line in r.stdout.splitlines() if re.match(r"CREATED|LOCKED|RELEASED|FAILED", line)]
+    return support.curator_lines(f"127.0.0.1:{port}", java_tls_props(certs), JAVA_CP)
 
 
 def java_client(port, certs, store="client", wait_s=15):
