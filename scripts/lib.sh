@@ -9,7 +9,7 @@ export CCACHE_DIR="${CCACHE_DIR:-$HOME/.cache/ccache}"
 # Debian packages that building the server needs: all that scripts/run installs.
 RUN_PACKAGES=(cmake ninja-build g++ ccache libboost-dev libspdlog-dev libfmt-dev
               libprotobuf-dev protobuf-compiler librocksdb-dev libssl-dev
-              libsasl2-dev libsasl2-modules libsasl2-modules-gssapi-mit pkgconf)
+              libsasl2-dev libsasl2-modules libsasl2-modules-gssapi-mit pkgconf libsystemd-dev)
 # What the server binary is built from: scripts/run builds only this, with the tests left out of
 # the configuration, so that nothing the tests need has to be installed.
 RUN_TARGETS=(warden-server)
@@ -20,7 +20,9 @@ BUILD_PACKAGES=("${RUN_PACKAGES[@]}" catch2)
 CLIENT_PACKAGES=(zookeeper zookeeper-bin libzookeeper-mt-dev python3-kazoo libcurator-recipes-java
                  default-jdk-headless zktop
                  # TLS and SASL tests: certificates, a private Kerberos KDC, GSSAPI for Cyrus and kazoo
-                 openssl krb5-kdc krb5-admin-server krb5-user libsasl2-modules-gssapi-mit python3-kerberos)
+                 openssl krb5-kdc krb5-admin-server krb5-user libsasl2-modules-gssapi-mit python3-kerberos
+                 # the Debian package test: cpack's dependency list, the unit's check, its user
+                 dpkg-dev systemd adduser)
 
 # libFuzzer: clang and its runtime.
 FUZZ_PACKAGES=(clang libclang-rt-14-dev)

@@ -5,6 +5,7 @@
 // listening for TLS on HOST:PORT" for a secureClientPort).
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
+#include <systemd/sd-daemon.h>
 
 #include <unistd.h>
 
@@ -19,6 +20,7 @@
 
 #include "server/auth/jaas.hpp"
 #include "server/config.hpp"
+#include "server/four_letter.hpp"
 #include "server/runtime.hpp"
 #include "server/tools.hpp"
 
@@ -45,6 +47,9 @@ options:
   --host ADDR         address to listen on (default 127.0.0.1)
   --tick-time MS      tick length in milliseconds (default 2000)
   --help              print this text
+  --version           print the version
+
+Under systemd (Type=notify) it reports ready once its client ports are bound.
 
 Once serving, the server prints one line: "warden-server listening on HOST:PORT", and
 with a secureClientPort one more: "warden-server listening for TLS on HOST:PORT".
@@ -125,6 +130,10 @@ int main(int argc, char** argv) {
     if (a == "--help" || a == "-h") {
       std::fputs(usage, stdout);
       return 0;
+    } else if (a == "--version") {
+      std::printf("warden-server %s (ZooKeeper %s client protocol)\n", warden::server::warden_version().c_str(),
+                  "3.9");
+      return 0;
     } else if (a == "--standalone") {
       standalone = true;
     } else if (a == "--port") {
@@ -185,6 +194,9 @@ int main(int argc, char** argv) {
     if (!runtime.secure_address().empty()) where += (where.empty() ? "" : ", ") + runtime.secure_address() + " (TLS)";
     spdlog::info("serving clients on {} (tickTime={} ms, session timeouts {}..{} ms)", where, config.tick_time,
                  config.effective_min_session_timeout(), config.effective_max_session_timeout());
+    // systemd's Type=notify: ready (nothing happens without NOTIFY_SOCKET).
+    sd_notifyf(0, "READY=1\nSTATUS=serving clients on %s\nMAINPID=%lu", where.c_str(),
+               static_cast<unsigned long>(getpid()));
     if (!runtime.run(true)) return 1;
   } catch (const warden::server::ListenError& e) {
     return fail(listen_failure(e, config));

@@ -22,6 +22,10 @@ prefix = os.path.join(work, "prefix")
 r = subprocess.run(["cmake", "--install", BUILD, "--prefix", prefix], capture_output=True, text=True, timeout=300)
 c.equal(r.returncode, 0, f"cmake --install works: {r.stderr[-2000:]}")
 c.check(os.path.exists(os.path.join(prefix, "lib", "cmake", "Warden", "WardenConfig.cmake")), "it installs the package")
+for part in (("bin", "warden-server"), ("bin", "warden"), ("share", "warden", "zoo.cfg")):
+    c.check(os.path.exists(os.path.join(prefix, *part)), f"it installs {'/'.join(part)}")
+c.check("/etc/warden" not in r.stdout and "systemd" not in r.stdout,
+        "the Debian package's own files (/etc, the unit) stay out of a plain install")
 app = os.path.join(work, "app")
 os.makedirs(app)
 with open(os.path.join(app, "main.cpp"), "w") as f:
