@@ -299,6 +299,14 @@ ConfigResult parse_config(std::string_view text, std::string_view file_name) {
           p.find('/', slash + 1) != std::string_view::npos)
         err = bad("must be service/host[@REALM] (e.g. zkquorum/_HOST)");
       c.quorum_sasl.service_principal = std::string(p);
+    } else if (key.rfind("warden.log.", 0) == 0) {
+      bool known = true;
+      auto why = read_log_key(std::string_view(key).substr(11), value, c.log, &known);
+      if (!known)
+        c.warnings.push_back(where() + "unknown key '" + key + "' ignored (warden.log.* are level, file, "
+                             "maxFileSize, maxFiles, format)");
+      else if (why)
+        err = bad(*why);
     } else if (key == "X509AuthenticationProvider.superUser" ||
                key == "zookeeper.X509AuthenticationProvider.superUser") {
       c.x509_super_user = std::string(value);

@@ -11,6 +11,7 @@
 #include <variant>
 #include <vector>
 
+#include "server/logging.hpp"
 #include "server/tls/tls_settings.hpp"
 
 namespace warden::server {
@@ -85,6 +86,7 @@ struct Config {
     std::string learner_section = "QuorumLearner", server_section = "QuorumServer";
     std::string service_principal = "zkquorum/localhost";
   } quorum_sasl;
+  LogSettings log;  // warden.log.* (the command line's --log-* override them)
   bool tls_needed() const { return secure_client_port >= 0 || client_port_unification; }
   int32_t max_client_cnxns = 60;  // per client address; 0: no limit
   // Requests in flight (proposed and not applied, or waiting behind those) past which the

@@ -21,6 +21,7 @@
 #include "server/auth/jaas.hpp"
 #include "server/config.hpp"
 #include "server/four_letter.hpp"
+#include "server/logging.hpp"
 #include "server/runtime.hpp"
 #include "server/tools.hpp"
 
@@ -46,6 +47,9 @@ options:
   --data-dir DIR      data directory
   --host ADDR         address to listen on (default 127.0.0.1)
   --tick-time MS      tick length in milliseconds (default 2000)
+  --log-level L       trace, debug, info (default), warn, error or off
+  --log-file FILE     log to FILE (rotated by size; zoo.cfg's warden.log.* set the rest)
+  --log-format F      text (default) or json (one JSON object a line)
   --help              print this text
   --version           print the version
 
@@ -118,6 +122,8 @@ int main(int argc, char** argv) {
   if (tool)
     return fail(args[0] + " takes one data directory");
   Config config;
+  warden::server::LogSettings log_flags;  // --log-*, which win over zoo.cfg's warden.log.*
+  std::vector<std::string> log_set;
   bool standalone = false;
   std::string file;
   for (size_t i = 0; i < args.size(); ++i) {
@@ -152,6 +158,14 @@ int main(int argc, char** argv) {
       auto v = value("--tick-time");
       if (!v || !parse_int(*v, config.tick_time) || config.tick_time < 1)
         return fail("--tick-time needs a positive number of milliseconds");
+    } else if (a == "--log-level" || a == "--log-file" || a == "--log-format") {
+      auto v = value(a.c_str());
+      if (!v) return fail(a + " needs a value (see --help)");
+      bool known = true;
+      if (auto why = warden::server::read_log_key(a.substr(6), *v, log_flags,
+                                                  &known))
+        return fail(a + " " + *v + ": " + *why);
+      log_set.push_back(a.substr(6));
     } else if (!a.empty() && a[0] == '-') {
       return fail("unknown option " + a + " (see --help)");
     } else if (file.empty()) {
@@ -171,11 +185,25 @@ int main(int argc, char** argv) {
     auto loaded = warden::server::load_config(file);
     if (auto* err = std::get_if<std::string>(&loaded)) return fail(*err);
     config = std::get<Config>(loaded);
-    for (const auto& w : config.warnings) spdlog::warn("{}", w);
-    if (config.ensemble())
-      spdlog::info("{}: server {} of an ensemble of {} ({})", file, *config.my_id, config.servers.size(),
-                   config.self()->observer() ? "observer" : "voter");
   }
+  for (const auto& name : log_set) {
+    if (name == "level") config.log.level = log_flags.level;
+    if (name == "file") config.log.file = log_flags.file;
+    if (name == "format") config.log.json = log_flags.json;
+  }
+  try {
+    warden::server::apply_logging(config.log);
+  } catch (const std::exception& e) {
+    return fail(e.what());
+  }
+  // The first lines of a start: what runs, from what, as what (the ports follow once bound).
+  spdlog::info("warden-server {} (pid {}) starting from {}: {}", warden::server::warden_version(), getpid(),
+               file.empty() ? std::string("the command line") : file,
+               !config.ensemble() ? std::string("standalone")
+                                  : "server " + std::to_string(*config.my_id) + " of an ensemble of " +
+                                        std::to_string(config.servers.size()) + " (" +
+                                        (config.self()->observer() ? "observer" : "voter") + ")");
+  for (const auto& w : config.warnings) spdlog::warn("{}", w);
   if (config.jaas_file.empty()) {
     // Where ZooKeeper's scripts would pass it to the JVM (standalone: the environment only).
     std::string dir = file.empty() ? std::string() : std::filesystem::path(file).parent_path().string();

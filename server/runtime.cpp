@@ -105,7 +105,7 @@ class Connection final : public ClientLink, public std::enable_shared_from_this<
   void send(std::string frame) override {
     if (done_ || overflowed_) return;
     if (out_pending_.size() + out_writing_.size() + frame.size() > max_queued_output) {
-      spdlog::warn("closing connection from {}: more than {} MiB of replies wait unread", endpoint_,
+      spdlog::warn("closing {}: more than {} MiB of replies wait unread", server_.describe(id_),
                    max_queued_output >> 20);
       overflowed_ = true;
       out_pending_.clear();
@@ -278,7 +278,7 @@ class Connection final : public ClientLink, public std::enable_shared_from_this<
       auto scan = wire::scan_frame(std::string_view(in_).substr(off), max_buffer_);
       if (scan.status == wire::FrameStatus::incomplete) break;
       if (scan.status == wire::FrameStatus::bad_length) {
-        spdlog::warn("closing connection from {}: frame length {} is negative or above jute.maxbuffer {}", peer_,
+        spdlog::warn("closing {}: frame length {} is negative or above jute.maxbuffer {}", server_.describe(id_),
                      scan.length, max_buffer_);
         close();
         break;

@@ -105,8 +105,7 @@ void ZkServer::receive(ConnId id, std::string_view payload) {
   ++packets_received_;
   if (!c->held.empty() || must_wait(*c, payload)) {
     if (c->held.size() >= max_held_frames) {
-      spdlog::warn("closing connection of session 0x{:x}: {} requests wait behind its writes", c->session,
-                   c->held.size());
+      spdlog::warn("closing connection of {}: {} requests wait behind its writes", who(*c), c->held.size());
       close_conn(id);
       return;
     }
@@ -170,15 +169,14 @@ void ZkServer::handle_connect(ConnId id, Conn& c, std::string_view payload) {
   }
   auto req = wire::decode_connect_request(payload);
   if (!req) {
-    spdlog::warn("closing connection from {}: malformed connect request of {} bytes", c.link->peer_address(),
-                 payload.size());
+    spdlog::warn("closing {}: malformed connect request of {} bytes", who(c), payload.size());
     close_conn(id);
     return;
   }
   Zxid last = tree_.last_applied();
   if (req->lastZxidSeen > last) {
-    spdlog::info("refusing session request from {}: it has seen zxid 0x{:x}, ours is 0x{:x}; it must try another server",
-                 c.link->peer_address(), req->lastZxidSeen, last);
+    spdlog::info("refusing session request of {} (session 0x{:x}): it has seen zxid 0x{:x}, ours is 0x{:x}; it must "
+                 "try another server", who(c), req->sessionId, req->lastZxidSeen, last);
     close_conn(id);
     return;
   }
@@ -211,8 +209,7 @@ void ZkServer::handle_connect(ConnId id, Conn& c, std::string_view payload) {
   }
   Session* s = sessions_.find(req->sessionId);
   if (!s || s->closing || !req->passwd || *req->passwd != s->passwd) {
-    spdlog::info("session 0x{:x} from {} is expired or its password does not match", req->sessionId,
-                 c.link->peer_address());
+    spdlog::info("session 0x{:x} ({}) is expired or its password does not match", req->sessionId, who(c));
     send_connect_response(c, 0, 0, std::string(16, '\0'));
     close_conn(id);
     return;
@@ -327,7 +324,7 @@ void ZkServer::handle_request(ConnId id, Conn& c, std::string_view payload) {
   wire::RequestHeader h;
   h.visit(r);
   if (!r.ok()) {
-    spdlog::warn("closing connection of session 0x{:x}: request of {} bytes has no header", c.session, payload.size());
+    spdlog::warn("closing connection of {}: request of {} bytes has no header", who(c), payload.size());
     close_conn(id);
     return;
   }
@@ -336,8 +333,7 @@ void ZkServer::handle_request(ConnId id, Conn& c, std::string_view payload) {
   if (op != OpCode::auth && op != OpCode::sasl && !enforced_auth_met(c)) {
     // As ZooKeeper's AuthenticationHelper: the reply, then the connection closed (the session
     // itself lives on until it expires or a client that authenticates re-attaches it).
-    spdlog::warn("closing connection of session 0x{:x}: none of its ids is of a scheme enforce.auth.schemes asks for",
-                 c.session);
+    spdlog::warn("closing connection of {}: none of its ids is of a scheme enforce.auth.schemes asks for", who(c));
     send_reply(id, h.xid, 0, Err::sessionClosedRequireSasl);
     close_conn(id);
     return;
@@ -396,7 +392,7 @@ void ZkServer::handle_request(ConnId id, Conn& c, std::string_view payload) {
         // Answered once the leader has heard of the touch (peer_progress), not before. (A host
         // that tracks no link progress, link 0, has its pings answered at once.)
         if (ping_waiters_.size() >= max_ping_waiters) {
-          spdlog::warn("closing connection of session 0x{:x}: too many pings wait for the leader", c.session);
+          spdlog::warn("closing connection of {}: too many pings wait for the leader", who(c));
           return close_conn(id);
         }
         ping_waiters_.push_back(PingWaiter{id, h.xid, 0, 0});
@@ -454,7 +450,7 @@ void ZkServer::handle_request(ConnId id, Conn& c, std::string_view payload) {
     submit(prep_.prepare(pr), Pending{Kind::request, id, h.xid, clock_()});
     return;
   }
-  spdlog::warn("closing connection of session 0x{:x}: unknown opcode {}", c.session, h.type);
+  spdlog::warn("closing connection of {}: unknown opcode {}", who(c), h.type);
   send_reply(id, h.xid, -1, Err::unimplemented);
   close_conn(id);
 }
@@ -593,8 +589,7 @@ void ZkServer::handle_other(ConnId id, Conn& c, OpCode op, int32_t xid, std::str
         c.sasl_answered = true;
         return send_reply(id, xid, last, wire::SetSaslResponse{std::nullopt});
       }
-      spdlog::warn("closing connection of session 0x{:x} from {}: it asks for SASL, which this server does not offer",
-                   c.session, c.link->peer_address());
+      spdlog::warn("closing connection of {}: it asks for SASL, which this server does not offer", who(c));
       send_reply(id, xid, last, Err::authFailed);
       return close_conn(id);
     case OpCode::reconfig:
@@ -611,15 +606,14 @@ void ZkServer::handle_other(ConnId id, Conn& c, OpCode op, int32_t xid, std::str
 void ZkServer::handle_sasl(ConnId id, Conn& c, int32_t xid, std::string_view body) {
   auto req = wire::decode<wire::GetSaslRequest>(body);
   if (!req) {  // ZooKeeper fails to read the record and drops the connection
-    spdlog::warn("closing connection of session 0x{:x}: a SASL packet that does not decode", c.session);
+    spdlog::warn("closing connection of {}: a SASL packet that does not decode", who(c));
     return close_conn(id);
   }
   if (!c.sasl) c.sasl = opts_.sasl();
   auto step = c.sasl->step(req->token.value_or(std::string()));
   using Status = auth::SaslExchange::Step::Status;
   if (step.status == Status::failed) {
-    spdlog::warn("client {} (session 0x{:x}) failed to SASL authenticate: {}", c.link->peer_endpoint(), c.session,
-                 step.error);
+    spdlog::warn("{} failed to SASL authenticate: {}", who(c), step.error);
     c.sasl.reset();
     if (!opts_.sasl_failed_clients_stay) {
       bool required = std::find(opts_.enforce_auth_schemes.begin(), opts_.enforce_auth_schemes.end(), "sasl") !=
@@ -630,7 +624,7 @@ void ZkServer::handle_sasl(ConnId id, Conn& c, int32_t xid, std::string_view bod
       return close_conn(id);
     }
   } else if (step.status == Status::done) {
-    spdlog::info("session 0x{:x}: SASL authenticated as '{}'", c.session, step.id);
+    spdlog::info("{}: SASL authenticated as '{}'", who(c), step.id);
     add_auth_id(c.auth, wire::Id{"sasl", step.id});
     if (!opts_.sasl_super_user.empty() && step.id == opts_.sasl_super_user) add_auth_id(c.auth, wire::Id{"super", ""});
   }
@@ -655,7 +649,7 @@ void ZkServer::handle_auth(ConnId id, Conn& c, std::string_view body) {
     send_frame(c, frame_of<wire::ErrorResponse>(wire::ReplyHeader{wire::xid::auth, 0, 0}, nullptr));
     return;
   }
-  spdlog::warn("authentication failed for session 0x{:x}: scheme '{}'", c.session, req ? req->scheme : "?");
+  spdlog::warn("authentication failed for {}: scheme '{}'", who(c), req ? req->scheme : "?");
   send_frame(c, frame_of<wire::ErrorResponse>(
       wire::ReplyHeader{wire::xid::auth, 0, static_cast<int32_t>(Err::authFailed)}, nullptr));
   close_conn(id);
@@ -996,6 +990,18 @@ void ZkServer::abort_in_flight(Err err) {
   for (ConnId id : touched) drain(id);
 }
 
+std::string ZkServer::who(const Conn& c) {
+  std::string peer = c.link ? c.link->peer_endpoint() : std::string("?");
+  if (!peer.empty() && peer[0] == '/') peer.erase(0, 1);
+  if (c.session == 0) return "connection from " + peer;
+  return fmt::format("session 0x{:x} from {}", c.session, peer);
+}
+
+std::string ZkServer::describe(ConnId id) const {
+  auto it = conns_.find(id);
+  return it == conns_.end() ? std::string("a closed connection") : who(it->second);
+}
+
 void ZkServer::reply_write(const Pending& p, const Txn& txn, const ApplyResult& r, Zxid zxid) {
   if (std::holds_alternative<CloseSessionTxn>(txn.body)) {
     if (p.kind == Kind::internal) spdlog::info("session 0x{:x} expired", txn.session);
@@ -1017,7 +1023,7 @@ void ZkServer::reply_write(const Pending& p, const Txn& txn, const ApplyResult& 
     if (!c) return;
     Session* s = sessions_.find(txn.session);
     if (r.err != Err::ok || !s) {
-      spdlog::info("session 0x{:x} from {} is expired (the leader says so)", txn.session, c->link->peer_address());
+      spdlog::info("session 0x{:x} ({}) is expired (the leader says so)", txn.session, who(*c));
       send_connect_response(*c, 0, 0, std::string(16, '\0'));
       close_conn(p.conn);
       return;

@@ -164,6 +164,9 @@ class ZkServer {
   int64_t packets_received() const { return packets_received_; }
   size_t session_count() const { return sessions_.size(); }
   size_t connection_count() const { return conns_.size(); }
+  // A connection as log lines name it: "session 0x... from ADDR:PORT", or "connection from
+  // ADDR:PORT" before it has a session.
+  std::string describe(ConnId id) const;
   size_t watch_count() const { return watches_.watch_count(); }
   // Requests in flight: txns proposed and not yet applied, and frames waiting behind them.
   size_t outstanding() const { return pending_.size() + held_total_; }
@@ -282,6 +285,9 @@ class ZkServer {
   template <class R>
   void send_reply(ConnId id, int32_t xid, Zxid zxid, const R& body);
   void close_conn(ConnId id);
+  // How a log line names a connection: its session (once it has one) and its peer's address
+  // and port, so an operator can follow one client through the log.
+  static std::string who(const Conn& c);
   // Every frame to a client goes out here, so the statistics count it.
   void send_frame(Conn& c, std::string frame);
   // A request of `op` from `c` answered now at `zxid`, having arrived at `started`.

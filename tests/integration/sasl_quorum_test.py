@@ -12,7 +12,6 @@ import shutil
 import socket
 import struct
 import subprocess
-import tempfile
 import time
 
 import kdc as kdc_module
@@ -208,14 +207,7 @@ def refused_at_start(work):
 
 
 def main():
-    work = tempfile.mkdtemp(prefix="sasl-quorum-it-")
-    try:
-        for part in (refused_at_start, digest, rolling, kerberos):
-            print(f"sasl-quorum: {part.__name__}", flush=True)
-            part(work)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-    c.finish()
+    c.run_parts((refused_at_start, digest, rolling, kerberos), "sasl-quorum-it-")
 
 
 if __name__ == "__main__":

@@ -245,6 +245,23 @@ class Checks:
     def equal(self, got, want, what):
         self.check(got == want, f"{what}: got {got!r}, want {want!r}")
 
+    def run_parts(self, parts, prefix, each_fresh=False):
+        """Runs each part(work) in a temporary directory (one for all, or a fresh one each with
+        `each_fresh`), removed afterwards, then finish()es."""
+        work = None
+        try:
+            for part in parts:
+                if work is None or each_fresh:
+                    if work:
+                        shutil.rmtree(work, ignore_errors=True)
+                    work = tempfile.mkdtemp(prefix=prefix)
+                print(f"{self.name}: {part.__name__}", flush=True)
+                part(work)
+        finally:
+            if work:
+                shutil.rmtree(work, ignore_errors=True)
+        self.finish()
+
     def finish(self):
         print(f"{self.name}: {self.passed} passed, {self.failed} failed", flush=True)
         sys.exit(1 if self.failed or not self.passed else 0)

@@ -338,6 +338,37 @@ TEST_CASE("zoo.cfg: SASL between members, quorum.auth.* as ZooKeeper reads them"
       (void)parse_config(std::string("dataDir=/d\nclientPort=1\n") + k + "=" + v + "\n", "g.cfg");
 }
 
+TEST_CASE("zoo.cfg: warden.log.* and the JSON lines' escaping") {
+  auto c = std::get<Config>(parse_config("dataDir=/d\nclientPort=1\nwarden.log.level=debug\nwarden.log.file=/l/w.log\n"
+                                         "warden.log.maxFileSize=3MB\nwarden.log.maxFiles=0\nwarden.log.format=json\n",
+                                         "l.cfg"));
+  CHECK(c.log.level == "debug");
+  CHECK(c.log.file == "/l/w.log");
+  CHECK(c.log.max_file_bytes == (3u << 20));
+  CHECK(c.log.max_files == 0);
+  CHECK(c.log.json);
+  auto d = std::get<Config>(parse_config("dataDir=/d\nclientPort=1\nwarden.log.colour=red\n", "l.cfg"));
+  CHECK(d.log.level == "info");
+  CHECK(d.log.max_file_bytes == (100u << 20));
+  REQUIRE(d.warnings.size() == 1);
+  CHECK(d.warnings[0].find("l.cfg:3: unknown key 'warden.log.colour'") == 0);
+  auto err = [](const std::string& text) {
+    auto r = parse_config("dataDir=/d\nclientPort=1\n" + text, "l.cfg");
+    REQUIRE(std::holds_alternative<std::string>(r));
+    return std::get<std::string>(r);
+  };
+  CHECK(err("warden.log.maxFileSize=10TB\n").find("l.cfg:3: warden.log.maxFileSize=10TB: must be a size") == 0);
+  CHECK(err("warden.log.maxFileSize=99999999999999999999\n").find("must be a size") != std::string::npos);
+  CHECK(err("warden.log.maxFiles=10001\n").find("0 to 10000") != std::string::npos);
+  CHECK(err("warden.log.level=WARN\n").find("must be trace") != std::string::npos);
+  for (const char* v : {"", "KB", "1KBKB", "\x01\xff", "-1", "0x10"})
+    for (const char* k : {"level", "file", "maxFileSize", "maxFiles", "format"})
+      (void)parse_config(std::string("dataDir=/d\nclientPort=1\nwarden.log.") + k + "=" + v + "\n", "g.cfg");
+  std::string out;
+  warden::server::append_json_escaped(out, std::string("a\"b\\c\n\x01\x7f\xc3\xa9", 10));
+  CHECK(out == "a\\\"b\\\\c\\n\\u0001\\u007f\xc3\xa9");
+}
+
 TEST_CASE("zoo.cfg: enforced authentication as ZooKeeper 3.8 reads it") {
   auto c = std::get<Config>(parse_config(
       "dataDir=/d\nclientPort=1\nenforce.auth.enabled=true\nenforce.auth.schemes= digest , x509\n", "e.cfg"));
