@@ -1,0 +1,33 @@
+"""docs/operations.md lists every zoo.cfg key Warden reads: the keys are taken from the parser
+itself (server/config.cpp's `key == "..."`, the ssl.* names of server/tls/tls_settings.cpp, the
+warden.log.* names of server/logging.cpp), so a key added without its line in the table fails
+here. A `zookeeper.`-prefixed spelling counts as its plain key."""
+import os
+import re
+
+import support
+
+c = support.Checks("docs")
+ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+
+
+def source(path):
+    return open(os.path.join(ROOT, path)).read()
+
+
+doc = source("docs/operations.md")
+keys = set(re.findall(r'key == "([^"]+)"', source("server/config.cpp")))
+keys = {k[len("zookeeper."):] if k.startswith("zookeeper.") else k for k in keys}
+c.check(len(keys) > 40, f"the parser's keys were found ({len(keys)})")
+tls_names = set(re.findall(r'\bk == "([^"]+)"', source("server/tls/tls_settings.cpp")))
+c.check(len(tls_names) >= 8, f"the TLS keys were found ({sorted(tls_names)})")
+keys |= {"ssl." + n for n in tls_names}
+log_names = set(re.findall(r'name == "([^"]+)"', source("server/logging.cpp")))
+c.check(log_names >= {"level", "file", "format"}, f"the log keys were found ({sorted(log_names)})")
+keys |= {"warden.log." + n for n in log_names}
+for key in sorted(keys):
+    # `ssl.keyStore.password` may be listed as `ssl.keyStore.location`, `.password`, `.type`.
+    head, _, tail = key.rpartition(".")
+    listed = f"`{key}`" in doc or (head and f"`{head}." in doc and f"`.{tail}`" in doc)
+    c.check(listed, f"docs/operations.md lists {key}")
+c.finish()
