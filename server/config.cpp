@@ -104,8 +104,7 @@ bool parse_bool(std::string_view v, bool& out) {
 
 // Keys ZooKeeper knows that Warden accepts and does not use yet, so they draw no warning.
 bool known_unused(std::string_view key) {
-  return key == "admin.enableServer" || key == "admin.serverPort" ||
-         key == "preAllocSize" ||
+  return key == "preAllocSize" ||
          key == "standaloneEnabled" || key == "reconfigEnabled" || key == "metricsProvider.className" ||
          key == "electionAlg" || key == "quorumListenOnAllIPs";
 }
@@ -299,6 +298,21 @@ ConfigResult parse_config(std::string_view text, std::string_view file_name) {
           p.find('/', slash + 1) != std::string_view::npos)
         err = bad("must be service/host[@REALM] (e.g. zkquorum/_HOST)");
       c.quorum_sasl.service_principal = std::string(p);
+    } else if (key == "admin.enableServer" || key == "zookeeper.admin.enableServer") {
+      if (!parse_bool(value, c.admin.enabled)) err = bad("must be true or false");
+    } else if (key == "admin.serverAddress" || key == "zookeeper.admin.serverAddress") {
+      c.admin.address = std::string(value);
+      if (!is_ip_address(c.admin.address)) err = bad("is not an IP address");
+    } else if (key == "admin.serverPort" || key == "zookeeper.admin.serverPort") {
+      err = set_int(c.admin.port, 0, 65535);
+    } else if (key == "admin.commandURL" || key == "zookeeper.admin.commandURL") {
+      std::string url(value);
+      while (url.size() > 1 && url.back() == '/') url.pop_back();
+      if (url.empty() || url[0] != '/' || url.find_first_of(" ?#\t") != std::string::npos)
+        err = bad("must be a path that starts with /");
+      c.admin.command_url = url;
+    } else if (key == "admin.idleTimeout" || key == "zookeeper.admin.idleTimeout") {
+      err = set_int(c.admin.idle_timeout_ms, 1, 1 << 30);
     } else if (key.rfind("warden.log.", 0) == 0) {
       bool known = true;
       auto why = read_log_key(std::string_view(key).substr(11), value, c.log, &known);
@@ -465,6 +479,7 @@ ConfigResult load_config(const std::string& file_name) {
   ss << f.rdbuf();
   auto parsed = parse_config(ss.str(), file_name);
   if (auto* c = std::get_if<Config>(&parsed)) {
+    c->config_text = ss.str();
     if (auto why = read_my_id(*c)) return *why;
     if (auto why = check_ensemble(*c)) return *why;
   }

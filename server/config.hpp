@@ -11,6 +11,7 @@
 #include <variant>
 #include <vector>
 
+#include "server/admin/admin_server.hpp"
 #include "server/logging.hpp"
 #include "server/tls/tls_settings.hpp"
 
@@ -87,6 +88,11 @@ struct Config {
     std::string service_principal = "zkquorum/localhost";
   } quorum_sasl;
   LogSettings log;  // warden.log.* (the command line's --log-* override them)
+  // ZooKeeper's AdminServer keys: admin.enableServer (default true, as ZooKeeper; off for
+  // --standalone and the embedded server), admin.serverAddress, admin.serverPort (8080),
+  // admin.commandURL (/commands), admin.idleTimeout (ms).
+  admin::AdminSettings admin;
+  std::string config_text;  // the configuration file as read (initial_configuration)
   bool tls_needed() const { return secure_client_port >= 0 || client_port_unification; }
   int32_t max_client_cnxns = 60;  // per client address; 0: no limit
   // Requests in flight (proposed and not applied, or waiting behind those) past which the

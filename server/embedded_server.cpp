@@ -10,6 +10,7 @@ Config EmbeddedServer::default_config() {
   c.client_port_address = "127.0.0.1";
   c.data_dir = "(memory)";
   c.in_memory = true;
+  c.admin.enabled = false;  // a test's server: no fixed port
   return c;
 }
 

@@ -45,13 +45,7 @@ std::string four_letter_version() {
 namespace warden::server {
 
 namespace {
-// A double as Java prints it: "4.0", "5.5", "3.3333".
-std::string java_double(double v) {
-  double rounded = static_cast<double>(static_cast<int64_t>(v * 10000.0 + 0.5)) / 10000.0;
-  if (rounded == static_cast<double>(static_cast<int64_t>(rounded))) return fmt::format("{:.1f}", rounded);
-  return fmt::format("{}", rounded);
-}
-
+using admin::java_double;
 // A time as Java's Date.toString prints it, in UTC: "Mon Nov 23 11:03:27 UTC 2026".
 std::string java_date(int64_t ms) { return utc_text(ms, "%a %b %d %H:%M:%S UTC %Y"); }
 
@@ -180,35 +174,7 @@ std::string ZkServer::four_letter(std::string_view word, ConnId self, const Four
     return out;
   }
   if (word == "mntr") {
-    size_t ephemerals = 0;
-    for (const auto& [s, paths] : tree_.ephemerals()) ephemerals += paths.size();
-    std::vector<std::pair<std::string, std::string>> m{
-        {"zk_version", four_letter_version()},
-        {"zk_server_state", env.mode},
-        {"zk_ephemerals_count", std::to_string(ephemerals)},
-        {"zk_num_alive_connections", std::to_string(conns_.size())},
-        {"zk_avg_latency", java_double(latency_.avg())},
-        {"zk_outstanding_requests", std::to_string(pending_.size())},
-        {"zk_znode_count", std::to_string(node_count)},
-        {"zk_global_sessions", std::to_string(sessions_.size())},
-        {"zk_local_sessions", "0"},
-        {"zk_packets_sent", std::to_string(packets_sent_)},
-        {"zk_packets_received", std::to_string(packets_received_)},
-        {"zk_watch_count", std::to_string(watches_.watch_count())},
-        {"zk_min_latency", std::to_string(std::max<int64_t>(latency_.min, 0))},
-        {"zk_max_latency", std::to_string(latency_.max)},
-        {"zk_max_file_descriptor_count", std::to_string(env.max_fds)},
-        {"zk_open_file_descriptor_count", std::to_string(env.open_fds)},
-        {"zk_approximate_data_size", std::to_string(tree_.approximate_data_size())},
-        {"zk_uptime", std::to_string(env.uptime_ms)},
-    };
-    if (!env.peer_state.empty()) m.emplace_back("zk_peer_state", env.peer_state);
-    if (env.mode == "leader") {
-      m.emplace_back("zk_followers", std::to_string(env.followers));
-      m.emplace_back("zk_synced_followers", std::to_string(env.synced_followers));
-      m.emplace_back("zk_pending_syncs", std::to_string(env.pending_syncs));
-    }
-    for (const auto& [k, v] : m) out += fmt::format("{}\t{}\n", k, v);
+    for (const auto& [k, v] : monitor_values(env)) out += fmt::format("zk_{}\t{}\n", k, v.text());
     return out;
   }
   return out;

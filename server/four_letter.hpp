@@ -10,6 +10,8 @@
 #include <utility>
 #include <vector>
 
+#include "server/admin/json.hpp"
+
 namespace warden::server {
 
 // True when `first4` (the first four bytes of a connection) is a word ZooKeeper 3.8 serves.
@@ -33,6 +35,11 @@ struct FourLetterEnv {
   bool serving = true;
   std::string peer_state;  // mntr's zk_peer_state, e.g. "leading - broadcast"; empty standalone
   int64_t followers = 0, synced_followers = 0, pending_syncs = 0;  // a leader's
+  // For the AdminServer: configuration's typed keys, the configuration file's text, the leader.
+  std::vector<std::pair<std::string, admin::Json>> admin_conf;
+  std::string initial_configuration;
+  int64_t leader_id = -1;
+  std::string leader_ip;
 };
 
 // What ZooKeeper answers for a word that needs a serving server when it does not serve.

@@ -177,6 +177,7 @@ int main(int argc, char** argv) {
   if (standalone) {
     if (!file.empty()) return fail("--standalone takes no configuration file");
     config.client_port_origin = "--port";
+    config.admin.enabled = false;  // no AdminServer on 8080 for a server started this way (tests)
     if (config.client_port_address == "0.0.0.0") config.client_port_address = "127.0.0.1";
     if (auto why = warden::server::validate_config(config, "command line"))
       return fail(*why + " (use --port and --data-dir)");

@@ -24,6 +24,8 @@
 #include "consensus/replicator.hpp"
 #include "consensus/sync_streamer.hpp"
 #include "server/auth/jaas.hpp"
+#include "server/admin/admin_server.hpp"
+#include "server/admin/commands.hpp"
 #include "server/auth/quorum_sasl.hpp"
 #include "server/auth/sasl_server.hpp"
 #include "server/four_letter.hpp"
@@ -380,6 +382,7 @@ struct ServerRuntime::Impl {
   std::unique_ptr<tls::ServerTlsContext> quorum_accept_tls, quorum_connect_tls;
   std::unique_ptr<auth::SaslServer> sasl;            // the JAAS Server section's, when there is one
   std::optional<auth::JaasFile> jaas;                // the JAAS file, when one is named
+  std::unique_ptr<admin::AdminServer> admin_server;  // admin.enableServer
   TlsPolicy plain_policy, secure_policy;
   asio::steady_timer ticker{io};
   asio::signal_set signals{io};
@@ -519,6 +522,33 @@ struct ServerRuntime::Impl {
                          {"process.id", std::to_string(getpid())}};
     }
     return env;
+  }
+
+  // An AdminServer command's JSON, with what the matching four-letter word's environment has.
+  std::string admin_command(std::string_view name) {
+    std::string primary = admin::primary_name(name);
+    static const std::map<std::string, std::string, std::less<>> word_of{
+        {"configuration", "conf"}, {"dirs", "dirs"}, {"monitor", "mntr"}, {"environment", "envi"}};
+    auto w = word_of.find(primary);
+    FourLetterEnv env = four_letter_env(w == word_of.end() ? std::string_view() : std::string_view(w->second));
+    if (primary == "configuration")
+      for (const auto& [k, v] : env.conf) {
+        // ZooKeeper's names for conf's keys, with their types (numbers as numbers).
+        std::string key;
+        for (char ch : k) {
+          if (ch >= 'A' && ch <= 'Z') key += '_', key += static_cast<char>(ch - 'A' + 'a');
+          else key += ch;
+        }
+        if (key == "data_dir_size" || key == "data_log_size" || key == "secure_client_port") continue;
+        bool number = !v.empty() && v.find_first_not_of("-0123456789") == std::string::npos;
+        env.admin_conf.emplace_back(key, number ? admin::Json(static_cast<int64_t>(std::stoll(v))) : admin::Json(v));
+      }
+    env.initial_configuration = config.config_text;
+    if (ensemble) {
+      env.leader_id = ensemble->leader();
+      if (auto it = config.servers.find(env.leader_id); it != config.servers.end()) env.leader_ip = it->second.host;
+    }
+    return server->admin_command(name, env).dump();
   }
 
   std::string secure_port_text() const {
@@ -1126,6 +1156,7 @@ struct ServerRuntime::Impl {
     peer_ticker.cancel();
     if (streamer) streamer->cancel_all();
     if (transport) transport->stop();
+    if (admin_server) admin_server->stop();
     purge_timer.cancel();
     signals.cancel();
     auto live = registry.live;  // finish() edits the registry
@@ -1166,7 +1197,16 @@ void ServerRuntime::bind() {
   if (c.secure_client_port >= 0)
     listen(impl_->secure_acceptor, c.secure_client_port_address, c.secure_client_port, "secureClientPort");
   if (impl_->transport) impl_->transport->start();
+  if (c.admin.enabled) {
+    auto* i = impl_.get();
+    impl_->admin_server = std::make_unique<admin::AdminServer>(impl_->io, c.admin, [i](std::string_view name) {
+      return i->admin_command(name);
+    });
+    impl_->admin_server->start();  // a port it cannot bind is logged; clients are served all the same
+  }
 }
+
+uint16_t ServerRuntime::admin_port() const { return impl_->admin_server ? impl_->admin_server->port() : 0; }
 
 uint16_t ServerRuntime::port() const {
   boost::system::error_code ec;

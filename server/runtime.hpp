@@ -39,7 +39,9 @@ class ServerRuntime {
   void bind();
   // "host:port" as bound, IPv6 in brackets; empty for a port not configured.
   std::string address() const;
-  std::string secure_address() const;  // secureClientPort's
+  std::string secure_address() const;
+  // The AdminServer's port (0 when it is off or could not bind).
+  uint16_t admin_port() const;  // secureClientPort's
   uint16_t port() const;
   // Serves until stop(); stops cleanly on SIGTERM and SIGINT when `handle_signals`. False when
   // it stopped because RocksDB failed a log write.

@@ -31,6 +31,7 @@
 #include "server/auth/sasl_exchange.hpp"
 #include "consensus/replicator.hpp"
 #include "server/acl.hpp"
+#include "server/admin/json.hpp"
 #include "server/four_letter.hpp"
 #include "server/data_tree.hpp"
 #include "server/forward.hpp"
@@ -179,6 +180,11 @@ class ZkServer {
   // A four-letter word's text (one of four_letter_words()), as ZooKeeper 3.8 formats it; `self`
   // is the connection that asked. crst and srst reset the statistics.
   std::string four_letter(std::string_view word, ConnId self, const FourLetterEnv& env);
+  // The AdminServer's /commands/NAME (server/admin/commands.cpp): ZooKeeper's JSON keys and
+  // types, from the same state as the four-letter words; "error" names an unknown command.
+  admin::Json admin_command(std::string_view name, const FourLetterEnv& env);
+  // mntr's numbers, typed: the four-letter word prints them, the monitor command returns them.
+  std::vector<std::pair<std::string, admin::Json>> monitor_values(const FourLetterEnv& env) const;
 
  private:
   // Request latencies in ms, as the four-letter words report them.

@@ -30,7 +30,7 @@ def start(data_dir):
     log = open(os.path.join(data_dir, "server.log"), "a")
     cfg = os.path.join(data_dir, "zoo.cfg")
     with open(cfg, "w") as f:
-        f.write(f"tickTime=500\ndataDir={data_dir}\nclientPort=0\nclientPortAddress=127.0.0.1\n"
+        f.write(f"tickTime=500\ndataDir={data_dir}\nclientPort=0\nadmin.enableServer=false\nclientPortAddress=127.0.0.1\n"
                 "snapCount=200\nsnapTreePercent=0\nautopurge.purgeInterval=1\nautopurge.snapRetainCount=3\n")
     proc = subprocess.Popen([binary, cfg], stdout=subprocess.PIPE, stderr=log, text=True)
     line = proc.stdout.readline().strip()

@@ -25,7 +25,7 @@ def start(data_dir, log_path):
     cfg = os.path.join(os.path.dirname(log_path), "zoo.cfg")
     with open(cfg, "w") as f:
         # A snapshot every 5 to 10 txns, so that some are due while the disk is full.
-        f.write(f"dataDir={data_dir}\nclientPort=0\nclientPortAddress=127.0.0.1\nsnapCount=10\nsnapTreePercent=0\n")
+        f.write(f"dataDir={data_dir}\nclientPort=0\nadmin.enableServer=false\nclientPortAddress=127.0.0.1\nsnapCount=10\nsnapTreePercent=0\n")
     p = subprocess.Popen([BIN, cfg], stdout=subprocess.PIPE, stderr=open(log_path, "a"), text=True)
     line = p.stdout.readline().strip()
     if "listening on" not in line:

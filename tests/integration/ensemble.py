@@ -132,7 +132,7 @@ class Ensemble:
                 f.write(f"{me.id}\n")
             with open(me.cfg, "w") as f:
                 f.write(f"tickTime={tick_ms}\ninitLimit={init_limit}\nsyncLimit={sync_limit}\n"
-                        f"dataDir={me.dir}/data\n4lw.commands.whitelist=*\n"
+                        f"dataDir={me.dir}/data\n4lw.commands.whitelist=*\nadmin.enableServer=false\n"
                         f"{'peerType=observer' if me.observer else ''}\n{extra_cfg}\n" + "\n".join(lines) + "\n")
 
     @property

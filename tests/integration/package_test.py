@@ -45,6 +45,7 @@ def serve_as_warden(work):
     port = support.free_port()
     cfg = os.path.join(work, "zoo.cfg")
     text = re.sub(r"(?m)^clientPort=.*$", f"clientPort={port}", open(cfg_in).read())
+    text += f"admin.serverAddress=127.0.0.1\nadmin.serverPort={support.free_port()}\n"  # not the fixed 8080
     with open(cfg, "w") as f:
         f.write(text)
     os.chmod(work, 0o755)

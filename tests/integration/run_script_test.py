@@ -51,7 +51,7 @@ def main():
     build = os.path.join(work, "build")
     cfg = os.path.join(work, "zoo.cfg")
     with open(cfg, "w") as f:
-        f.write(f"tickTime=2000\ndataDir={work}/data\nclientPort=0\nclientPortAddress=127.0.0.1\n")
+        f.write(f"tickTime=2000\ndataDir={work}/data\nclientPort=0\nadmin.enableServer=false\nclientPortAddress=127.0.0.1\n")
     env = dict(os.environ, BUILD_DIR=build, CI="true", CCACHE_NOHASHDIR="1")
     log_path = os.path.join(work, "run.log")
     proc = subprocess.Popen([os.path.join(ROOT, "scripts", "run"), cfg], stdout=subprocess.PIPE,

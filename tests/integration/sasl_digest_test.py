@@ -269,7 +269,7 @@ def found_and_refused(c, work):
             f.write(text)
         cfg = os.path.join(work, "bad.cfg")
         with open(cfg, "w") as f:
-            f.write(f"tickTime=2000\ndataDir={work}/bad-data\nclientPort=0\nclientPortAddress=127.0.0.1\n"
+            f.write(f"tickTime=2000\ndataDir={work}/bad-data\nclientPort=0\nadmin.enableServer=false\nclientPortAddress=127.0.0.1\n"
                     f"jaasConfigFile={path}\n")
         r = subprocess.run([os.environ["WARDEN_SERVER"], cfg], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                            text=True, timeout=60)
@@ -278,7 +278,7 @@ def found_and_refused(c, work):
                 f"{what}: refused at start naming {missing or wanted}: {r.returncode} {r.stderr.strip()!r}")
     cfg = os.path.join(work, "nosasl.cfg")
     with open(cfg, "w") as f:
-        f.write(f"tickTime=2000\ndataDir={work}/bad-data\nclientPort=0\nsessionRequireClientSASLAuth=true\n")
+        f.write(f"tickTime=2000\ndataDir={work}/bad-data\nclientPort=0\nadmin.enableServer=false\nsessionRequireClientSASLAuth=true\n")
     r = subprocess.run([os.environ["WARDEN_SERVER"], cfg], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                        timeout=60, env={k: v for k, v in os.environ.items() if k not in ("SERVER_JVMFLAGS", "JVMFLAGS")})
     c.check(r.returncode == 2 and "asks for sasl" in r.stderr, f"SASL required with no JAAS file: {r.stderr.strip()!r}")

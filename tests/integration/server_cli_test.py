@@ -48,7 +48,8 @@ def main():
     local = os.path.join(d, "zoo.cfg")
     with open(local, "w") as f:
         f.write(re.sub(r"^dataDir=.*$", f"dataDir={d}/data",
-                       re.sub(r"^clientPort=2181$", "clientPort=0", text, flags=re.M), flags=re.M))
+                       re.sub(r"^clientPort=2181$", "clientPort=0", text, flags=re.M), flags=re.M) +
+                "admin.enableServer=false\n")  # nor its AdminServer's 8080
     p = subprocess.Popen([BIN, local], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         line = p.stdout.readline().strip()
@@ -75,7 +76,7 @@ def main():
         port = held.getsockname()[1]
         taken = os.path.join(d, "taken.cfg")
         with open(taken, "w") as f:
-            f.write(f"tickTime=2000\ndataDir={d}/taken\nclientPortAddress=127.0.0.1\nclientPort={port}\n")
+            f.write(f"tickTime=2000\ndataDir={d}/taken\nclientPortAddress=127.0.0.1\nclientPort={port}\nadmin.enableServer=false\n")
         r = run([taken])
         # The log's start line (version, file, role), then the error's one line.
         lines = [line for line in r.stderr.strip().splitlines() if " starting from " not in line]
@@ -149,7 +150,7 @@ def main():
             f.write(text)
         cfg = os.path.join(workdir, "zoo.cfg")
         with open(cfg, "w") as f:
-            f.write(f"dataDir={workdir}/data\nclientPort=0\nclientPortAddress=127.0.0.1\n")
+            f.write(f"dataDir={workdir}/data\nclientPort=0\nadmin.enableServer=false\nclientPortAddress=127.0.0.1\n")
         r = run([cfg])
         c.check(r.returncode != 0 and f"{workdir}/data/myid:1: " in r.stderr and message in r.stderr,
                 f"myid {text!r}: the start stops naming the file and the reason ({r.stderr.strip()!r})")

@@ -129,7 +129,9 @@ def start_warden(extra_cfg="", use_file=True, workdir=None, secure=False):
     if use_file:
         cfg = os.path.join(workdir, "zoo.cfg")
         with open(cfg, "w") as f:
-            f.write(f"tickTime=2000\ndataDir={workdir}/data\nclientPort=0\nclientPortAddress=127.0.0.1\n{extra_cfg}")
+            # No AdminServer unless a test asks (its default port, 8080, is a fixed one).
+            f.write(f"tickTime=2000\ndataDir={workdir}/data\nclientPort=0\nclientPortAddress=127.0.0.1\n"
+                    f"admin.enableServer=false\n{extra_cfg}")
         args = [binary, cfg]
     else:
         args = [binary, "--standalone", "--port", "0", "--data-dir", workdir + "/data"]

@@ -56,7 +56,7 @@ def start_warden(cfg_body, secure=True):
     work = tempfile.mkdtemp(prefix="warden-tls-")
     cfg = os.path.join(work, "zoo.cfg")
     with open(cfg, "w") as f:
-        f.write(f"tickTime=2000\ndataDir={work}/data\nclientPort=0\nclientPortAddress=127.0.0.1\n")
+        f.write(f"tickTime=2000\ndataDir={work}/data\nclientPort=0\nadmin.enableServer=false\nclientPortAddress=127.0.0.1\n")
         if secure:
             f.write("secureClientPort=0\nsecureClientPortAddress=127.0.0.1\n")
         f.write(cfg_body)
@@ -81,8 +81,8 @@ def start_zookeeper(cfg_body):
     port, sport = support.free_port(), support.free_port()
     cfg = os.path.join(work, "zoo.cfg")
     with open(cfg, "w") as f:
-        f.write(f"tickTime=2000\ndataDir={work}/data\nclientPort={port}\nclientPortAddress=127.0.0.1\n"
-                f"secureClientPort={sport}\nsecureClientPortAddress=127.0.0.1\nadmin.enableServer=false\n{cfg_body}")
+        f.write(f"tickTime=2000\ndataDir={work}/data\nclientPort={port}\nadmin.enableServer=false\nclientPortAddress=127.0.0.1\n"
+                f"secureClientPort={sport}\nsecureClientPortAddress=127.0.0.1\n{cfg_body}")
     log_path = os.path.join(work, "zk.log")
     proc = subprocess.Popen(["java", "-Xmx256m", "-cp", ZK_TLS_CLASSPATH,
                              "org.apache.zookeeper.server.quorum.QuorumPeerMain", cfg],
@@ -409,7 +409,7 @@ def refused_at_start(c, certs, work):
         body = tls_cfg(certs, extra=extra)
         # The case's own store replaces the good one (the last line of a key wins, as in ZooKeeper).
         with open(cfg, "w") as f:
-            f.write(f"tickTime=2000\ndataDir={work}/bad-data\nclientPort=0\nclientPortAddress=127.0.0.1\n"
+            f.write(f"tickTime=2000\ndataDir={work}/bad-data\nclientPort=0\nadmin.enableServer=false\nclientPortAddress=127.0.0.1\n"
                     f"secureClientPort=0\nsecureClientPortAddress=127.0.0.1\n{body}")
         r = subprocess.run([os.environ["WARDEN_SERVER"], cfg], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                            text=True, timeout=60)

@@ -1,0 +1,194 @@
+"""The AdminServer (admin.enableServer, admin.serverAddress, admin.serverPort, admin.commandURL,
+admin.idleTimeout) against ZooKeeper 3.8's, both started with the same keys (Debian's
+ZooKeeper starts its AdminServer only with servlet-api.jar on its class path): for every command
+Warden serves, and their short names, the same HTTP status, the same "command" and "error", the
+same keys with the same JSON types (ZooKeeper's Java-only keys aside, listed below); the command
+list; an unknown command. Then what ZooKeeper's tests do not show: garbage gets 400 and a
+closed connection, an oversized header too, a silent connection holds up nobody and is closed
+after admin.idleTimeout, a taken port is one log line while clients are served, and bad
+settings stop the start naming the file, the line and the key."""
+import json
+import os
+import re
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+
+from kazoo.client import KazooClient
+
+import support
+
+c = support.Checks("admin")
+# Keys only a JVM has (environment), and the metrics of ZooKeeper's ServerMetrics that monitor
+# adds to mntr's set (about 470): Warden's monitor has mntr's set only, as yet.
+JAVA_ONLY = re.compile(r"^(java\.|os\.memory\.)")
+COMMANDS = ["ruok", "is_read_only", "isro", "dirs", "watch_summary", "wchs", "leader", "lead", "configuration",
+            "conf", "config", "environment", "env", "envi", "monitor", "mntr", "initial_configuration", "icfg",
+            "stat_reset", "srst", "connection_stat_reset", "crst", "no_such_command"]
+
+
+def get(port, path, timeout=10):
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=timeout) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+
+
+def admin_port(log_text):
+    m = re.search(r"AdminServer on 127\.0\.0\.1:(\d+)/", log_text)
+    return int(m.group(1)) if m else None
+
+
+def shape(value):
+    """A JSON value's type, and an object's keys with theirs."""
+    if isinstance(value, dict):
+        return {k: type(v).__name__ for k, v in value.items()}
+    return type(value).__name__
+
+
+def compared():
+    zk_admin = support.free_port()
+    cfg = f"admin.enableServer=true\nadmin.serverAddress=127.0.0.1\nadmin.serverPort={{}}\n"
+    answers = {}
+    cp = support.ZK_CLASSPATH + ":" + support.java_classpath("servlet-api.jar")
+    with support.start_zookeeper(extra_cfg=cfg.format(zk_admin), classpath=cp) as zk:
+        deadline = time.time() + 30
+        while time.time() < deadline and get_or_none(zk_admin) is None:
+            time.sleep(0.2)
+        answers["ZooKeeper"] = {cmd: get(zk_admin, f"/commands/{cmd}") for cmd in COMMANDS}
+        answers["ZooKeeper"]["(list)"] = get(zk_admin, "/commands")
+    with support.start_warden(cfg.format(0)) as w:
+        port = admin_port(w.log())
+        c.check(port is not None, "Warden logs where its AdminServer listens")
+        answers["Warden"] = {cmd: get(port, f"/commands/{cmd}") for cmd in COMMANDS}
+        answers["Warden"]["(list)"] = get(port, "/commands")
+    z, wa = answers["ZooKeeper"], answers["Warden"]
+    for cmd in COMMANDS:
+        (zs, zb), (ws, wb) = z[cmd], wa[cmd]
+        c.equal(ws, zs, f"{cmd}: the HTTP status")
+        try:
+            zj, wj = json.loads(zb), json.loads(wb)
+        except ValueError:
+            c.check(False, f"{cmd}: JSON from both: {zb[:200]!r} {wb[:200]!r}")
+            continue
+        c.equal((wj.get("command"), wj.get("error")), (zj.get("command"), zj.get("error")),
+                f"{cmd}: command and error as ZooKeeper's")
+        zk_shape, w_shape = shape(zj), shape(wj)
+        primary = zj.get("command")
+        for k, t in zk_shape.items():
+            if (primary == "environment" and JAVA_ONLY.match(k)) or primary == "monitor" and k not in w_shape:
+                continue
+            c.equal(w_shape.get(k), t, f"{cmd}: key {k} with ZooKeeper's type")
+        extra = sorted(set(w_shape) - set(zk_shape))
+        c.check(extra in ([], ["process.id"]), f"{cmd}: no key ZooKeeper does not have: {extra}")
+        if primary == "monitor":
+            print(f"monitor: Warden {len(w_shape)} keys, ZooKeeper {len(zk_shape)}", flush=True)
+    c.equal(wa["ruok"][1].startswith("{"), True, "ruok answers JSON")
+    links = re.findall(r'href="/commands/([a-z_]+)"', wa["(list)"][1])
+    zk_links = re.findall(r'href="/commands/([a-z_]+)"', z["(list)"][1])
+    c.check(links and set(links) <= set(zk_links), f"the list links Warden's commands, all ZooKeeper's names: {links}")
+
+
+def get_or_none(port):
+    try:
+        return get(port, "/commands/ruok", timeout=2)
+    except OSError:
+        return None
+
+
+def raw(port, data, wait=5):
+    """Sends raw bytes; (what came back, whether the server closed the connection)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        s.sendall(data)
+        s.settimeout(wait)
+        got = b""
+        try:
+            while True:
+                chunk = s.recv(4096)
+                if not chunk:
+                    return got, True
+                got += chunk
+        except OSError:
+            return got, False
+
+
+def robust():
+    with support.start_warden("admin.enableServer=true\nadmin.serverAddress=127.0.0.1\nadmin.serverPort=0\n"
+                              "admin.idleTimeout=1500\nadmin.commandURL=/ops/\n") as w:
+        port = admin_port(w.log())
+        c.equal(get(port, "/ops/ruok")[0], 200, "admin.commandURL moves the commands")
+        c.equal(get(port, "/commands/ruok")[0], 404, "and nothing answers at the old URL")
+        got, closed = raw(port, b"GARBAGE\r\n\r\n")
+        c.check(got.startswith(b"HTTP/1.1 400") and closed, f"garbage: 400 and closed ({got[:40]!r}, {closed})")
+        got, closed = raw(port, b"GET /ops/ruok HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 20000 + b"\r\n\r\n")
+        c.check(got.startswith(b"HTTP/1.1 400") and closed, f"a 20 KB header: 400 and closed ({got[:40]!r})")
+        got, closed = raw(port, b"POST /ops/ruok HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n" + b"x" * 1000)
+        c.check(got.startswith(b"HTTP/1.1 400") and closed, f"a 100 KB body announced: 400 and closed ({got[:40]!r})")
+        silent = socket.create_connection(("127.0.0.1", port), timeout=10)
+        t0 = time.time()
+        c.equal(get(port, "/ops/ruok")[0], 200, "a silent connection holds up nobody")
+        c.check(time.time() - t0 < 2, "answered at once")
+        silent.settimeout(10)
+        try:
+            gone = silent.recv(10) == b""
+        except OSError:
+            gone = False
+        took = time.time() - t0
+        c.check(gone and 1.0 < took < 6, f"the silent connection closed after admin.idleTimeout ({took:.1f} s)")
+        silent.close()
+        zk = KazooClient(hosts=w.hosts)
+        zk.start(timeout=10)
+        for i in range(20):
+            zk.create(f"/a{i}", b"x")
+        zk.stop()
+        zk.close()
+        before = json.loads(get(port, "/ops/mntr")[1])["packets_received"]
+        c.check(before >= 20, f"monitor counts the requests ({before})")
+        c.equal(json.loads(get(port, "/ops/srst")[1])["error"], None, "stat_reset answers")
+        after = json.loads(get(port, "/ops/mntr")[1])["packets_received"]
+        c.check(after < before, f"stat_reset resets what monitor shows ({before} -> {after})")
+        c.check(w.alive(), "the server still runs")
+
+
+def taken_port():
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen(1)
+        port = held.getsockname()[1]
+        with support.start_warden(f"admin.enableServer=true\nadmin.serverAddress=127.0.0.1\n"
+                                  f"admin.serverPort={port}\n") as w:
+            zk = KazooClient(hosts=w.hosts)
+            zk.start(timeout=10)
+            c.equal(zk.create("/served", b"x"), "/served", "a taken admin port: clients are served")
+            zk.stop()
+            zk.close()
+            lines = [line for line in w.log().splitlines() if "AdminServer" in line]
+            c.check(len(lines) == 1 and f"127.0.0.1:{port}" in lines[0] and "in use" in lines[0],
+                    f"one log line names the address: {lines}")
+
+
+def refused(work):
+    cases = [("admin.serverPort=99999\n", "bad.cfg:5: admin.serverPort=99999"),
+             ("admin.enableServer=maybe\n", "bad.cfg:5: admin.enableServer=maybe: must be true or false"),
+             ("admin.serverAddress=somewhere\n", "bad.cfg:5: admin.serverAddress=somewhere: is not an IP address"),
+             ("admin.commandURL=commands\n", "bad.cfg:5: admin.commandURL=commands: must be a path"),
+             ("admin.idleTimeout=0\n", "bad.cfg:5: admin.idleTimeout=0"),
+             ("admin.commandURL=/a b\n", "admin.commandURL")]
+    for extra, wanted in cases:
+        cfg = os.path.join(work, "bad.cfg")
+        with open(cfg, "w") as f:
+            f.write(f"tickTime=2000\ndataDir={work}/d\nclientPort=0\nclientPortAddress=127.0.0.1\n{extra}")
+        r = subprocess.run([os.environ["WARDEN_SERVER"], cfg], capture_output=True, text=True, timeout=30)
+        c.check(r.returncode == 2 and wanted in r.stderr, f"{extra.strip()!r}: stops naming it: {r.stderr.strip()!r}")
+
+
+def main():
+    c.run_parts((lambda work: compared() if support.with_reference() else None, lambda work: robust(),
+                 lambda work: taken_port(), refused), "warden-admin-")
+
+
+if __name__ == "__main__":
+    main()
