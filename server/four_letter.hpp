@@ -40,6 +40,8 @@ struct FourLetterEnv {
   std::string initial_configuration;
   int64_t leader_id = -1;
   std::string leader_ip;
+  // The voting members as ZooKeeper's voting_view shows them: id -> "host:quorum:election:role;clientAddress".
+  std::vector<std::pair<int64_t, std::string>> voting_view;
 };
 
 // What ZooKeeper answers for a word that needs a serving server when it does not serve.

@@ -132,6 +132,7 @@ class Connection final : public ClientLink, public std::enable_shared_from_this<
   std::string peer_endpoint() const override { return endpoint_; }
   size_t queued() const override { return queued_; }
   std::vector<wire::Id> transport_ids() const override { return certificate_ids_; }
+  bool secure() const override { return tls_ != nullptr; }
 
   void finish() {
     if (done_) return;
@@ -528,7 +529,8 @@ struct ServerRuntime::Impl {
   std::string admin_command(std::string_view name) {
     std::string primary = admin::primary_name(name);
     static const std::map<std::string, std::string, std::less<>> word_of{
-        {"configuration", "conf"}, {"dirs", "dirs"}, {"monitor", "mntr"}, {"environment", "envi"}};
+        {"configuration", "conf"}, {"dirs", "dirs"}, {"monitor", "mntr"}, {"environment", "envi"},
+        {"zabstate", "mntr"}};
     auto w = word_of.find(primary);
     FourLetterEnv env = four_letter_env(w == word_of.end() ? std::string_view() : std::string_view(w->second));
     if (primary == "configuration")
@@ -544,6 +546,12 @@ struct ServerRuntime::Impl {
         env.admin_conf.emplace_back(key, number ? admin::Json(static_cast<int64_t>(std::stoll(v))) : admin::Json(v));
       }
     env.initial_configuration = config.config_text;
+    for (const auto& [id, e] : config.servers)  // ZooKeeper's QuorumServer.toString
+      if (!e.observer())
+        env.voting_view.emplace_back(id, fmt::format("{}:{}:{}:participant;{}", e.host, e.quorum_port, e.election_port,
+                                                     e.client_address.empty() ? "0.0.0.0:" + std::to_string(
+                                                                                    config.client_port)
+                                                                              : e.client_address));
     if (ensemble) {
       env.leader_id = ensemble->leader();
       if (auto it = config.servers.find(env.leader_id); it != config.servers.end()) env.leader_ip = it->second.host;

@@ -57,6 +57,8 @@ class ClientLink {
   virtual size_t queued() const { return 0; }
   // Ids the connection itself proves (x509: its TLS client certificate), added at open().
   virtual std::vector<wire::Id> transport_ids() const { return {}; }
+  // Whether the connection speaks TLS (the AdminServer's secure_connections).
+  virtual bool secure() const { return false; }
 };
 
 // This server as a member of an ensemble, as the pipeline needs it (the runtime implements it

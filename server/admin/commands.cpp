@@ -18,7 +18,9 @@ const std::vector<admin::CommandNames>& admin::commands() {
   static const std::vector<CommandNames> all{
       {"configuration", {"conf", "config"}},
       {"connection_stat_reset", {"crst"}},
+      {"connections", {"cons"}},
       {"dirs", {}},
+      {"dump", {}},
       {"environment", {"env", "envi"}},
       {"initial_configuration", {"icfg"}},
       {"is_read_only", {"isro"}},
@@ -26,7 +28,11 @@ const std::vector<admin::CommandNames>& admin::commands() {
       {"monitor", {"mntr"}},
       {"ruok", {}},
       {"stat_reset", {"srst"}},
+      {"voting_view", {}},
       {"watch_summary", {"wchs"}},
+      {"watches", {"wchc"}},
+      {"watches_by_path", {"wchp"}},
+      {"zabstate", {}},
   };
   return all;
 }
@@ -111,6 +117,98 @@ Json ZkServer::admin_command(std::string_view name, const FourLetterEnv& env) {
     r.set("initial_configuration", env.initial_configuration);
   } else if (primary == "monitor") {
     for (auto& [k, v] : monitor_values(env)) r.set(k, std::move(v));
+  } else if (primary == "watches" || primary == "watches_by_path") {
+    // ZooKeeper's maps: session id (its decimal text) -> watched paths, and path -> session ids.
+    auto session_of = [&](ConnId id) {
+      auto it = conns_.find(id);
+      return it == conns_.end() ? SessionId{0} : it->second.session;
+    };
+    std::map<SessionId, std::vector<std::string>> by_session;
+    Json by_path = Json::object();
+    for (const auto& [path, ids] : watches_.data_watches()) {
+      Json sessions = Json::array();
+      for (ConnId id : ids) {
+        by_session[session_of(id)].push_back(path);
+        sessions.push(static_cast<int64_t>(session_of(id)));
+      }
+      by_path.set(path, std::move(sessions));
+    }
+    if (primary == "watches") {
+      Json m = Json::object();
+      for (const auto& [sid, paths] : by_session) {
+        Json list = Json::array();
+        for (const auto& p : paths) list.push(p);
+        m.set(std::to_string(sid), std::move(list));
+      }
+      r.set("session_id_to_watched_paths", std::move(m));
+    } else {
+      r.set("path_to_session_ids", std::move(by_path));
+    }
+  } else if (primary == "dump") {
+    Json expiry = Json::object();
+    for (const auto& [deadline, ids] : sessions_.buckets()) {
+      std::vector<SessionId> sorted(ids.begin(), ids.end());
+      std::sort(sorted.begin(), sorted.end());
+      Json list = Json::array();
+      for (SessionId id : sorted) list.push(static_cast<int64_t>(id));
+      expiry.set(std::to_string(deadline), std::move(list));
+    }
+    Json eph = Json::object();
+    for (const auto& [sid, paths] : tree_.ephemerals()) {
+      Json list = Json::array();
+      for (const auto& p : paths) list.push(p);
+      eph.set(std::to_string(sid), std::move(list));
+    }
+    r.set("expiry_time_to_session_ids", std::move(expiry));
+    r.set("session_id_to_ephemeral_paths", std::move(eph));
+  } else if (primary == "connections") {
+    // ZooKeeper's connection info (ServerCnxn.getConnectionInfo), plaintext and TLS apart.
+    std::vector<ConnId> ids;
+    for (const auto& [id, c] : conns_) ids.push_back(id);
+    std::sort(ids.begin(), ids.end());
+    Json plain = Json::array(), secure = Json::array();
+    for (ConnId id : ids) {
+      const Conn& c = conns_.at(id);
+      const auto& st = c.stats;
+      Json info = Json::object();
+      std::string endpoint = c.link->peer_endpoint();
+      info.set("remote_socket_address", endpoint.empty() || endpoint[0] != '/' ? endpoint : endpoint.substr(1));
+      info.set("interest_ops", int64_t{1});  // reading, as a ZooKeeper connection not throttled
+      info.set("outstanding_requests", static_cast<int64_t>(c.held.size()));
+      info.set("packets_received", st.received);
+      info.set("packets_sent", st.sent);
+      if (c.attached) {
+        info.set("session_id", static_cast<int64_t>(c.session));
+        info.set("last_operation", st.last_op);
+        info.set("established", st.established_ms);  // Jackson writes a Date as its milliseconds
+        info.set("session_timeout", static_cast<int64_t>(c.negotiated_timeout));
+        info.set("last_cxid", static_cast<int64_t>(st.last_cxid));
+        info.set("last_zxid", static_cast<int64_t>(st.last_zxid));
+        info.set("last_response_time", st.last_response_ms);
+        info.set("last_latency", st.last_latency);
+        info.set("min_latency", std::max<int64_t>(st.latency.min, 0));
+        info.set("avg_latency", static_cast<int64_t>(st.latency.avg()));
+        info.set("max_latency", st.latency.max);
+      }
+      (c.link->secure() ? secure : plain).push(std::move(info));
+    }
+    r.set("connections", std::move(plain));
+    r.set("secure_connections", std::move(secure));
+  } else if (primary == "zabstate") {
+    // ZooKeeper's QuorumPeer.ZabState: ELECTION, DISCOVERY, SYNCHRONIZATION, BROADCAST; a
+    // standalone server does not vote and has none.
+    r.set("voting", env.mode != "standalone" && env.mode != "observer");
+    std::string zab;
+    if (env.mode != "standalone") {
+      auto dash = env.peer_state.rfind(" - ");
+      zab = dash == std::string::npos ? std::string() : env.peer_state.substr(dash + 3);
+      for (auto& ch : zab) ch = static_cast<char>(ch >= 'a' && ch <= 'z' ? ch - 'a' + 'A' : ch);
+    }
+    r.set("zabstate", zab);
+  } else if (primary == "voting_view") {
+    Json view = Json::object();
+    for (const auto& [id, line] : env.voting_view) view.set(std::to_string(id), line);
+    r.set("current_config", std::move(view));
   } else if (primary == "leader") {
     if (env.mode == "standalone") {  // ZooKeeper's answer for a server outside a quorum
       Json only = Json::object();

@@ -26,6 +26,7 @@ c = support.Checks("admin")
 JAVA_ONLY = re.compile(r"^(java\.|os\.memory\.)")
 COMMANDS = ["ruok", "is_read_only", "isro", "dirs", "watch_summary", "wchs", "leader", "lead", "configuration",
             "conf", "config", "environment", "env", "envi", "monitor", "mntr", "initial_configuration", "icfg",
+            "connections", "cons", "dump", "watches", "wchc", "watches_by_path", "wchp", "voting_view", "zabstate",
             "stat_reset", "srst", "connection_stat_reset", "crst", "no_such_command"]
 
 
@@ -42,11 +43,38 @@ def admin_port(log_text):
     return int(m.group(1)) if m else None
 
 
+def sig(v, record=False):
+    """A JSON value's structure: a map's (an object under a key: session ids, paths, times as
+    keys) value structures, a record's (an object in a list) keys with theirs, a list's
+    elements'."""
+    if isinstance(v, dict):
+        if record:
+            return tuple(sorted((k, sig(x)) for k, x in v.items()))
+        values = {sig(x) for x in v.values()}
+        if len(values) > 1:
+            values.discard(("list", ()))  # an empty bucket beside full ones (ZooKeeper keeps them)
+        return ("map", tuple(sorted(values, key=repr)))
+    if isinstance(v, list):
+        return ("list", tuple(sorted({sig(x, record=True) for x in v}, key=repr)))
+    return type(v).__name__
+
+
 def shape(value):
-    """A JSON value's type, and an object's keys with theirs."""
+    """A JSON object's keys with their values' structures."""
     if isinstance(value, dict):
-        return {k: type(v).__name__ for k, v in value.items()}
-    return type(value).__name__
+        return {k: sig(v) for k, v in value.items()}
+    return sig(value)
+
+
+def busy_session(hosts):
+    """A session with a data watch and an ephemeral node, so that connections, dump and the
+    watch commands have something to show."""
+    zk = KazooClient(hosts=hosts)
+    zk.start(timeout=15)
+    zk.create("/admin-eph", b"x", ephemeral=True)
+    zk.create("/admin-watched", b"x")
+    zk.get("/admin-watched", watch=lambda e: None)
+    return zk
 
 
 def compared():
@@ -58,13 +86,17 @@ def compared():
         deadline = time.time() + 30
         while time.time() < deadline and get_or_none(zk_admin) is None:
             time.sleep(0.2)
+        busy = busy_session(zk.hosts)
         answers["ZooKeeper"] = {cmd: get(zk_admin, f"/commands/{cmd}") for cmd in COMMANDS}
         answers["ZooKeeper"]["(list)"] = get(zk_admin, "/commands")
+        busy.stop()
     with support.start_warden(cfg.format(0)) as w:
         port = admin_port(w.log())
         c.check(port is not None, "Warden logs where its AdminServer listens")
+        busy = busy_session(w.hosts)
         answers["Warden"] = {cmd: get(port, f"/commands/{cmd}") for cmd in COMMANDS}
         answers["Warden"]["(list)"] = get(port, "/commands")
+        busy.stop()
     z, wa = answers["ZooKeeper"], answers["Warden"]
     for cmd in COMMANDS:
         (zs, zb), (ws, wb) = z[cmd], wa[cmd]
@@ -185,9 +217,29 @@ def refused(work):
         c.check(r.returncode == 2 and wanted in r.stderr, f"{extra.strip()!r}: stops naming it: {r.stderr.strip()!r}")
 
 
+def ensemble_views():
+    """A 3-member ensemble's leader, zabstate and voting_view as each member answers them."""
+    from ensemble import Ensemble
+    with Ensemble(3, extra_cfg="admin.enableServer=true\nadmin.serverAddress=127.0.0.1\nadmin.serverPort=0\n") as ens:
+        ens.start()
+        leader = ens.leader()
+        views = {}
+        for m in ens.members:
+            port = admin_port(m.log())
+            views[m.id] = {cmd: json.loads(get(port, f"/commands/{cmd}")[1]) for cmd in ("leader", "zabstate",
+                                                                                         "voting_view")}
+        c.equal({i: v["leader"]["is_leader"] for i, v in views.items()},
+                {m.id: m is leader for m in ens.members}, "leader: is_leader on the leader alone")
+        c.equal({v["leader"]["leader_id"] for v in views.values()}, {leader.id}, "leader: every member names it")
+        c.equal({(v["zabstate"]["voting"], v["zabstate"]["zabstate"]) for v in views.values()}, {(True, "BROADCAST")},
+                "zabstate: voting, in broadcast")
+        c.equal({tuple(sorted(v["voting_view"]["current_config"])) for v in views.values()}, {("1", "2", "3")},
+                "voting_view: the three voters")
+
+
 def main():
     c.run_parts((lambda work: compared() if support.with_reference() else None, lambda work: robust(),
-                 lambda work: taken_port(), refused), "warden-admin-")
+                 lambda work: taken_port(), lambda work: ensemble_views(), refused), "warden-admin-")
 
 
 if __name__ == "__main__":
