@@ -22,7 +22,9 @@ CLIENT_PACKAGES=(zookeeper zookeeper-bin libzookeeper-mt-dev python3-kazoo libcu
                  # TLS and SASL tests: certificates, a private Kerberos KDC, GSSAPI for Cyrus and kazoo
                  openssl krb5-kdc krb5-admin-server krb5-user libsasl2-modules-gssapi-mit python3-kerberos
                  # the Debian package test: cpack's dependency list, the unit's check, its user
-                 dpkg-dev systemd adduser)
+                 dpkg-dev systemd adduser
+                 # the metrics test: a real Prometheus and promtool
+                 prometheus)
 
 # libFuzzer: clang and its runtime.
 FUZZ_PACKAGES=(clang libclang-rt-14-dev)

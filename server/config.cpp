@@ -104,8 +104,8 @@ bool parse_bool(std::string_view v, bool& out) {
 
 // Keys ZooKeeper knows that Warden accepts and does not use yet, so they draw no warning.
 bool known_unused(std::string_view key) {
-  return key == "preAllocSize" ||
-         key == "standaloneEnabled" || key == "reconfigEnabled" || key == "metricsProvider.className" ||
+  return key == "preAllocSize" || key == "metricsProvider.exportJvmInfo" ||
+         key == "standaloneEnabled" || key == "reconfigEnabled" ||
          key == "electionAlg" || key == "quorumListenOnAllIPs";
 }
 }  // namespace
@@ -313,6 +313,16 @@ ConfigResult parse_config(std::string_view text, std::string_view file_name) {
       c.admin.command_url = url;
     } else if (key == "admin.idleTimeout" || key == "zookeeper.admin.idleTimeout") {
       err = set_int(c.admin.idle_timeout_ms, 1, 1 << 30);
+    } else if (key == "metricsProvider.className") {
+      c.metrics.enabled = value == "org.apache.zookeeper.metrics.prometheus.PrometheusMetricsProvider";
+      if (!c.metrics.enabled && value != "org.apache.zookeeper.metrics.impl.DefaultMetricsProvider")
+        c.warnings.push_back(where() + key + ": metrics provider '" + shown(value) +
+                             "' is not supported by Warden (PrometheusMetricsProvider is): ignored");
+    } else if (key == "metricsProvider.httpHost") {
+      c.metrics.address = std::string(value);
+      if (!is_ip_address(c.metrics.address)) err = bad("is not an IP address");
+    } else if (key == "metricsProvider.httpPort") {
+      err = set_int(c.metrics.port, 0, 65535);
     } else if (key.rfind("warden.log.", 0) == 0) {
       bool known = true;
       auto why = read_log_key(std::string_view(key).substr(11), value, c.log, &known);

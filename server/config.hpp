@@ -92,6 +92,18 @@ struct Config {
   // --standalone and the embedded server), admin.serverAddress, admin.serverPort (8080),
   // admin.commandURL (/commands), admin.idleTimeout (ms).
   admin::AdminSettings admin;
+  // metricsProvider.className=...PrometheusMetricsProvider: /metrics on
+  // metricsProvider.httpHost:metricsProvider.httpPort (default 0.0.0.0:7000).
+  admin::AdminSettings metrics = metrics_defaults();
+  static admin::AdminSettings metrics_defaults() {
+    admin::AdminSettings m;
+    m.enabled = false;
+    m.port = 7000;
+    m.command_url.clear();
+    m.metrics_path = "/metrics";
+    m.what = "Prometheus metrics";
+    return m;
+  }
   std::string config_text;  // the configuration file as read (initial_configuration)
   bool tls_needed() const { return secure_client_port >= 0 || client_port_unification; }
   int32_t max_client_cnxns = 60;  // per client address; 0: no limit

@@ -26,6 +26,7 @@
 #include "server/auth/jaas.hpp"
 #include "server/admin/admin_server.hpp"
 #include "server/admin/commands.hpp"
+#include "server/admin/metrics.hpp"
 #include "server/auth/quorum_sasl.hpp"
 #include "server/auth/sasl_server.hpp"
 #include "server/four_letter.hpp"
@@ -384,6 +385,7 @@ struct ServerRuntime::Impl {
   std::unique_ptr<auth::SaslServer> sasl;            // the JAAS Server section's, when there is one
   std::optional<auth::JaasFile> jaas;                // the JAAS file, when one is named
   std::unique_ptr<admin::AdminServer> admin_server;  // admin.enableServer
+  std::unique_ptr<admin::AdminServer> metrics_server;  // metricsProvider (Prometheus)
   TlsPolicy plain_policy, secure_policy;
   asio::steady_timer ticker{io};
   asio::signal_set signals{io};
@@ -1165,6 +1167,7 @@ struct ServerRuntime::Impl {
     if (streamer) streamer->cancel_all();
     if (transport) transport->stop();
     if (admin_server) admin_server->stop();
+    if (metrics_server) metrics_server->stop();
     purge_timer.cancel();
     signals.cancel();
     auto live = registry.live;  // finish() edits the registry
@@ -1211,6 +1214,13 @@ void ServerRuntime::bind() {
       return i->admin_command(name);
     });
     impl_->admin_server->start();  // a port it cannot bind is logged; clients are served all the same
+  }
+  if (c.metrics.enabled) {
+    auto* i = impl_.get();
+    impl_->metrics_server = std::make_unique<admin::AdminServer>(impl_->io, c.metrics, [i](std::string_view) {
+      return admin::prometheus_text(i->server->monitor_values(i->four_letter_env("mntr")));
+    });
+    impl_->metrics_server->start();
   }
 }
 

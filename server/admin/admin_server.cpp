@@ -55,6 +55,14 @@ class Session : public std::enable_shared_from_this<Session> {
     if (req.method() != http::verb::get && req.method() != http::verb::head) {
       res->result(http::status::method_not_allowed);
       res->set(http::field::allow, "GET, HEAD");
+    } else if (!settings_.metrics_path.empty() && target == settings_.metrics_path) {
+      res->result(http::status::ok);
+      res->set(http::field::content_type, "text/plain; version=0.0.4; charset=utf-8");
+      res->body() = run_("");
+    } else if (base.empty()) {
+      res->result(http::status::not_found);
+      res->set(http::field::content_type, "text/plain");
+      res->body() = "Not found: try " + settings_.metrics_path + "\n";
     } else if (target == base || (target.size() == base.size() + 1 && target.substr(0, base.size()) == base &&
                                   target.back() == '/')) {
       res->result(http::status::ok);
@@ -167,13 +175,14 @@ bool AdminServer::start() {
   if (!ec) i.acceptor.bind(ep, ec);
   if (!ec) i.acceptor.listen(asio::socket_base::max_listen_connections, ec);
   if (ec) {
-    spdlog::warn("AdminServer: cannot listen on {}:{} ({}): serving clients without it (admin.serverAddress, "
-                 "admin.serverPort, admin.enableServer)", i.settings.address, i.settings.port, ec.message());
+    spdlog::warn("{}: cannot listen on {}:{} ({}): serving clients without it", i.settings.what, i.settings.address,
+                 i.settings.port, ec.message());
     beast::error_code ignored;
     i.acceptor.close(ignored);
     return false;
   }
-  spdlog::info("AdminServer on {}:{}{}", i.settings.address, port(), i.settings.command_url);
+  spdlog::info("{} on {}:{}{}", i.settings.what, i.settings.address, port(),
+               i.settings.command_url.empty() ? i.settings.metrics_path : i.settings.command_url);
   i.accept();
   return true;
 }

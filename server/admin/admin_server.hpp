@@ -1,4 +1,6 @@
 // ZooKeeper's AdminServer: HTTP on admin.serverAddress:admin.serverPort (default 0.0.0.0:8080),
+// and, as a second instance, the Prometheus endpoint (metricsProvider.httpHost:httpPort, GET
+// /metrics, ZooKeeper's PrometheusMetricsProvider's),
 // GET admin.commandURL (default /commands) lists the commands as links, GET
 // /commands/NAME answers a command's JSON (ZkServer::admin_command). HTTP is Boost.Beast's.
 // Requests are bounded (8 KiB of header, no body past 64 KiB) and so is a connection's
@@ -23,8 +25,10 @@ struct AdminSettings {
   bool enabled = true;
   std::string address = "0.0.0.0";
   int32_t port = 8080;
-  std::string command_url = "/commands";
+  std::string command_url = "/commands";  // empty: no commands (the metrics endpoint)
   int32_t idle_timeout_ms = 30000;
+  std::string metrics_path;  // "/metrics": Prometheus's text format there (Run gets "")
+  std::string what = "AdminServer";  // for log lines
 };
 
 class AdminServer {

@@ -27,6 +27,12 @@ Json& Json::push(Json value) {
   return *this;
 }
 
+std::optional<double> Json::number() const {
+  if (auto* i = std::get_if<int64_t>(&v_)) return static_cast<double>(*i);
+  if (auto* d = std::get_if<double>(&v_)) return *d;
+  return std::nullopt;
+}
+
 std::string Json::dump() const {
   std::string out;
   write(out, 0);

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <variant>
@@ -32,6 +33,8 @@ class Json {
   // An array's element.
   Json& push(Json value);
   bool is_object() const { return std::holds_alternative<Object>(v_); }
+  // A number's value (an int or a double); nullopt for anything else.
+  std::optional<double> number() const;
   // Pretty-printed, two spaces an indent, "key" : value, as Jackson's default printer.
   std::string dump() const;
   // A scalar as a four-letter word prints it (mntr's values): numbers and strings bare.

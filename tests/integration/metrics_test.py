@@ -1,0 +1,144 @@
+"""Prometheus metrics as ZooKeeper's PrometheusMetricsProvider serves them
+(metricsProvider.className, httpHost, httpPort; exportJvmInfo accepted): the text format at
+/metrics with ZooKeeper's names for mntr's numbers, as gauges, equal to what mntr says, and the
+process metrics; `promtool check metrics` finds nothing but the "_count" suffix of ZooKeeper's
+own names (znode_count and the like: dashboards use them as they are). Then a real Prometheus
+(Debian's package, on a free loopback port) scrapes a 3-member ensemble under load, and PromQL
+queries of the metrics ZooKeeper's dashboard uses return a value from every member."""
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+import urllib.parse
+import urllib.request
+
+from kazoo.client import KazooClient
+
+import support
+from ensemble import Ensemble, four_letter
+
+c = support.Checks("metrics")
+PROVIDER = "metricsProvider.className=org.apache.zookeeper.metrics.prometheus.PrometheusMetricsProvider\n"
+DASHBOARD = ["znode_count", "watch_count", "ephemerals_count", "approximate_data_size", "num_alive_connections",
+             "outstanding_requests", "packets_received", "packets_sent", "avg_latency", "max_latency",
+             "min_latency", "uptime", "global_sessions", "open_file_descriptor_count", "max_file_descriptor_count"]
+PROCESS = ["process_cpu_seconds_total", "process_resident_memory_bytes", "process_virtual_memory_bytes",
+           "process_open_fds", "process_max_fds", "process_start_time_seconds"]
+
+
+def metrics_port(log_text):
+    m = re.search(r"Prometheus metrics on 127\.0\.0\.1:(\d+)/metrics", log_text)
+    return int(m.group(1)) if m else None
+
+
+def scrape(port):
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
+        return r.headers.get("Content-Type", ""), r.read().decode()
+
+
+def values(text):
+    return {m.group(1): float(m.group(2)) for m in re.finditer(r"^([a-z_]+) (\S+)$", text, re.M)}
+
+
+def standalone(work):
+    cfg = (PROVIDER + "metricsProvider.httpHost=127.0.0.1\nmetricsProvider.httpPort=0\nmetricsProvider.exportJvmInfo=true\n"
+           "4lw.commands.whitelist=mntr\n")
+    with support.start_warden(cfg) as w:
+        port = metrics_port(w.log())
+        c.check(port is not None, "the server logs where /metrics is")
+        zk = KazooClient(hosts=w.hosts)
+        zk.start(timeout=10)
+        for i in range(10):
+            zk.create(f"/m{i}", b"x" * 100)
+        zk.create("/eph", b"", ephemeral=True)
+        zk.get("/m0", watch=lambda e: None)
+        ctype, text = scrape(port)
+        mntr = dict(line.split("\t", 1) for line in four_letter(w.port, "mntr").splitlines() if "\t" in line)
+        zk.stop()
+        zk.close()
+    c.check(ctype.startswith("text/plain; version=0.0.4"), f"Prometheus's text format: {ctype!r}")
+    v = values(text)
+    for name in DASHBOARD + PROCESS:
+        c.check(name in v, f"/metrics has {name}")
+        c.check(re.search(rf"^# TYPE {name} (gauge|counter)$", text, re.M) is not None, f"{name} has a TYPE line")
+    for name in ("znode_count", "ephemerals_count", "watch_count", "approximate_data_size"):
+        c.equal(v.get(name), float(mntr.get(f"zk_{name}", "nan")), f"{name} is mntr's number (one source)")
+    c.check(v.get("process_resident_memory_bytes", 0) > 1 << 20, "the resident memory is the process's")
+    c.check(abs(v.get("process_start_time_seconds", 0) - time.time()) < 600, "the start time is now-ish")
+    r = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True, text=True, timeout=60)
+    problems = [line for line in (r.stdout + r.stderr).splitlines() if line.strip()]
+    others = [p for p in problems if not re.match(r"^[a-z_]+_count non-histogram and non-summary metrics should not "
+                                                   r"have \"_count\" suffix$", p)]
+    c.equal(others, [], "promtool finds nothing but ZooKeeper's own _count names")
+    with open(os.path.join(work, "bad.cfg"), "w") as f:
+        f.write(f"dataDir={work}/d\nclientPort=0\nmetricsProvider.httpPort=70000\n")
+    r = subprocess.run([os.environ["WARDEN_SERVER"], os.path.join(work, "bad.cfg")], capture_output=True, text=True,
+                       timeout=30)
+    c.check(r.returncode == 2 and "bad.cfg:3: metricsProvider.httpPort=70000" in r.stderr,
+            f"a bad port stops the start: {r.stderr.strip()!r}")
+
+
+def with_prometheus(work):
+    extra = PROVIDER + "metricsProvider.httpHost=127.0.0.1\nmetricsProvider.httpPort=0\n"
+    with Ensemble(3, extra_cfg=extra) as ens:
+        ens.start()
+        targets = [f"127.0.0.1:{metrics_port(m.log())}" for m in ens.members]
+        c.check(all(not t.endswith(":None") for t in targets), f"every member serves /metrics: {targets}")
+        prom_port = support.free_port()
+        conf = os.path.join(work, "prometheus.yml")
+        with open(conf, "w") as f:
+            f.write("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n"
+                    f"  - job_name: warden\n    static_configs:\n      - targets: {json.dumps(targets)}\n")
+        prom = subprocess.Popen(["prometheus", f"--config.file={conf}", f"--storage.tsdb.path={work}/tsdb",
+                                 f"--web.listen-address=127.0.0.1:{prom_port}"], stdout=subprocess.DEVNULL,
+                                stderr=open(os.path.join(work, "prometheus.log"), "w"))
+        try:
+            zk = KazooClient(hosts=ens.connect_string)
+            zk.start(timeout=15)
+            deadline, seen = time.time() + 40, {}
+            n = 0
+            while time.time() < deadline:  # writes while Prometheus scrapes, bounded in time
+                zk.create(f"/load{n}", b"y" * 50)
+                n += 1
+                if n % 20 == 0:
+                    seen = {q: query(prom_port, q) for q in ("znode_count", "num_alive_connections",
+                                                             "rate(packets_received[10s])", "process_open_fds")}
+                    if all(len(r) == 3 for r in seen.values()):
+                        break
+                time.sleep(0.02)
+            zk.stop()
+            zk.close()
+            for q, result in seen.items():
+                c.equal(len(result), 3, f"PromQL {q}: a value from every member ({result})")
+            counts = {float(r["value"][1]) for r in seen.get("znode_count", [])}
+            c.check(counts and min(counts) > 10, f"znode_count grows with the load on every member ({counts})")
+        finally:
+            prom.terminate()
+            try:
+                prom.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                prom.kill()
+                prom.wait()
+
+
+def query(port, q):
+    url = f"http://127.0.0.1:{port}/api/v1/query?query={urllib.parse.quote(q)}"
+    try:
+        with urllib.request.urlopen(url, timeout=5) as r:
+            return json.loads(r.read())["data"]["result"]
+    except (OSError, ValueError, KeyError):
+        return []
+
+
+def main():
+    if not shutil.which("prometheus") or not shutil.which("promtool"):
+        c.check(False, "Debian's prometheus package (prometheus, promtool) is installed (scripts/lib.sh installs it)")
+        c.finish()
+    c.run_parts((standalone, with_prometheus), "warden-metrics-", each_fresh=True)
+
+
+if __name__ == "__main__":
+    main()
