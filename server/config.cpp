@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 namespace warden::server {
@@ -102,6 +103,23 @@ bool parse_bool(std::string_view v, bool& out) {
   return false;
 }
 
+// The keys ZooKeeper's QuorumPeerConfig reads itself; it makes a system property of any other.
+bool quorum_peer_config_key(std::string_view key) {
+  static const std::set<std::string, std::less<>> own{
+      "autopurge.purgeInterval", "autopurge.snapRetainCount", "clientPort", "clientPortAddress",
+      "clientPortListenBacklog", "connectToLearnerMasterLimit", "dataDir", "dataLogDir", "dynamicConfigFile",
+      "electionAlg", "initLimit", "localSessionsEnabled", "localSessionsUpgradingEnabled", "maxClientCnxns",
+      "maxSessionTimeout", "minSessionTimeout", "multiAddress.enabled", "multiAddress.reachabilityCheckEnabled",
+      "multiAddress.reachabilityCheckTimeoutMs", "observerMasterPort", "oraclePath", "peerType", "portUnification",
+      "quorum.cnxn.threads.size", "quorumListenOnAllIPs", "reconfigEnabled", "secureClientPort",
+      "secureClientPortAddress", "sslQuorum", "sslQuorumReloadCertFiles", "standaloneEnabled", "syncEnabled",
+      "syncLimit", "tickTime", "quorum.auth.enableSasl", "quorum.auth.serverRequireSasl",
+      "quorum.auth.learnerRequireSasl", "quorum.auth.learner.saslLoginContext", "quorum.auth.server.saslLoginContext",
+      "quorum.auth.kerberos.servicePrincipal"};
+  auto starts = [&](std::string_view p) { return key.substr(0, p.size()) == p; };
+  return own.count(key) || starts("server.") || starts("group") || starts("weight") || starts("metricsProvider.");
+}
+
 // Keys ZooKeeper knows that Warden accepts and does not use yet, so they draw no warning.
 bool known_unused(std::string_view key) {
   return key == "preAllocSize" || key == "metricsProvider.exportJvmInfo" ||
@@ -141,6 +159,7 @@ ConfigResult parse_config(std::string_view text, std::string_view file_name) {
     std::string key(trim(line.substr(0, eq)));
     std::string_view value = trim(line.substr(eq + 1));
     if (key.empty()) return where() + "the key before '=' is empty";
+    if (!quorum_peer_config_key(key)) c.properties.emplace_back("zookeeper." + key, std::string(value));
     auto bad = [&](std::string_view why) {
       return where() + key + "=" + std::string(value) + ": " + std::string(why);
     };
@@ -218,6 +237,8 @@ ConfigResult parse_config(std::string_view text, std::string_view file_name) {
       err = set_int(c.snap_retain_count, 3, 1 << 20);
     } else if (key == "autopurge.purgeInterval") {
       err = set_int(c.purge_interval_hours, 0, 1 << 20);
+    } else if (key == "fsync.warningthresholdms" || key == "zookeeper.fsync.warningthresholdms") {
+      err = set_int(c.fsync_warning_ms, 0, 1 << 30);
     } else if (key == "forceSync") {
       if (!parse_bool(value, c.force_sync)) err = bad("must be yes or no");
     } else if (key == "znode.container.checkIntervalMs") {

@@ -105,6 +105,9 @@ struct Config {
     return m;
   }
   std::string config_text;  // the configuration file as read (initial_configuration)
+  // The keys ZooKeeper's QuorumPeerConfig does not read itself and sets as Java system
+  // properties instead ("zookeeper." + key), with their values: system_properties shows them.
+  std::vector<std::pair<std::string, std::string>> properties;
   bool tls_needed() const { return secure_client_port >= 0 || client_port_unification; }
   int32_t max_client_cnxns = 60;  // per client address; 0: no limit
   // Requests in flight (proposed and not applied, or waiting behind those) past which the
@@ -118,6 +121,9 @@ struct Config {
   // Sync every log write (ZooKeeper's forceSync). `no` is for benchmarks only: a crash of the
   // machine may then lose acknowledged writes.
   bool force_sync = true;
+  // A log write slower than this is logged and counted (fsync.warningthresholdms, ZooKeeper's
+  // zookeeper.fsync.warningthresholdms).
+  int32_t fsync_warning_ms = 1000;
   // A snapshot is started after about this many txns (ZooKeeper's snapCount; each server picks
   // a point between half and the whole of it, so that replicas do not snapshot together).
   int32_t snap_count = 100000;

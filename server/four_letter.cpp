@@ -121,6 +121,7 @@ std::string ZkServer::four_letter(std::string_view word, ConnId self, const Four
   if (word == "srst") {
     packets_received_ = packets_sent_ = 0;
     latency_ = Latency{};
+    counters_.client_response = BufferStats{};
     return "Server stats reset.\n";
   }
   auto watches = watches_.data_watches();

@@ -42,6 +42,14 @@ struct FourLetterEnv {
   std::string leader_ip;
   // The voting members as ZooKeeper's voting_view shows them: id -> "host:quorum:election:role;clientAddress".
   std::vector<std::pair<int64_t, std::string>> voting_view;
+  // Group commit's writes slower than fsync.warningthresholdms (ZooKeeper's fsync count).
+  int64_t fsync_threshold_exceeded = 0;
+  // The newest complete snapshot: its zxid (-1: none) and when it was finished (s; -1: unknown).
+  int64_t last_snapshot_zxid = -1, last_snapshot_seconds = -1;
+  // system_properties: what ZooKeeper's JVM reports that a native process has too (os.*,
+  // user.*, file and line separators) and zookeeper.* for zoo.cfg's keys ZooKeeper makes
+  // properties of.
+  std::vector<std::pair<std::string, std::string>> system_properties;
 };
 
 // What ZooKeeper answers for a word that needs a serving server when it does not serve.

@@ -165,6 +165,7 @@ class Connection final : public ClientLink, public std::enable_shared_from_this<
       self->timed_out_ = true;
       spdlog::warn("TLS handshake from {} did not finish within {} ms (ssl.handshakeDetectionTimeoutMillis): "
                    "connection closed", self->endpoint_, self->policy_.context->settings().handshake_timeout_ms);
+      if (self->tls_) self->server_.handshake_failed(true);  // not a unified port's silent plaintext
       self->finish();
     });
   }
@@ -191,6 +192,7 @@ class Connection final : public ClientLink, public std::enable_shared_from_this<
       if (ec) {
         if (!self->timed_out_)
           spdlog::warn("TLS handshake from {} failed: {}", self->endpoint_, tls_failure(ec));
+        self->server_.handshake_failed(false);
         return self->finish();
       }
       self->take_certificate();
@@ -391,6 +393,8 @@ struct ServerRuntime::Impl {
   asio::signal_set signals{io};
   Registry registry;
   int64_t started_ms = wall_ms();
+  // The snapshot this process last finished, and when (s): last_snapshot reports its time.
+  std::pair<Zxid, int64_t> last_snapshot{-1, -1};
   bool throttling = false;
   FourLetterHandler four_letter = [this](std::string_view word, ConnId id) {
     if (!four_letter_allowed(config.four_letter_whitelist, word)) return four_letter_refusal(word);
@@ -508,31 +512,49 @@ struct ServerRuntime::Impl {
     if (word == "envi") {
       char host[256] = {};
       gethostname(host, sizeof host - 1);
-      utsname u{};
-      uname(&u);
-      const passwd* pw = getpwuid(geteuid());
-      const char* user = pw ? pw->pw_name : nullptr;
-      const char* home = pw ? pw->pw_dir : nullptr;
-      std::error_code ec;
-      env.environment = {{"zookeeper.version", four_letter_version()},
-                         {"host.name", host},
-                         {"os.name", u.sysname},
-                         {"os.arch", u.machine},
-                         {"os.version", u.release},
-                         {"user.name", user ? user : ""},
-                         {"user.home", home ? home : ""},
-                         {"user.dir", std::filesystem::current_path(ec).string()},
-                         {"process.id", std::to_string(getpid())}};
+      env.environment = {{"zookeeper.version", four_letter_version()}, {"host.name", host}};
+      for (auto& kv : host_facts()) env.environment.push_back(std::move(kv));
+      env.environment.emplace_back("process.id", std::to_string(getpid()));
+    }
+    if (word == "sysp") {
+      env.system_properties = {{"file.separator", "/"}, {"line.separator", "\n"}, {"path.separator", ":"}};
+      for (auto& kv : host_facts()) env.system_properties.push_back(std::move(kv));
+      std::sort(env.system_properties.begin(), env.system_properties.end());
+      for (const auto& kv : config.properties) env.system_properties.push_back(kv);
+    }
+    if (word == "dirs" || word == "srvr") {
+      env.fsync_threshold_exceeded = committer ? committer->slow_writes() : 0;
+      const storage::SnapshotStore* snaps = log ? log->snapshots() : nullptr;
+      auto all = snaps ? snaps->complete_snapshots() : std::vector<Zxid>{};
+      if (!all.empty()) {
+        env.last_snapshot_zxid = all.back();
+        if (all.back() == last_snapshot.first) env.last_snapshot_seconds = last_snapshot.second;
+      }
     }
     return env;
   }
 
+  // os.* and user.* as a JVM reports them (envi and system_properties).
+  static std::vector<std::pair<std::string, std::string>> host_facts() {
+    utsname u{};
+    uname(&u);
+    const passwd* pw = getpwuid(geteuid());
+    std::error_code ec;
+    return {{"os.name", u.sysname},
+            {"os.arch", u.machine},
+            {"os.version", u.release},
+            {"user.name", pw ? pw->pw_name : ""},
+            {"user.home", pw ? pw->pw_dir : ""},
+            {"user.dir", std::filesystem::current_path(ec).string()}};
+  }
+
   // An AdminServer command's JSON, with what the matching four-letter word's environment has.
-  std::string admin_command(std::string_view name) {
+  std::string admin_command(std::string_view name, std::string_view query) {
     std::string primary = admin::primary_name(name);
     static const std::map<std::string, std::string, std::less<>> word_of{
-        {"configuration", "conf"}, {"dirs", "dirs"}, {"monitor", "mntr"}, {"environment", "envi"},
-        {"zabstate", "mntr"}};
+        {"configuration", "conf"}, {"dirs", "dirs"},         {"monitor", "mntr"},
+        {"environment", "envi"},   {"zabstate", "mntr"},     {"system_properties", "sysp"},
+        {"server_stats", "dirs"},  {"stats", "dirs"},        {"last_snapshot", "srvr"}};
     auto w = word_of.find(primary);
     FourLetterEnv env = four_letter_env(w == word_of.end() ? std::string_view() : std::string_view(w->second));
     if (primary == "configuration")
@@ -558,7 +580,7 @@ struct ServerRuntime::Impl {
       env.leader_id = ensemble->leader();
       if (auto it = config.servers.find(env.leader_id); it != config.servers.end()) env.leader_ip = it->second.host;
     }
-    return server->admin_command(name, env).dump();
+    return server->admin_command(name, env, query).dump();
   }
 
   std::string secure_port_text() const {
@@ -671,7 +693,8 @@ struct ServerRuntime::Impl {
       committer = std::make_unique<storage::GroupCommitter>(
           *log, [this](Zxid upto, std::optional<storage::GroupCommitter::Failure> failure) {
             asio::post(io, [this, upto, failure] { on_durable(upto, failure); });
-          });
+          },
+          config.fsync_warning_ms);
     }
   }
 
@@ -1021,6 +1044,7 @@ struct ServerRuntime::Impl {
     using Part = storage::SnapshotStore::SnapshotPart;
     snapshot_writer->put(at, Part::session, server->session_records());
     snapshot_writer->finish(at, fmt::format("{} nodes", walk->written()));
+    last_snapshot = {at, wall_ms() / 1000};  // last_snapshot's time (zxid from the store, once done)
     walk.reset();
   }
 
@@ -1210,14 +1234,14 @@ void ServerRuntime::bind() {
   if (impl_->transport) impl_->transport->start();
   if (c.admin.enabled) {
     auto* i = impl_.get();
-    impl_->admin_server = std::make_unique<admin::AdminServer>(impl_->io, c.admin, [i](std::string_view name) {
-      return i->admin_command(name);
+    impl_->admin_server = std::make_unique<admin::AdminServer>(impl_->io, c.admin, [i](std::string_view name, std::string_view query) {
+      return i->admin_command(name, query);
     });
     impl_->admin_server->start();  // a port it cannot bind is logged; clients are served all the same
   }
   if (c.metrics.enabled) {
     auto* i = impl_.get();
-    impl_->metrics_server = std::make_unique<admin::AdminServer>(impl_->io, c.metrics, [i](std::string_view) {
+    impl_->metrics_server = std::make_unique<admin::AdminServer>(impl_->io, c.metrics, [i](std::string_view, std::string_view) {
       return admin::prometheus_text(i->server->monitor_values(i->four_letter_env("mntr")));
     });
     impl_->metrics_server->start();

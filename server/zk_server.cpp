@@ -73,8 +73,19 @@ ConnId ZkServer::open(ClientLink* link) {
   c.stats.established_ms = clock_();
   add_auth_id(c.auth, wire::Id{"ip", link->peer_address()});
   for (auto& id : link->transport_ids()) add_auth_id(c.auth, std::move(id));
+  if (!link->secure()) {
+    const std::string& a = link->peer_address();
+    bool local = a.rfind("127.", 0) == 0 || a == "::1" || a.rfind("::ffff:127.", 0) == 0;
+    ++(local ? counters_.non_mtls_local : counters_.non_mtls_remote);
+  }
   conns_.emplace(id, std::move(c));
   return id;
+}
+
+void ZkServer::handshake_failed(bool timed_out) {
+  ++counters_.auth_failed;
+  ++counters_.unsuccessful_handshake;
+  if (timed_out) ++counters_.tls_handshake_exceeded;
 }
 
 void ZkServer::closed(ConnId id) {
@@ -254,6 +265,7 @@ void ZkServer::send_connect_response(Conn& c, int32_t timeout, SessionId s, cons
 void ZkServer::send_frame(Conn& c, std::string frame) {
   ++c.stats.sent;
   ++packets_sent_;
+  counters_.client_response.add(static_cast<int64_t>(frame.size()) - 4);  // one frame, length first
   c.link->send(std::move(frame));
 }
 
@@ -330,6 +342,10 @@ void ZkServer::handle_request(ConnId id, Conn& c, std::string_view payload) {
   }
   std::string_view body = payload.substr(8);
   auto op = static_cast<OpCode>(h.type);
+  // set_trace_mask chooses what is traced, as ZooKeeper's ZooTrace (at log level trace).
+  if ((trace_mask_ & (op == OpCode::ping ? trace_mask::client_ping : trace_mask::client_request)) &&
+      spdlog::should_log(spdlog::level::trace))
+    spdlog::trace("{}: request {} xid {} of {} bytes", who(c), op_name(op), h.xid, payload.size());
   if (op != OpCode::auth && op != OpCode::sasl && !enforced_auth_met(c)) {
     // As ZooKeeper's AuthenticationHelper: the reply, then the connection closed (the session
     // itself lives on until it expires or a client that authenticates re-attaches it).
@@ -590,6 +606,7 @@ void ZkServer::handle_other(ConnId id, Conn& c, OpCode op, int32_t xid, std::str
         return send_reply(id, xid, last, wire::SetSaslResponse{std::nullopt});
       }
       spdlog::warn("closing connection of {}: it asks for SASL, which this server does not offer", who(c));
+      ++counters_.auth_failed;
       send_reply(id, xid, last, Err::authFailed);
       return close_conn(id);
     case OpCode::reconfig:
@@ -614,6 +631,7 @@ void ZkServer::handle_sasl(ConnId id, Conn& c, int32_t xid, std::string_view bod
   using Status = auth::SaslExchange::Step::Status;
   if (step.status == Status::failed) {
     spdlog::warn("{} failed to SASL authenticate: {}", who(c), step.error);
+    ++counters_.auth_failed;
     c.sasl.reset();
     if (!opts_.sasl_failed_clients_stay) {
       bool required = std::find(opts_.enforce_auth_schemes.begin(), opts_.enforce_auth_schemes.end(), "sasl") !=
@@ -650,6 +668,7 @@ void ZkServer::handle_auth(ConnId id, Conn& c, std::string_view body) {
     return;
   }
   spdlog::warn("authentication failed for {}: scheme '{}'", who(c), req ? req->scheme : "?");
+  ++counters_.auth_failed;
   send_frame(c, frame_of<wire::ErrorResponse>(
       wire::ReplyHeader{wire::xid::auth, 0, static_cast<int32_t>(Err::authFailed)}, nullptr));
   close_conn(id);
@@ -712,7 +731,9 @@ void ZkServer::submit(Txn txn, Pending p) {
   // Queued before proposing (its zxid unknown yet): a synchronous log commits it from inside
   // propose(), and a commit while the front's zxid is unknown is that one.
   pending_.push_back(p);
-  if (auto z = replicator_.propose(encode_txn(txn))) {
+  std::string payload = encode_txn(txn);
+  if (ensemble_) counters_.proposals.add(static_cast<int64_t>(payload.size()));
+  if (auto z = replicator_.propose(std::move(payload))) {
     for (auto it = pending_.rbegin(); it != pending_.rend(); ++it)
       if (it->seq == p.seq) {
         it->zxid = *z;

@@ -36,6 +36,7 @@
 #include "server/data_tree.hpp"
 #include "server/forward.hpp"
 #include "server/prep.hpp"
+#include "server/server_stats.hpp"
 #include "server/session_table.hpp"
 #include "server/watch_manager.hpp"
 
@@ -133,6 +134,9 @@ class ZkServer {
   bool serving() const { return !ensemble_ || ensemble_->serving(); }
 
   ConnId open(ClientLink* link);
+  // A client's TLS handshake failed (or did not finish in time): counted as ZooKeeper counts
+  // it (auth_failed_count, unsuccessful_handshake, tls_handshake_exceeded).
+  void handshake_failed(bool timed_out);
   // One frame's payload (without its length prefix) from a connection.
   void receive(ConnId c, std::string_view payload);
   // The connection is gone; its watches go with it, its session lives on until it expires.
@@ -184,9 +188,14 @@ class ZkServer {
   std::string four_letter(std::string_view word, ConnId self, const FourLetterEnv& env);
   // The AdminServer's /commands/NAME (server/admin/commands.cpp): ZooKeeper's JSON keys and
   // types, from the same state as the four-letter words; "error" names an unknown command.
-  admin::Json admin_command(std::string_view name, const FourLetterEnv& env);
+  // `query`: the URL's query string ("traceMask=7" for set_trace_mask).
+  admin::Json admin_command(std::string_view name, const FourLetterEnv& env, std::string_view query = {});
   // mntr's numbers, typed: the four-letter word prints them, the monitor command returns them.
   std::vector<std::pair<std::string, admin::Json>> monitor_values(const FourLetterEnv& env) const;
+  // server_stats' "server_stats" object (ZooKeeper's ServerStats), and the connections as
+  // ZooKeeper's connection info lists them: plaintext, TLS (brief: stats' five keys each).
+  admin::Json server_stats_json(const FourLetterEnv& env) const;
+  std::pair<admin::Json, admin::Json> connection_infos(bool brief) const;
 
  private:
   // Request latencies in ms, as the four-letter words report them.
@@ -345,6 +354,8 @@ class ZkServer {
   int64_t packets_received_ = 0, packets_sent_ = 0;
   size_t held_total_ = 0;  // frames in every connection's `held`
   Latency latency_;
+  ServerCounters counters_;
+  int64_t trace_mask_ = trace_mask::initial;
   int64_t next_container_check_ = 0;
   std::mt19937_64 rng_;
 };

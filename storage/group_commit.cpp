@@ -1,13 +1,16 @@
 #include "storage/group_commit.hpp"
 
+#include <spdlog/spdlog.h>
+
+#include <chrono>
 #include <exception>
 
 #include "storage/rocksdb_log_store.hpp"
 
 namespace warden::storage {
 
-GroupCommitter::GroupCommitter(LogStore& store, Durable durable)
-    : store_(store), durable_(std::move(durable)), thread_([this] { run(); }) {}
+GroupCommitter::GroupCommitter(LogStore& store, Durable durable, int64_t warning_ms)
+    : store_(store), durable_(std::move(durable)), warning_ms_(warning_ms), thread_([this] { run(); }) {}
 
 GroupCommitter::~GroupCommitter() {
   {
@@ -51,8 +54,16 @@ void GroupCommitter::run() {
       }
     }
     Zxid last = batch.back().zxid;
+    size_t count = batch.size();
     try {
+      auto start = std::chrono::steady_clock::now();
       store_.append(std::move(batch));
+      auto us = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start).count();
+      if (us > warning_ms_ * 1000) {
+        slow_writes_.fetch_add(1, std::memory_order_relaxed);
+        spdlog::warn("writing {} txns to the log took {:.1f} ms, over fsync.warningthresholdms ({} ms): "
+                     "requests wait for it", count, static_cast<double>(us) / 1000, warning_ms_);
+      }
       durable_(last, std::nullopt);
     } catch (const DiskFullError& e) {
       fail(Failure{e.what(), true});

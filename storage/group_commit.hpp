@@ -8,6 +8,7 @@
 // until the owner has taken back every entry it submitted and calls reset().
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -34,7 +35,9 @@ class GroupCommitter {
   // The most entries one synced write takes: bounds the batch and the latency of its head.
   static constexpr size_t max_batch = 10000;
 
-  GroupCommitter(LogStore& store, Durable durable);
+  // `warning_ms`: a synced write slower than this is logged and counted (ZooKeeper's
+  // fsync.warningthresholdms).
+  GroupCommitter(LogStore& store, Durable durable, int64_t warning_ms = 1000);
   ~GroupCommitter();  // writes what was submitted, then stops
   GroupCommitter(const GroupCommitter&) = delete;
   GroupCommitter& operator=(const GroupCommitter&) = delete;
@@ -45,6 +48,8 @@ class GroupCommitter {
   void wait_idle();
   // Forgets every entry not yet written and accepts new ones again after a failure.
   void reset();
+  // Synced writes slower than the warning threshold so far (any thread).
+  int64_t slow_writes() const { return slow_writes_.load(std::memory_order_relaxed); }
 
  private:
   void run();
@@ -52,6 +57,8 @@ class GroupCommitter {
 
   LogStore& store_;
   Durable durable_;
+  int64_t warning_ms_;
+  std::atomic<int64_t> slow_writes_{0};
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<LogEntry> queue_;

@@ -50,6 +50,8 @@ class Session : public std::enable_shared_from_this<Session> {
     res->keep_alive(req.keep_alive());
     res->set(http::field::server, "Warden");
     std::string_view target(req.target().data(), req.target().size());
+    std::string_view query = target.find('?') == std::string_view::npos ? std::string_view()
+                                                                         : target.substr(target.find('?') + 1);
     target = target.substr(0, target.find('?'));
     std::string_view base = settings_.command_url;
     if (req.method() != http::verb::get && req.method() != http::verb::head) {
@@ -58,7 +60,7 @@ class Session : public std::enable_shared_from_this<Session> {
     } else if (!settings_.metrics_path.empty() && target == settings_.metrics_path) {
       res->result(http::status::ok);
       res->set(http::field::content_type, "text/plain; version=0.0.4; charset=utf-8");
-      res->body() = run_("");
+      res->body() = run_("", {});
     } else if (base.empty()) {
       res->result(http::status::not_found);
       res->set(http::field::content_type, "text/plain");
@@ -76,7 +78,7 @@ class Session : public std::enable_shared_from_this<Session> {
       res->result(http::status::ok);
       res->set(http::field::content_type, "application/json");
       res->set(http::field::access_control_allow_origin, "*");
-      res->body() = run_(target.substr(base.size() + 1));
+      res->body() = run_(target.substr(base.size() + 1), query);
     } else {
       res->result(http::status::not_found);
       res->set(http::field::content_type, "text/plain");

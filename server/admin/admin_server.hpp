@@ -33,8 +33,8 @@ struct AdminSettings {
 
 class AdminServer {
  public:
-  // A command's JSON text, for a name as the URL gave it.
-  using Run = std::function<std::string(std::string_view name)>;
+  // A command's JSON text, for a name as the URL gave it and the URL's query string.
+  using Run = std::function<std::string(std::string_view name, std::string_view query)>;
   AdminServer(boost::asio::io_context& io, AdminSettings settings, Run run);
   ~AdminServer();
   AdminServer(const AdminServer&) = delete;

@@ -22,12 +22,18 @@ const std::vector<admin::CommandNames>& admin::commands() {
       {"dirs", {}},
       {"dump", {}},
       {"environment", {"env", "envi"}},
+      {"get_trace_mask", {"gtmk"}},
       {"initial_configuration", {"icfg"}},
       {"is_read_only", {"isro"}},
+      {"last_snapshot", {"lsnp"}},
       {"leader", {"lead"}},
       {"monitor", {"mntr"}},
       {"ruok", {}},
+      {"server_stats", {"srvr"}},
+      {"set_trace_mask", {"stmk"}},
       {"stat_reset", {"srst"}},
+      {"stats", {"stat"}},
+      {"system_properties", {"sysp"}},
       {"voting_view", {}},
       {"watch_summary", {"wchs"}},
       {"watches", {"wchc"}},
@@ -68,6 +74,14 @@ std::vector<std::pair<std::string, Json>> ZkServer::monitor_values(const FourLet
       {"open_file_descriptor_count", env.open_fds},
       {"approximate_data_size", static_cast<int64_t>(tree_.approximate_data_size())},
       {"uptime", env.uptime_ms},
+      {"auth_failed_count", counters_.auth_failed},
+      {"non_mtls_local_conn_count", counters_.non_mtls_local},
+      {"non_mtls_remote_conn_count", counters_.non_mtls_remote},
+      {"unsuccessful_handshake", counters_.unsuccessful_handshake},
+      {"tls_handshake_exceeded", counters_.tls_handshake_exceeded},
+      {"last_client_response_size", counters_.client_response.last},
+      {"min_client_response_size", counters_.client_response.min},
+      {"max_client_response_size", counters_.client_response.max},
   };
   if (!env.peer_state.empty()) m.emplace_back("peer_state", env.peer_state);
   if (env.mode == "leader") {
@@ -78,7 +92,101 @@ std::vector<std::pair<std::string, Json>> ZkServer::monitor_values(const FourLet
   return m;
 }
 
-Json ZkServer::admin_command(std::string_view name, const FourLetterEnv& env) {
+namespace {
+Json buffer_stats(const BufferStats& b) {
+  Json j = Json::object();
+  j.set("last_buffer_size", b.last);
+  j.set("min_buffer_size", b.min);
+  j.set("max_buffer_size", b.max);
+  return j;
+}
+
+// A query string's value for `key` ("traceMask=7&x=y"); nullopt when absent.
+std::optional<std::string> query_value(std::string_view query, std::string_view key) {
+  while (!query.empty()) {
+    auto amp = query.find('&');
+    std::string_view pair = query.substr(0, amp);
+    query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
+    auto eq = pair.find('=');
+    if (pair.substr(0, eq) == key) return std::string(eq == std::string_view::npos ? "" : pair.substr(eq + 1));
+  }
+  return std::nullopt;
+}
+
+// Java's Long.parseLong: an optional sign and decimal digits, within 64 bits.
+std::optional<int64_t> java_long(const std::string& s) {
+  size_t digits = !s.empty() && (s[0] == '-' || s[0] == '+') ? 1 : 0;
+  if (s.size() == digits || s.find_first_not_of("0123456789", digits) != std::string::npos) return std::nullopt;
+  try {
+    size_t used = 0;
+    int64_t v = std::stoll(s, &used);
+    return used == s.size() ? std::optional<int64_t>(v) : std::nullopt;
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+}  // namespace
+
+std::pair<Json, Json> ZkServer::connection_infos(bool brief) const {
+  // ZooKeeper's connection info (ServerCnxn.getConnectionInfo), plaintext and TLS apart; brief
+  // (stats) stops before the session's part.
+  std::vector<ConnId> ids;
+  for (const auto& [id, c] : conns_) ids.push_back(id);
+  std::sort(ids.begin(), ids.end());
+  Json plain = Json::array(), secure = Json::array();
+  for (ConnId id : ids) {
+    const Conn& c = conns_.at(id);
+    const auto& st = c.stats;
+    Json info = Json::object();
+    std::string endpoint = c.link->peer_endpoint();
+    info.set("remote_socket_address", endpoint.empty() || endpoint[0] != '/' ? endpoint : endpoint.substr(1));
+    info.set("interest_ops", int64_t{1});  // reading, as a ZooKeeper connection not throttled
+    info.set("outstanding_requests", static_cast<int64_t>(c.held.size()));
+    info.set("packets_received", st.received);
+    info.set("packets_sent", st.sent);
+    if (c.attached && !brief) {
+      info.set("session_id", static_cast<int64_t>(c.session));
+      info.set("last_operation", st.last_op);
+      info.set("established", st.established_ms);  // Jackson writes a Date as its milliseconds
+      info.set("session_timeout", static_cast<int64_t>(c.negotiated_timeout));
+      info.set("last_cxid", static_cast<int64_t>(st.last_cxid));
+      info.set("last_zxid", static_cast<int64_t>(st.last_zxid));
+      info.set("last_response_time", st.last_response_ms);
+      info.set("last_latency", st.last_latency);
+      info.set("min_latency", std::max<int64_t>(st.latency.min, 0));
+      info.set("avg_latency", static_cast<int64_t>(st.latency.avg()));
+      info.set("max_latency", st.latency.max);
+    }
+    (c.link->secure() ? secure : plain).push(std::move(info));
+  }
+  return {std::move(plain), std::move(secure)};
+}
+
+Json ZkServer::server_stats_json(const FourLetterEnv& env) const {
+  // ZooKeeper's ServerStats as Jackson writes it (its getters, in its order).
+  Json s = Json::object();
+  s.set("packets_sent", packets_sent_);
+  s.set("packets_received", packets_received_);
+  s.set("fsync_threshold_exceed_count", env.fsync_threshold_exceeded);
+  s.set("client_response_stats", buffer_stats(counters_.client_response));
+  s.set("provider_null", false);
+  s.set("data_dir_size", env.data_dir_bytes);
+  s.set("log_dir_size", env.log_dir_bytes);
+  s.set("server_state", env.mode);
+  s.set("last_processed_zxid", static_cast<int64_t>(tree_.last_applied()));
+  s.set("outstanding_requests", static_cast<int64_t>(pending_.size()));
+  s.set("avg_latency", latency_.avg());
+  s.set("max_latency", latency_.max);
+  s.set("min_latency", std::max<int64_t>(latency_.min, 0));
+  s.set("num_alive_client_connections", static_cast<int64_t>(conns_.size()));
+  s.set("uptime", env.uptime_ms);
+  s.set("auth_failed_count", counters_.auth_failed);
+  s.set("non_mtlsremote_conn_count", counters_.non_mtls_remote);
+  s.set("non_mtlslocal_conn_count", counters_.non_mtls_local);
+  return s;
+}
+
+Json ZkServer::admin_command(std::string_view name, const FourLetterEnv& env, std::string_view query) {
   std::string primary = admin::primary_name(name);
   Json r = Json::object();
   auto done = [&](Json error = nullptr) {
@@ -89,12 +197,43 @@ Json ZkServer::admin_command(std::string_view name, const FourLetterEnv& env) {
   if (primary.empty()) return done("Unknown command: " + std::string(name));
   // As ZooKeeper: a command that needs a serving server says so when it does not serve.
   bool needs_server = primary != "environment" && primary != "ruok" && primary != "is_read_only" &&
-                      primary != "configuration" && primary != "initial_configuration";
+                      primary != "configuration" && primary != "initial_configuration" &&
+                      primary != "get_trace_mask" && primary != "system_properties";
   if (needs_server && !env.serving) return done("This ZooKeeper instance is not currently serving requests");
   if (primary == "ruok" || primary == "connection_stat_reset" || primary == "stat_reset") {
     if (primary != "ruok") four_letter(primary == "stat_reset" ? "srst" : "crst", 0, env);  // one reset, two doors
   } else if (primary == "is_read_only") {
     r.set("read_only", false);
+  } else if (primary == "stats" || primary == "server_stats") {
+    r.set("version", four_letter_version());
+    r.set("read_only", false);
+    r.set("server_stats", server_stats_json(env));
+    r.set("client_response", buffer_stats(counters_.client_response));
+    if (env.mode == "leader") r.set("proposal_stats", buffer_stats(counters_.proposals));
+    r.set("node_count", static_cast<int64_t>(tree_.size() + 1));  // the root twice, as ZooKeeper
+    if (primary == "stats") {
+      auto [plain, secure] = connection_infos(true);
+      r.set("connections", std::move(plain));
+      r.set("secure_connections", std::move(secure));
+    }
+  } else if (primary == "get_trace_mask") {
+    r.set("tracemask", trace_mask_);
+  } else if (primary == "set_trace_mask") {
+    auto text = query_value(query, "traceMask");
+    auto mask = text ? java_long(*text) : std::nullopt;
+    if (!mask) {  // ZooKeeper's answer: no "error": null after it, the error first
+      Json e = Json::object();
+      e.set("error", "setTraceMask requires long traceMask argument" + (text ? ", got " + *text : std::string()));
+      e.set("command", primary);
+      return e;
+    }
+    trace_mask_ = *mask;
+    r.set("tracemask", trace_mask_);
+  } else if (primary == "last_snapshot") {
+    r.set("zxid", fmt::format("{:x}", static_cast<uint64_t>(env.last_snapshot_zxid)));
+    r.set("timestamp", env.last_snapshot_seconds);
+  } else if (primary == "system_properties") {
+    for (const auto& [k, v] : env.system_properties) r.set(k, v);
   } else if (primary == "dirs") {
     r.set("datadir_size", env.data_dir_bytes);
     r.set("logdir_size", env.log_dir_bytes);
@@ -162,36 +301,7 @@ Json ZkServer::admin_command(std::string_view name, const FourLetterEnv& env) {
     r.set("expiry_time_to_session_ids", std::move(expiry));
     r.set("session_id_to_ephemeral_paths", std::move(eph));
   } else if (primary == "connections") {
-    // ZooKeeper's connection info (ServerCnxn.getConnectionInfo), plaintext and TLS apart.
-    std::vector<ConnId> ids;
-    for (const auto& [id, c] : conns_) ids.push_back(id);
-    std::sort(ids.begin(), ids.end());
-    Json plain = Json::array(), secure = Json::array();
-    for (ConnId id : ids) {
-      const Conn& c = conns_.at(id);
-      const auto& st = c.stats;
-      Json info = Json::object();
-      std::string endpoint = c.link->peer_endpoint();
-      info.set("remote_socket_address", endpoint.empty() || endpoint[0] != '/' ? endpoint : endpoint.substr(1));
-      info.set("interest_ops", int64_t{1});  // reading, as a ZooKeeper connection not throttled
-      info.set("outstanding_requests", static_cast<int64_t>(c.held.size()));
-      info.set("packets_received", st.received);
-      info.set("packets_sent", st.sent);
-      if (c.attached) {
-        info.set("session_id", static_cast<int64_t>(c.session));
-        info.set("last_operation", st.last_op);
-        info.set("established", st.established_ms);  // Jackson writes a Date as its milliseconds
-        info.set("session_timeout", static_cast<int64_t>(c.negotiated_timeout));
-        info.set("last_cxid", static_cast<int64_t>(st.last_cxid));
-        info.set("last_zxid", static_cast<int64_t>(st.last_zxid));
-        info.set("last_response_time", st.last_response_ms);
-        info.set("last_latency", st.last_latency);
-        info.set("min_latency", std::max<int64_t>(st.latency.min, 0));
-        info.set("avg_latency", static_cast<int64_t>(st.latency.avg()));
-        info.set("max_latency", st.latency.max);
-      }
-      (c.link->secure() ? secure : plain).push(std::move(info));
-    }
+    auto [plain, secure] = connection_infos(false);
     r.set("connections", std::move(plain));
     r.set("secure_connections", std::move(secure));
   } else if (primary == "zabstate") {

@@ -24,10 +24,16 @@ c = support.Checks("admin")
 # Keys only a JVM has (environment), and the metrics of ZooKeeper's ServerMetrics that monitor
 # adds to mntr's set (about 470): Warden's monitor has mntr's set only, as yet.
 JAVA_ONLY = re.compile(r"^(java\.|os\.memory\.)")
+# system_properties: a JVM's own (and the reference's config key extendedTypesEnabled).
+JVM_PROPERTIES = re.compile(r"^(java\.|sun\.|jdk\.|jetty\.|(file|native)\.encoding$|user\.(language|timezone|country)$"
+                            r"|zookeeper\.extendedTypesEnabled$)")
 COMMANDS = ["ruok", "is_read_only", "isro", "dirs", "watch_summary", "wchs", "leader", "lead", "configuration",
             "conf", "config", "environment", "env", "envi", "monitor", "mntr", "initial_configuration", "icfg",
             "connections", "cons", "dump", "watches", "wchc", "watches_by_path", "wchp", "voting_view", "zabstate",
-            "stat_reset", "srst", "connection_stat_reset", "crst", "no_such_command"]
+            "stat_reset", "srst", "connection_stat_reset", "crst", "stats", "stat", "server_stats", "srvr",
+            "last_snapshot", "lsnp", "system_properties", "sysp", "get_trace_mask", "set_trace_mask",
+            "stmk?traceMask=x", "stmk?traceMask=12x", "stmk?traceMask=7", "gtmk", "set_trace_mask?traceMask=306",
+            "no_such_command"]
 
 
 def get(port, path, timeout=10):
@@ -113,11 +119,24 @@ def compared():
         for k, t in zk_shape.items():
             if (primary == "environment" and JAVA_ONLY.match(k)) or primary == "monitor" and k not in w_shape:
                 continue
+            if primary == "system_properties" and JVM_PROPERTIES.match(k):
+                continue
             c.equal(w_shape.get(k), t, f"{cmd}: key {k} with ZooKeeper's type")
         extra = sorted(set(w_shape) - set(zk_shape))
         c.check(extra in ([], ["process.id"]), f"{cmd}: no key ZooKeeper does not have: {extra}")
         if primary == "monitor":
             print(f"monitor: Warden {len(w_shape)} keys, ZooKeeper {len(zk_shape)}", flush=True)
+        if cmd in ("stats", "server_stats"):
+            c.equal(shape(wj["server_stats"]["client_response_stats"]), shape(zj["server_stats"]["client_response_stats"]),
+                    f"{cmd}: client_response_stats with ZooKeeper's keys")
+            c.equal(sig(wj["server_stats"], record=True), sig(zj["server_stats"], record=True),
+                    f"{cmd}: server_stats with ZooKeeper's keys and types")
+    wj = {cmd: json.loads(wa[cmd][1]) for cmd in ("gtmk", "stmk?traceMask=7", "get_trace_mask", "sysp")}
+    c.equal((wj["get_trace_mask"]["tracemask"], wj["stmk?traceMask=7"]["tracemask"], wj["gtmk"]["tracemask"]),
+            (306, 7, 7), "the trace mask starts at ZooKeeper's 306, set_trace_mask sets it, get_trace_mask reads it")
+    c.equal(wj["sysp"].get("zookeeper.admin.enableServer"), "true",
+            "system_properties: zoo.cfg's admin.enableServer as ZooKeeper's zookeeper.admin.enableServer")
+    c.check("zookeeper.tickTime" not in wj["sysp"], "system_properties: not the keys ZooKeeper reads itself")
     c.equal(wa["ruok"][1].startswith("{"), True, "ruok answers JSON")
     links = re.findall(r'href="/commands/([a-z_]+)"', wa["(list)"][1])
     zk_links = re.findall(r'href="/commands/([a-z_]+)"', z["(list)"][1])
@@ -179,10 +198,53 @@ def robust():
         zk.close()
         before = json.loads(get(port, "/ops/mntr")[1])["packets_received"]
         c.check(before >= 20, f"monitor counts the requests ({before})")
+        srvr = json.loads(get(port, "/ops/srvr")[1])
+        stats = srvr["server_stats"]
+        c.check(stats["packets_received"] >= 20 and stats["non_mtlslocal_conn_count"] >= 1
+                and stats["non_mtlsremote_conn_count"] == 0 and stats["last_processed_zxid"] >= 20
+                and 16 <= srvr["client_response"]["min_buffer_size"] < srvr["client_response"]["max_buffer_size"],
+                f"server_stats counts packets, loopback connections without TLS, reply sizes: {srvr}")
         c.equal(json.loads(get(port, "/ops/srst")[1])["error"], None, "stat_reset answers")
         after = json.loads(get(port, "/ops/mntr")[1])["packets_received"]
         c.check(after < before, f"stat_reset resets what monitor shows ({before} -> {after})")
+        reset = json.loads(get(port, "/ops/server_stats")[1])["client_response"]
+        c.equal(reset["min_buffer_size"], -1, "stat_reset resets the reply sizes, as ZooKeeper's")
         c.check(w.alive(), "the server still runs")
+
+
+def slow_fsync():
+    """fsync.warningthresholdms=0: every log write is over it, logged and counted (server_stats'
+    fsync_threshold_exceed_count, as ZooKeeper's FileTxnLog counts them)."""
+    with support.start_warden("admin.enableServer=true\nadmin.serverAddress=127.0.0.1\nadmin.serverPort=0\n"
+                              "fsync.warningthresholdms=0\n") as w:
+        port = admin_port(w.log())
+        zk = KazooClient(hosts=w.hosts)
+        zk.start(timeout=10)
+        for i in range(5):
+            zk.create(f"/slow{i}", b"x")
+        zk.stop()
+        zk.close()
+        stats = json.loads(get(port, "/commands/server_stats")[1])["server_stats"]
+        c.check(stats["fsync_threshold_exceed_count"] >= 5, f"every write counted over the threshold: {stats}")
+        c.check("over fsync.warningthresholdms (0 ms)" in w.log(), "and logged")
+    with support.start_warden("admin.enableServer=true\nadmin.serverAddress=127.0.0.1\nadmin.serverPort=0\n"
+                              "warden.log.level=trace\n") as w:
+        port = admin_port(w.log())
+        zk = KazooClient(hosts=w.hosts)
+        zk.start(timeout=10)
+        zk.create("/quick", b"x")
+        stats = json.loads(get(port, "/commands/server_stats")[1])["server_stats"]
+        c.equal(stats["fsync_threshold_exceed_count"], 0, "at the default (1000 ms) a quick write is not counted")
+        # The trace mask chooses what a trace-level log shows, as ZooKeeper's ZooTrace.
+        c.check("request CREA" in w.log(), "at the default mask (306) client requests are traced")
+        get(port, "/commands/stmk?traceMask=0")
+        zk.set("/quick", b"untraced")
+        get(port, "/commands/stmk?traceMask=2")
+        zk.set("/quick", b"traced")
+        zk.stop()
+        zk.close()
+        sets = w.log().count("request SETD")
+        c.equal(sets, 1, "with mask 0 a request is not traced, with 2 it is")
 
 
 def taken_port():
@@ -208,7 +270,9 @@ def refused(work):
              ("admin.serverAddress=somewhere\n", "bad.cfg:5: admin.serverAddress=somewhere: is not an IP address"),
              ("admin.commandURL=commands\n", "bad.cfg:5: admin.commandURL=commands: must be a path"),
              ("admin.idleTimeout=0\n", "bad.cfg:5: admin.idleTimeout=0"),
-             ("admin.commandURL=/a b\n", "admin.commandURL")]
+             ("admin.commandURL=/a b\n", "admin.commandURL"),
+             ("fsync.warningthresholdms=soon\n", "bad.cfg:5: fsync.warningthresholdms=soon: not a whole number"),
+             ("fsync.warningthresholdms=-1\n", "bad.cfg:5: fsync.warningthresholdms=-1: must be between")]
     for extra, wanted in cases:
         cfg = os.path.join(work, "bad.cfg")
         with open(cfg, "w") as f:
@@ -239,7 +303,8 @@ def ensemble_views():
 
 def main():
     c.run_parts((lambda work: compared() if support.with_reference() else None, lambda work: robust(),
-                 lambda work: taken_port(), lambda work: ensemble_views(), refused), "warden-admin-")
+                 lambda work: taken_port(), lambda work: slow_fsync(), lambda work: ensemble_views(), refused),
+                "warden-admin-")
 
 
 if __name__ == "__main__":

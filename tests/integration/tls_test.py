@@ -297,7 +297,7 @@ def our_client(c, certs):
 
 
 def handshake_bound(c, certs):
-    with start_warden(tls_cfg(certs, extra="ssl.handshakeDetectionTimeoutMillis=1000\n")) as w:
+    with start_warden(tls_cfg(certs, extra="ssl.handshakeDetectionTimeoutMillis=1000\n4lw.commands.whitelist=*\n")) as w:
         stalled = socket.create_connection(("127.0.0.1", w.sport), timeout=10)
         start = time.time()
         c.equal(kazoo_outcome(w.sport, certs), "ok", "a client connects while another's handshake stalls")
@@ -310,6 +310,26 @@ def handshake_bound(c, certs):
         c.check(got == b"" and took < 6, f"a stalled handshake is dropped after about the bound ({took:.1f} s)")
         c.check("did not finish within 1000 ms" in w.log(), "the dropped handshake is logged")
         stalled.close()
+        garbage = socket.create_connection(("127.0.0.1", w.sport), timeout=10)
+        garbage.sendall(b"\x16\x03\x01\x00\x05hello")  # a TLS record header, then nonsense
+        garbage.settimeout(10)
+        try:
+            garbage.recv(100)
+        except OSError:
+            pass
+        garbage.close()
+        from ensemble import four_letter
+        deadline = time.time() + 10
+        while True:
+            mntr = dict(line.split("\t", 1) for line in four_letter(w.port, "mntr").splitlines() if "\t" in line)
+            counts = [int(mntr.get(k, -1)) for k in ("zk_tls_handshake_exceeded", "zk_unsuccessful_handshake",
+                                                     "zk_auth_failed_count", "zk_non_mtls_local_conn_count")]
+            if counts[1] >= 2 or time.time() > deadline:
+                break
+            time.sleep(0.2)
+        c.equal(counts[:3], [1, 2, 2], "mntr counts the stalled and the garbled handshake (exceeded, unsuccessful, "
+                                       "auth failed), as ZooKeeper's Netty factory does")
+        c.check(counts[3] >= 1, f"and the plaintext connections from loopback ({counts[3]})")
 
 
 def python_tls(port, certs, **limits):
