@@ -190,12 +190,7 @@ def robust():
         took = time.time() - t0
         c.check(gone and 1.0 < took < 6, f"the silent connection closed after admin.idleTimeout ({took:.1f} s)")
         silent.close()
-        zk = KazooClient(hosts=w.hosts)
-        zk.start(timeout=10)
-        for i in range(20):
-            zk.create(f"/a{i}", b"x")
-        zk.stop()
-        zk.close()
+        create_nodes(w, "/a", 20)
         before = json.loads(get(port, "/ops/mntr")[1])["packets_received"]
         c.check(before >= 20, f"monitor counts the requests ({before})")
         srvr = json.loads(get(port, "/ops/srvr")[1])
@@ -212,18 +207,22 @@ def robust():
         c.check(w.alive(), "the server still runs")
 
 
+def create_nodes(server, prefix, n):
+    zk = KazooClient(hosts=server.hosts)
+    zk.start(timeout=10)
+    for i in range(n):
+        zk.create(f"{prefix}{i}", b"x")
+    zk.stop()
+    zk.close()
+
+
 def slow_fsync():
     """fsync.warningthresholdms=0: every log write is over it, logged and counted (server_stats'
     fsync_threshold_exceed_count, as ZooKeeper's FileTxnLog counts them)."""
     with support.start_warden("admin.enableServer=true\nadmin.serverAddress=127.0.0.1\nadmin.serverPort=0\n"
                               "fsync.warningthresholdms=0\n") as w:
         port = admin_port(w.log())
-        zk = KazooClient(hosts=w.hosts)
-        zk.start(timeout=10)
-        for i in range(5):
-            zk.create(f"/slow{i}", b"x")
-        zk.stop()
-        zk.close()
+        create_nodes(w, "/slow", 5)
         stats = json.loads(get(port, "/commands/server_stats")[1])["server_stats"]
         c.check(stats["fsync_threshold_exceed_count"] >= 5, f"every write counted over the threshold: {stats}")
         c.check("over fsync.warningthresholdms (0 ms)" in w.log(), "and logged")
