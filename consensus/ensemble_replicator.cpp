@@ -162,7 +162,43 @@ bool EnsembleReplicator::receive(PeerId from, std::string_view bytes, std::strin
   }
   peer.receive(from, m);
   process();
+  measure_acks();
   return true;
+}
+
+void EnsembleReplicator::measure_acks() {
+  ZabPeer& peer = *core_->peer;
+  if (peer.role() != Role::leading) {
+    proposed_at_.clear();
+    measured_acks_.clear();
+    measured_commit_ = 0;
+    return;
+  }
+  if (proposed_at_.empty()) return;
+  auto now = std::chrono::steady_clock::now();
+  // The time of the newest proposal at or below `z`, if it is still kept.
+  auto micros_for = [&](Zxid z) -> std::optional<int64_t> {
+    auto it = std::upper_bound(proposed_at_.begin(), proposed_at_.end(), z,
+                               [](Zxid v, const auto& p) { return v < p.first; });
+    if (it == proposed_at_.begin()) return std::nullopt;
+    --it;
+    return std::chrono::duration_cast<std::chrono::microseconds>(now - it->second).count();
+  };
+  Zxid oldest_needed = peer.committed();
+  for (const auto& l : peer.link_views()) {
+    if (l.observer || !l.synced) continue;
+    Zxid& seen = measured_acks_[l.id];
+    if (l.acked > seen && l.acked >= proposed_at_.front().first) {
+      if (auto us = micros_for(l.acked); us && hooks_.acked) hooks_.acked(l.id, *us);
+    }
+    seen = std::max(seen, l.acked);
+    oldest_needed = std::min(oldest_needed, l.acked);
+  }
+  if (peer.committed() > measured_commit_ && peer.committed() >= proposed_at_.front().first) {
+    if (auto us = micros_for(peer.committed()); us && hooks_.quorum_acked) hooks_.quorum_acked(*us);
+  }
+  measured_commit_ = std::max(measured_commit_, peer.committed());
+  while (!proposed_at_.empty() && proposed_at_.front().first <= oldest_needed) proposed_at_.pop_front();
 }
 
 void EnsembleReplicator::durable(Zxid upto) {
@@ -173,6 +209,7 @@ void EnsembleReplicator::durable(Zxid upto) {
   durable_ = z;
   core_->peer->durable(z);
   process();
+  measure_acks();
 }
 
 void EnsembleReplicator::peer_lost(PeerId member) {
@@ -188,6 +225,12 @@ bool EnsembleReplicator::forward(std::string payload) {
 
 std::optional<Zxid> EnsembleReplicator::propose(std::string payload) {
   auto z = core_->peer->propose(std::move(payload));
+  // Kept for ack latencies while a voter still owes its ack (bounded: a voter far behind
+  // stops being measured rather than holding every proposal's time).
+  if (z && (hooks_.acked || hooks_.quorum_acked)) {
+    if (proposed_at_.size() >= 1000000) proposed_at_.pop_front();
+    proposed_at_.emplace_back(*z, std::chrono::steady_clock::now());
+  }
   process();
   return z;
 }
@@ -201,6 +244,8 @@ EnsembleReplicator::PeerId EnsembleReplicator::leader() const { return core_->pe
 uint32_t EnsembleReplicator::epoch() const { return core_->peer->epoch(); }
 size_t EnsembleReplicator::followers() const { return core_->peer->linked(); }
 size_t EnsembleReplicator::synced_followers() const { return core_->peer->synced(); }
+std::vector<LinkView> EnsembleReplicator::link_views() const { return core_->peer->link_views(); }
+Zxid EnsembleReplicator::last_proposed() const { return core_->peer->last_proposed(); }
 EnsembleReplicator::LinkProgress EnsembleReplicator::link_progress() const {
   return {core_->peer->link(), core_->peer->link_sent(), core_->peer->link_acked()};
 }

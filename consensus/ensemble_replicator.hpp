@@ -15,9 +15,11 @@
 // sets one: the core then never reads a sync's entries or snapshot on the server's thread.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -25,6 +27,7 @@
 #include <utility>
 #include <vector>
 
+#include "consensus/link_view.hpp"
 #include "consensus/replicator.hpp"
 #include "storage/log_store.hpp"
 
@@ -84,6 +87,10 @@ class EnsembleReplicator final : public Replicator {
     std::function<void()> finish_writes;                       // returns once every persist is written
     std::function<void(PeerId from, std::string payload)> request;  // leader: a forwarded request
     std::function<void()> role_changed;
+    // Leader: a voter acknowledged a proposal `micros` after it was made (the newest one its
+    // ack covers); a proposal got its quorum `micros` after it was made.
+    std::function<void(PeerId voter, int64_t micros)> acked;
+    std::function<void(int64_t micros)> quorum_acked;
   };
 
   EnsembleReplicator(storage::LogStore& store, Settings settings, Hooks hooks);
@@ -115,6 +122,8 @@ class EnsembleReplicator final : public Replicator {
   // Leader: voters and observers linked to it, and those of them synchronised.
   size_t followers() const;
   size_t synced_followers() const;
+  std::vector<LinkView> link_views() const;  // leader: its links
+  Zxid last_proposed() const;                          // leader: its last proposal
   // Follower or observer: its link to the leader (0: none), the seq of the last message sent on
   // it (a forward() is one message), and the last seq the leader said it received.
   struct LinkProgress {
@@ -127,6 +136,8 @@ class EnsembleReplicator final : public Replicator {
   void process();
   void save_state(bool epochs_changed);
   void apply_upto(Zxid committed);
+  // Leader: turns acks and commits that moved since the last call into ack latencies.
+  void measure_acks();
 
   storage::LogStore& store_;
   Settings settings_;
@@ -139,6 +150,11 @@ class EnsembleReplicator final : public Replicator {
   Zxid applied_ = 0;
   Zxid durable_ = 0;
   Zxid saved_mark_ = 0;
+  // Leader: when each proposal not yet acknowledged by every synced voter was made, and what
+  // was acknowledged and committed when last measured.
+  std::deque<std::pair<Zxid, std::chrono::steady_clock::time_point>> proposed_at_;
+  std::map<PeerId, Zxid> measured_acks_;
+  Zxid measured_commit_ = 0;
   OutermostLoop loop_;
 };
 

@@ -661,6 +661,14 @@ size_t ZabPeer::synced() const {
   return n;
 }
 
+std::vector<LinkView> ZabPeer::link_views() const {
+  std::vector<LinkView> out;
+  if (role_ != Role::leading) return out;
+  for (const auto& [id, l] : links_)
+    out.push_back(LinkView{id, l.observer, l.phase == Link::Phase::synced, l.acked, l.informed, l.sent, l.received});
+  return out;
+}
+
 bool ZabPeer::forward(std::string payload) {
   if ((role_ != Role::following && role_ != Role::observing) || !serving_) return false;
   pb::PeerMessage m;

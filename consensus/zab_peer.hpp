@@ -24,6 +24,7 @@
 #include <utility>
 #include <vector>
 
+#include "consensus/link_view.hpp"
 #include "consensus/peer.pb.h"
 #include "consensus/replicator.hpp"
 
@@ -182,6 +183,10 @@ class ZabPeer {
   // zk_synced_followers).
   size_t linked() const { return role_ == Role::leading ? links_.size() : 0; }
   size_t synced() const;
+  // Leader: each linked member as the leader sees it.
+  std::vector<LinkView> link_views() const;
+  // Leader: the last zxid it proposed (or took over at establishment).
+  Zxid last_proposed() const { return role_ == Role::leading ? last_proposed_ : 0; }
   // Follower or observer: its link to the leader (0: none), the seq of the last message it sent
   // on it, and the seq of the last one the leader says it received (from the leader's pings).
   // A message with seq <= link_acked() on this link is known to have reached the leader.

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "server/admin/json.hpp"
+#include "server/admin/summary.hpp"
 
 namespace warden::server {
 
@@ -50,6 +51,10 @@ struct FourLetterEnv {
   // user.*, file and line separators) and zookeeper.* for zoo.cfg's keys ZooKeeper makes
   // properties of.
   std::vector<std::pair<std::string, std::string>> system_properties;
+  // ServerMetrics kept outside the pipeline (the log, snapshots, elections, syncs): summaries
+  // and counters under ZooKeeper's names, for monitor and mntr (srst resets the summaries).
+  admin::NamedSummaries summaries;
+  std::vector<std::pair<std::string, admin::Json>> metrics;
 };
 
 // What ZooKeeper answers for a word that needs a serving server when it does not serve.

@@ -47,6 +47,10 @@ namespace asio = boost::asio;
 using asio::ip::tcp;
 
 namespace {
+int64_t ms_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t).count();
+}
+
 int64_t wall_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
       .count();
@@ -395,6 +399,19 @@ struct ServerRuntime::Impl {
   int64_t started_ms = wall_ms();
   // The snapshot this process last finished, and when (s): last_snapshot reports its time.
   std::pair<Zxid, int64_t> last_snapshot{-1, -1};
+  // ZooKeeper's ServerMetrics that live outside the pipeline (ms, as ZooKeeper's), and
+  // Warden's own for /metrics. The summaries may be fed from the committer's thread.
+  struct Metrics {
+    admin::Summary fsynctime, sync_processor_batch_size, snapshottime, dbinittime, election_time,
+        follower_sync_time;
+    admin::Summary quorum_ack_latency{true};
+    admin::Summary log_write_micros{true};  // Warden: each group-commit write (a histogram in /metrics)
+    std::map<int64_t, std::unique_ptr<admin::Summary>> ack_micros;  // Warden: per voter, on the leader
+    int64_t looking_count = 0, snap_count = 0, diff_count = 0;
+    std::optional<std::chrono::steady_clock::time_point> looking_since, syncing_since;
+    std::chrono::steady_clock::time_point snapshot_started;
+  };
+  mutable Metrics metrics;  // read by the const four_letter_env, reset by srst
   bool throttling = false;
   FourLetterHandler four_letter = [this](std::string_view word, ConnId id) {
     if (!four_letter_allowed(config.four_letter_whitelist, word)) return four_letter_refusal(word);
@@ -501,6 +518,30 @@ struct ServerRuntime::Impl {
                                          {"peerType", self->observer() ? "1" : "0"}});
       }
     }
+    if (word == "mntr" || word == "srst") {
+      env.summaries = {{"fsynctime", &metrics.fsynctime},
+                       {"sync_processor_batch_size", &metrics.sync_processor_batch_size},
+                       {"snapshottime", &metrics.snapshottime},
+                       {"dbinittime", &metrics.dbinittime},
+                       {"election_time", &metrics.election_time},
+                       {"follower_sync_time", &metrics.follower_sync_time},
+                       {"quorum_ack_latency", &metrics.quorum_ack_latency}};
+      env.metrics = {{"looking_count", metrics.looking_count},
+                     {"snap_count", metrics.snap_count},
+                     {"diff_count", metrics.diff_count}};
+      if (ensemble) {
+        int64_t voters = 0;
+        for (const auto& [id, e] : config.servers) voters += e.observer() ? 0 : 1;
+        env.metrics.emplace_back("quorum_size", voters);
+        if (ensemble->leading()) {
+          int64_t observers = 0;
+          for (const auto& l : ensemble->link_views()) observers += l.observer && l.synced ? 1 : 0;
+          env.metrics.emplace_back("learners", static_cast<int64_t>(ensemble->followers()));
+          env.metrics.emplace_back("synced_observers", observers);
+          env.metrics.emplace_back("synced_non_voting_followers", int64_t{0});
+        }
+      }
+    }
     if (word == "mntr") {
       std::error_code ec;
       for (auto it = std::filesystem::directory_iterator("/proc/self/fd", ec);
@@ -534,6 +575,34 @@ struct ServerRuntime::Impl {
     return env;
   }
 
+  // Warden's own metrics, beyond ZooKeeper's names: each log write's time as a histogram, and on
+  // a leader each learner's lag in txns and each voter's ack latency.
+  std::string warden_metrics() const {
+    std::string out = admin::prometheus_histogram(
+        "warden_log_write_seconds", "Time of each group-commit write to the log (write and fsync), in seconds.",
+        metrics.log_write_micros, 1e-6, {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
+                                         0.5, 1, 2.5, 5});
+    if (!ensemble || !ensemble->leading()) return out;
+    Zxid last = ensemble->last_proposed();
+    std::vector<std::pair<std::string, double>> lag;
+    for (const auto& l : ensemble->link_views()) {
+      Zxid at = l.observer ? l.informed : l.acked;
+      // Txns between: within one epoch the counters' difference; from an older epoch, the
+      // whole of this epoch so far.
+      int64_t behind = (at >> 32) == (last >> 32) ? (last & 0xffffffff) - (at & 0xffffffff) : (last & 0xffffffff);
+      lag.emplace_back(fmt::format("server_id=\"{}\"", l.id), static_cast<double>(std::max<int64_t>(behind, 0)));
+    }
+    out += admin::prometheus_gauges("warden_learner_lag_txns",
+                                    "Txns the leader proposed that a learner has not acknowledged (voters) or been "
+                                    "sent committed (observers).", lag);
+    std::vector<std::pair<std::string, admin::Summary*>> acks;
+    for (const auto& [id, s] : metrics.ack_micros) acks.emplace_back(fmt::format("server_id=\"{}\"", id), s.get());
+    out += admin::prometheus_summaries("warden_learner_ack_latency_seconds",
+                                       "Time from a proposal to a voter's acknowledgement of it, in seconds.", acks,
+                                       1e-6);
+    return out;
+  }
+
   // os.* and user.* as a JVM reports them (envi and system_properties).
   static std::vector<std::pair<std::string, std::string>> host_facts() {
     utsname u{};
@@ -554,7 +623,8 @@ struct ServerRuntime::Impl {
     static const std::map<std::string, std::string, std::less<>> word_of{
         {"configuration", "conf"}, {"dirs", "dirs"},         {"monitor", "mntr"},
         {"environment", "envi"},   {"zabstate", "mntr"},     {"system_properties", "sysp"},
-        {"server_stats", "dirs"},  {"stats", "dirs"},        {"last_snapshot", "srvr"}};
+        {"server_stats", "dirs"},  {"stats", "dirs"},        {"last_snapshot", "srvr"},
+        {"stat_reset", "srst"}};
     auto w = word_of.find(primary);
     FourLetterEnv env = four_letter_env(w == word_of.end() ? std::string_view() : std::string_view(w->second));
     if (primary == "configuration")
@@ -694,11 +764,21 @@ struct ServerRuntime::Impl {
           *log, [this](Zxid upto, std::optional<storage::GroupCommitter::Failure> failure) {
             asio::post(io, [this, upto, failure] { on_durable(upto, failure); });
           },
-          config.fsync_warning_ms);
+          config.fsync_warning_ms, [this](int64_t micros, size_t txns) {
+            metrics.fsynctime.add(micros / 1000);
+            metrics.log_write_micros.add(micros);
+            metrics.sync_processor_batch_size.add(static_cast<int64_t>(txns));
+          });
     }
   }
 
   void recover(const storage::SnapshotStore& snapshots) {
+    auto started = std::chrono::steady_clock::now();
+    struct Timed {  // dbinittime: the snapshot's load and the replay after it
+      Metrics& m;
+      std::chrono::steady_clock::time_point t;
+      ~Timed() { m.dbinittime.add(ms_since(t)); }
+    } timed{metrics, started};
     const storage::LogStore& durable = *log;
     SnapshotSink sink{[this] { server->start_snapshot_load(); },
                       [this](std::string_view p, std::string_view r) { return server->load_snapshot_node(p, r); },
@@ -730,6 +810,7 @@ struct ServerRuntime::Impl {
   }
 
   void start_replication(Zxid applied) {
+    if (ensemble) ++metrics.looking_count, metrics.looking_since = std::chrono::steady_clock::now();
     if (ensemble)
       ensemble->start(applied);
     else
@@ -755,7 +836,10 @@ struct ServerRuntime::Impl {
     };
     if (log->snapshots()) {
       // Syncs stream from the store; a member without snapshots (in memory) syncs inline.
-      h.stream = [this](consensus::EnsembleReplicator::SyncPlan p) { streamer->start(std::move(p)); };
+      h.stream = [this](consensus::EnsembleReplicator::SyncPlan p) {
+        ++(p.snapshot ? metrics.snap_count : metrics.diff_count);
+        streamer->start(std::move(p));
+      };
       h.snapshot_chunk = [this](consensus::EnsembleReplicator::SnapshotFrame f) { snapshot_frame(std::move(f)); };
       h.snapshot_complete = [this](Zxid at, uint64_t link) { return snapshot_received(at, link); };
       h.install_snapshot = [this](Zxid at) { install_snapshot(at); };
@@ -772,6 +856,12 @@ struct ServerRuntime::Impl {
     };
     h.request = [this](int64_t from, std::string payload) { server->receive_forwarded(from, payload); };
     h.role_changed = [this] { on_role_changed(); };
+    h.acked = [this](int64_t voter, int64_t micros) {
+      auto& s = metrics.ack_micros[voter];
+      if (!s) s = std::make_unique<admin::Summary>(true);
+      s->add(micros);
+    };
+    h.quorum_acked = [this](int64_t micros) { metrics.quorum_ack_latency.add(micros / 1000); };
     ensemble = std::make_unique<consensus::EnsembleReplicator>(*log, s, h);
     transport = std::make_unique<consensus::PeerTransport>(io, s.id, members, [this](int64_t from, std::string_view b) {
       std::string error;
@@ -947,6 +1037,23 @@ struct ServerRuntime::Impl {
 
   void on_role_changed() {
     if (streamer && !ensemble->leading()) streamer->cancel_all();
+    // election_time: from looking to a role; follower_sync_time: from following to serving.
+    auto now = std::chrono::steady_clock::now();
+    std::string_view role = ensemble->role_name();
+    if (role == "looking") {
+      if (!metrics.looking_since) ++metrics.looking_count, metrics.looking_since = now;
+      metrics.syncing_since.reset();
+    } else {
+      if (metrics.looking_since) {
+        metrics.election_time.add(ms_since(*metrics.looking_since));
+        metrics.looking_since.reset();
+        if (!ensemble->leading()) metrics.syncing_since = now;
+      }
+      if (metrics.syncing_since && ensemble->serving()) {
+        metrics.follower_sync_time.add(ms_since(*metrics.syncing_since));
+        metrics.syncing_since.reset();
+      }
+    }
     if (ensemble->serving())
       spdlog::info("serving as {} in epoch {}{}", member_view.mode(), ensemble->epoch(),
                    ensemble->leading() ? std::string() : fmt::format(" (leader: server {})", ensemble->leader()));
@@ -990,6 +1097,7 @@ struct ServerRuntime::Impl {
       return;
     }
     walk = std::make_unique<SnapshotWalk>(server->tree());
+    metrics.snapshot_started = std::chrono::steady_clock::now();
     spdlog::info("snapshot at 0x{:x} started: {} nodes", walk->at(), server->tree().size());
     walk_attempt = snapshot_writer->produce(
         walk->at(), storage::SnapshotStore::SnapshotPart::node,
@@ -1045,6 +1153,7 @@ struct ServerRuntime::Impl {
     snapshot_writer->put(at, Part::session, server->session_records());
     snapshot_writer->finish(at, fmt::format("{} nodes", walk->written()));
     last_snapshot = {at, wall_ms() / 1000};  // last_snapshot's time (zxid from the store, once done)
+    metrics.snapshottime.add(ms_since(metrics.snapshot_started));
     walk.reset();
   }
 
@@ -1242,7 +1351,8 @@ void ServerRuntime::bind() {
   if (c.metrics.enabled) {
     auto* i = impl_.get();
     impl_->metrics_server = std::make_unique<admin::AdminServer>(impl_->io, c.metrics, [i](std::string_view, std::string_view) {
-      return admin::prometheus_text(i->server->monitor_values(i->four_letter_env("mntr")));
+      auto env = i->four_letter_env("mntr");
+      return admin::prometheus_text(i->server->monitor_values(env), i->server->summaries(env), i->warden_metrics());
     });
     impl_->metrics_server->start();
   }

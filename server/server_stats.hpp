@@ -10,7 +10,9 @@ namespace warden::server {
 // ZooKeeper's BufferStats: the last, smallest and largest size seen, -1 until one is.
 struct BufferStats {
   int64_t last = -1, min = -1, max = -1;
+  int64_t count = 0;  // sizes seen (a leader's proposal_count)
   void add(int64_t size) {
+    ++count;
     last = size;
     min = min < 0 ? size : std::min(min, size);
     max = std::max(max, size);

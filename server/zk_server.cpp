@@ -316,6 +316,10 @@ void ZkServer::note_reply(Conn& c, OpCode op, int32_t xid, Zxid zxid, int64_t st
   c.stats.last_latency = latency;
   c.stats.latency.add(latency);
   latency_.add(latency);
+  if (wire::is_write(op))
+    update_latency_.add(latency);
+  else if (op != OpCode::ping)
+    read_latency_.add(latency);
 }
 
 void ZkServer::send_reply(ConnId id, int32_t xid, Zxid zxid, Err err) {
@@ -756,6 +760,7 @@ void ZkServer::submit(Txn txn, Pending p) {
 }
 
 void ZkServer::on_commit(Zxid zxid, std::string_view payload) {
+  ++commits_;
   auto txn = decode_txn(payload);
   if (!txn) {
     // Only our own encoder writes payloads: a failure here is a bug, never input.

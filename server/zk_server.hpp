@@ -192,6 +192,8 @@ class ZkServer {
   admin::Json admin_command(std::string_view name, const FourLetterEnv& env, std::string_view query = {});
   // mntr's numbers, typed: the four-letter word prints them, the monitor command returns them.
   std::vector<std::pair<std::string, admin::Json>> monitor_values(const FourLetterEnv& env) const;
+  // Every summary monitor and /metrics show: the pipeline's (request latencies) and `env`'s.
+  admin::NamedSummaries summaries(const FourLetterEnv& env);
   // server_stats' "server_stats" object (ZooKeeper's ServerStats), and the connections as
   // ZooKeeper's connection info lists them: plaintext, TLS (brief: stats' five keys each).
   admin::Json server_stats_json(const FourLetterEnv& env) const;
@@ -356,6 +358,9 @@ class ZkServer {
   Latency latency_;
   ServerCounters counters_;
   int64_t trace_mask_ = trace_mask::initial;
+  // ZooKeeper's readlatency and updatelatency (ms from a request's arrival to its reply).
+  admin::Summary read_latency_{true}, update_latency_{true};
+  int64_t commits_ = 0;  // txns applied from the replicator (commit_count on a leader)
   int64_t next_container_check_ = 0;
   std::mt19937_64 rng_;
 };

@@ -9,8 +9,12 @@
 
 namespace warden::storage {
 
-GroupCommitter::GroupCommitter(LogStore& store, Durable durable, int64_t warning_ms)
-    : store_(store), durable_(std::move(durable)), warning_ms_(warning_ms), thread_([this] { run(); }) {}
+GroupCommitter::GroupCommitter(LogStore& store, Durable durable, int64_t warning_ms, WriteObserver observer)
+    : store_(store),
+      durable_(std::move(durable)),
+      warning_ms_(warning_ms),
+      observer_(std::move(observer)),
+      thread_([this] { run(); }) {}
 
 GroupCommitter::~GroupCommitter() {
   {
@@ -59,6 +63,7 @@ void GroupCommitter::run() {
       auto start = std::chrono::steady_clock::now();
       store_.append(std::move(batch));
       auto us = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start).count();
+      if (observer_) observer_(us, count);
       if (us > warning_ms_ * 1000) {
         slow_writes_.fetch_add(1, std::memory_order_relaxed);
         spdlog::warn("writing {} txns to the log took {:.1f} ms, over fsync.warningthresholdms ({} ms): "

@@ -35,9 +35,13 @@ class GroupCommitter {
   // The most entries one synced write takes: bounds the batch and the latency of its head.
   static constexpr size_t max_batch = 10000;
 
+  // Each synced write: how long it took (us) and how many txns it held (on the committer's
+  // thread).
+  using WriteObserver = std::function<void(int64_t micros, size_t txns)>;
+
   // `warning_ms`: a synced write slower than this is logged and counted (ZooKeeper's
   // fsync.warningthresholdms).
-  GroupCommitter(LogStore& store, Durable durable, int64_t warning_ms = 1000);
+  GroupCommitter(LogStore& store, Durable durable, int64_t warning_ms = 1000, WriteObserver observer = {});
   ~GroupCommitter();  // writes what was submitted, then stops
   GroupCommitter(const GroupCommitter&) = delete;
   GroupCommitter& operator=(const GroupCommitter&) = delete;
@@ -58,6 +62,7 @@ class GroupCommitter {
   LogStore& store_;
   Durable durable_;
   int64_t warning_ms_;
+  WriteObserver observer_;
   std::atomic<int64_t> slow_writes_{0};
   std::mutex mu_;
   std::condition_variable cv_;

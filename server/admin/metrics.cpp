@@ -66,13 +66,60 @@ void process_metrics(std::string& out) {
 }
 }  // namespace
 
-std::string prometheus_text(const std::vector<std::pair<std::string, Json>>& values) {
+std::string prometheus_gauges(const std::string& name, const std::string& help,
+                              const std::vector<std::pair<std::string, double>>& series) {
+  std::string out = fmt::format("# HELP {} {}\n# TYPE {} gauge\n", name, help, name);
+  for (const auto& [labels, v] : series) out += fmt::format("{}{{{}}} {}\n", name, labels, v);
+  return out;
+}
+
+namespace {
+void summary_lines(std::string& out, const std::string& name, const std::string& labels, const Summary& s,
+                   double unit) {
+  auto v = s.view();
+  std::vector<double> qs{0.5};
+  if (s.advanced()) qs = {0.5, 0.9, 0.99};
+  std::string sep = labels.empty() ? "" : ",";
+  for (double q : qs)
+    out += fmt::format("{}{{{}{}quantile=\"{}\"}} {}\n", name, labels, sep, q,
+                       static_cast<double>(v.quantile(q)) * unit);
+  std::string braces = labels.empty() ? "" : "{" + labels + "}";
+  out += fmt::format("{}_count{} {}\n{}_sum{} {}\n", name, braces, v.count, name, braces,
+                     static_cast<double>(v.sum) * unit);
+}
+}  // namespace
+
+std::string prometheus_summaries(const std::string& name, const std::string& help,
+                                 const std::vector<std::pair<std::string, Summary*>>& series, double unit) {
+  std::string out = fmt::format("# HELP {} {}\n# TYPE {} summary\n", name, help, name);
+  for (const auto& [labels, s] : series) summary_lines(out, name, labels, *s, unit);
+  return out;
+}
+
+std::string prometheus_histogram(const std::string& name, const std::string& help, const Summary& s, double unit,
+                                 const std::vector<double>& bounds) {
+  auto v = s.view();
+  std::string out = fmt::format("# HELP {} {}\n# TYPE {} histogram\n", name, help, name);
+  for (double b : bounds)
+    out += fmt::format("{}_bucket{{le=\"{}\"}} {}\n", name, b, v.count_at_most(static_cast<int64_t>(b / unit)));
+  out += fmt::format("{}_bucket{{le=\"+Inf\"}} {}\n{}_count {}\n{}_sum {}\n", name, v.count, name, v.count, name,
+                     static_cast<double>(v.sum) * unit);
+  return out;
+}
+
+std::string prometheus_text(const std::vector<std::pair<std::string, Json>>& values,
+                            const NamedSummaries& summaries, const std::string& extra) {
   std::string out;
   for (const auto& [name, v] : values) {
     auto n = v.number();
     if (!n || !valid_name(name)) continue;  // version and server_state are text: no metric
     metric(out, name, "gauge", name, *n);
   }
+  for (const auto& [name, s] : summaries) {
+    out += fmt::format("# HELP {} {}\n# TYPE {} summary\n", name, name, name);
+    summary_lines(out, name, "", *s, 1);
+  }
+  out += extra;
   process_metrics(out);
   return out;
 }

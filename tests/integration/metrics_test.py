@@ -66,6 +66,24 @@ def standalone(work):
         c.check(re.search(rf"^# TYPE {name} (gauge|counter)$", text, re.M) is not None, f"{name} has a TYPE line")
     for name in ("znode_count", "ephemerals_count", "watch_count", "approximate_data_size"):
         c.equal(v.get(name), float(mntr.get(f"zk_{name}", "nan")), f"{name} is mntr's number (one source)")
+    for name in ("fsynctime", "sync_processor_batch_size", "dbinittime", "readlatency", "updatelatency",
+                 "snapshottime", "election_time", "quorum_ack_latency"):
+        c.check(re.search(rf"^# TYPE {name} summary$", text, re.M) is not None, f"{name} is a summary")
+        c.check(re.search(rf'^{name}{{quantile="0.5"}} \S+$', text, re.M) is not None, f"{name} has its median")
+        c.equal(v.get(f"{name}_count"), float(mntr.get(f"zk_cnt_{name}", "nan")),
+                f"{name}_count is mntr's cnt_{name} (one source)")
+    c.check(v.get("updatelatency_count", 0) >= 11 and v.get("readlatency_count", 0) >= 1,
+            f"every write and read is in the latency summaries ({v.get('updatelatency_count')}, "
+            f"{v.get('readlatency_count')})")
+    c.check(re.search(r'^updatelatency\{quantile="0.99"\} \S+$', text, re.M) is not None,
+            "updatelatency is an advanced summary (0.5, 0.9, 0.99), as ZooKeeper's")
+    c.check(v.get("fsynctime_count", 0) >= 1 and v.get("dbinittime_count") == 1.0,
+            f"the log's writes and the start's load are timed ({v.get('fsynctime_count')}, {v.get('dbinittime_count')})")
+    c.check("zk_p99_updatelatency" in mntr and "zk_avg_fsynctime" in mntr, "mntr shows the summaries as ZooKeeper's")
+    buckets = [float(m.group(2)) for m in re.finditer(r'^warden_log_write_seconds_bucket\{le="([^"]+)"\} (\S+)$',
+                                                       text, re.M)]
+    c.check(len(buckets) == 16 and buckets == sorted(buckets) and buckets[-1] == v.get("warden_log_write_seconds_count")
+            == v.get("fsynctime_count"), f"warden_log_write_seconds is a histogram of every log write: {buckets}")
     c.check(v.get("process_resident_memory_bytes", 0) > 1 << 20, "the resident memory is the process's")
     c.check(abs(v.get("process_start_time_seconds", 0) - time.time()) < 600, "the start time is now-ish")
     r = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True, text=True, timeout=60)
@@ -105,14 +123,26 @@ def with_prometheus(work):
                 n += 1
                 if n % 20 == 0:
                     seen = {q: query(prom_port, q) for q in ("znode_count", "num_alive_connections",
-                                                             "rate(packets_received[10s])", "process_open_fds")}
-                    if all(len(r) == 3 for r in seen.values()):
+                                                             "rate(packets_received[10s])", "process_open_fds",
+                                                             "fsynctime_count", "election_time_count",
+                                                             "rate(updatelatency_sum[10s])", "quorum_size")}
+                    leader_side = {q: query(prom_port, q) for q in (
+                        "warden_learner_lag_txns", "warden_learner_ack_latency_seconds_count", "learners",
+                        "quorum_ack_latency_count > 0")}
+                    if all(len(r) == 3 for r in seen.values()) and all(leader_side.values()):
                         break
                 time.sleep(0.02)
             zk.stop()
             zk.close()
             for q, result in seen.items():
                 c.equal(len(result), 3, f"PromQL {q}: a value from every member ({result})")
+            c.equal({q: len(r) for q, r in leader_side.items()},
+                    {"warden_learner_lag_txns": 2, "warden_learner_ack_latency_seconds_count": 2, "learners": 1,
+                     "quorum_ack_latency_count > 0": 1},
+                    "PromQL: the leader reports each follower's lag and ack latency, its learners and quorum acks")
+            c.check(all(float(r["value"][1]) >= 1 for r in leader_side["warden_learner_ack_latency_seconds_count"]),
+                    f"the followers' acks are timed ({leader_side['warden_learner_ack_latency_seconds_count']})")
+            c.check({float(r["value"][1]) for r in seen.get("quorum_size", [])} == {3.0}, "quorum_size is 3 everywhere")
             counts = {float(r["value"][1]) for r in seen.get("znode_count", [])}
             c.check(counts and min(counts) > 10, f"znode_count grows with the load on every member ({counts})")
         finally:
