@@ -8,6 +8,7 @@ namespace warden::consensus {
 
 struct LinkView {
   int64_t id = 0;  // the member's server id
+  uint64_t link = 0;  // this link's number (a new link for every FollowerInfo)
   bool observer = false;
   bool synced = false;
   int64_t acked = 0;     // a voter: durable there up to this zxid

@@ -404,6 +404,7 @@ struct PeerTransport::Impl {
     // while this member authenticates (quorum.auth.enableSasl).
     std::string control;
     std::string pending, writing_buf;
+    size_t pending_frames = 0, writing_frames = 0;  // messages in each (the observers command)
     std::unique_ptr<PeerTransport::Auth::Exchange> exchange;
     bool authenticating = false;
     std::chrono::steady_clock::time_point auth_since;
@@ -592,6 +593,7 @@ struct PeerTransport::Impl {
       connected = connecting = writing = authenticating = false;
       pending.clear();  // lost with the connection, as the core expects
       writing_buf.clear();
+      pending_frames = writing_frames = 0;
       control.clear();
       in.clear();
       exchange.reset();
@@ -614,10 +616,12 @@ struct PeerTransport::Impl {
                      PeerTransport::max_queued >> 20);
         if (connected || connecting) return failed("output queue full");
         pending.clear();
+        pending_frames = 0;
         return;
       }
       put_u32(pending, static_cast<uint32_t>(bytes.size()));
       pending += bytes;
+      ++pending_frames;
       sent_recently = true;
       if (connected) flush();
       else connect();  // nothing while a retry waits out its backoff: the queue goes then
@@ -630,12 +634,15 @@ struct PeerTransport::Impl {
       if (!authenticating) {
         writing_buf += pending;
         pending.clear();
+        writing_frames = pending_frames;
+        pending_frames = 0;
       }
       uint64_t gen = generation;
       auto done = [this, gen](boost::system::error_code ec, size_t) {
         if (gen != generation || t.stopping) return;
         writing = false;
         writing_buf.clear();
+        writing_frames = 0;
         if (ec) return failed(ec.message());
         flush();
         if (!vote && t.on_written) t.on_written(to.id);
@@ -768,6 +775,11 @@ void PeerTransport::set_on_written(std::function<void(int64_t)> written) { impl_
 size_t PeerTransport::queued(int64_t to) const {
   auto it = impl_->out.find({to, false});
   return it == impl_->out.end() ? 0 : it->second->pending.size() + it->second->writing_buf.size();
+}
+
+size_t PeerTransport::queued_frames(int64_t to) const {
+  auto it = impl_->out.find({to, false});
+  return it == impl_->out.end() ? 0 : it->second->pending_frames + it->second->writing_frames;
 }
 
 void PeerTransport::send(int64_t to, std::string bytes, bool vote) {

@@ -138,6 +138,8 @@ class PeerTransport {
   void set_on_written(std::function<void(int64_t member)> written);
   // Bytes queued for `member`'s quorum port and not yet written.
   size_t queued(int64_t member) const;
+  // Messages queued for it (the same bytes' frames).
+  size_t queued_frames(int64_t member) const;
   // Queues an encoded message for `to`; `vote` picks the election port's connection.
   void send(int64_t to, std::string bytes, bool vote);
   void stop();

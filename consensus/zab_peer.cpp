@@ -665,7 +665,8 @@ std::vector<LinkView> ZabPeer::link_views() const {
   std::vector<LinkView> out;
   if (role_ != Role::leading) return out;
   for (const auto& [id, l] : links_)
-    out.push_back(LinkView{id, l.observer, l.phase == Link::Phase::synced, l.acked, l.informed, l.sent, l.received});
+    out.push_back(
+        LinkView{id, l.id, l.observer, l.phase == Link::Phase::synced, l.acked, l.informed, l.sent, l.received});
   return out;
 }
 

@@ -55,6 +55,9 @@ struct FourLetterEnv {
   // and counters under ZooKeeper's names, for monitor and mntr (srst resets the summaries).
   admin::NamedSummaries summaries;
   std::vector<std::pair<std::string, admin::Json>> metrics;
+  // A leader's synced observers, each as ZooKeeper's LearnerHandler info (the observers command).
+  admin::Json observers = admin::Json::array();
+  int64_t synced_observers = 0;
 };
 
 // What ZooKeeper answers for a word that needs a serving server when it does not serve.

@@ -412,6 +412,50 @@ struct ServerRuntime::Impl {
     std::chrono::steady_clock::time_point snapshot_started;
   };
   mutable Metrics metrics;  // read by the const four_letter_env, reset by srst
+  // A leader's counters per observer link, as ZooKeeper's LearnerHandler keeps them: when the
+  // link was synced (seen at a peer tick), the link's message counts at the last
+  // observer_connection_stat_reset, and the requests it forwarded since.
+  struct LearnerStats {
+    uint64_t link = 0;
+    int64_t established_ms = 0;
+    uint64_t sent_base = 0, received_base = 0;
+    int64_t requests = 0;
+  };
+  std::map<int64_t, LearnerStats> learner_stats;
+
+  void note_learner_links() {
+    if (!ensemble->leading()) return learner_stats.clear();
+    for (const auto& l : ensemble->link_views()) {
+      auto& st = learner_stats[l.id];
+      if (st.link != l.link && l.synced) st = LearnerStats{l.link, wall_ms(), 0, 0, 0};
+    }
+  }
+
+  admin::Json observer_infos(int64_t& synced) const {
+    admin::Json all = admin::Json::array();
+    synced = 0;
+    if (!ensemble || !ensemble->leading()) return all;
+    for (const auto& l : ensemble->link_views()) {
+      if (!l.observer || !l.synced) continue;
+      ++synced;
+      auto st = learner_stats.count(l.id) ? learner_stats.at(l.id) : LearnerStats{};
+      admin::Json info = admin::Json::object();
+      auto it = config.servers.find(l.id);
+      // The observer's configured quorum address (ZooKeeper shows its socket's remote end).
+      info.set("remote_socket_address",
+               it == config.servers.end() ? std::string() : fmt::format("{}:{}", it->second.host, it->second.quorum_port));
+      info.set("sid", l.id);
+      info.set("established", st.established_ms);
+      info.set("queued_packets", static_cast<int64_t>(transport->queued_frames(l.id)));
+      info.set("queued_packets_size", static_cast<int64_t>(transport->queued(l.id)));
+      info.set("packets_received", static_cast<int64_t>(l.received - std::min(l.received, st.received_base)));
+      info.set("packets_sent", static_cast<int64_t>(l.sent - std::min(l.sent, st.sent_base)));
+      info.set("requests", st.requests);
+      info.set("last_zxid", l.informed);
+      all.push(std::move(info));
+    }
+    return all;
+  }
   bool throttling = false;
   FourLetterHandler four_letter = [this](std::string_view word, ConnId id) {
     if (!four_letter_allowed(config.four_letter_whitelist, word)) return four_letter_refusal(word);
@@ -646,6 +690,14 @@ struct ServerRuntime::Impl {
                                                      e.client_address.empty() ? "0.0.0.0:" + std::to_string(
                                                                                     config.client_port)
                                                                               : e.client_address));
+    if (primary == "observers") env.observers = observer_infos(env.synced_observers);
+    if (primary == "observer_connection_stat_reset" && ensemble && ensemble->leading())
+      for (const auto& l : ensemble->link_views()) {
+        auto& st = learner_stats[l.id];
+        st.sent_base = l.sent;
+        st.received_base = l.received;
+        st.requests = 0;
+      }
     if (ensemble) {
       env.leader_id = ensemble->leader();
       if (auto it = config.servers.find(env.leader_id); it != config.servers.end()) env.leader_ip = it->second.host;
@@ -854,7 +906,10 @@ struct ServerRuntime::Impl {
     h.finish_writes = [this] {
       if (committer) committer->wait_idle();
     };
-    h.request = [this](int64_t from, std::string payload) { server->receive_forwarded(from, payload); };
+    h.request = [this](int64_t from, std::string payload) {
+      ++learner_stats[from].requests;
+      server->receive_forwarded(from, payload);
+    };
     h.role_changed = [this] { on_role_changed(); };
     h.acked = [this](int64_t voter, int64_t micros) {
       auto& s = metrics.ack_micros[voter];
@@ -1070,6 +1125,7 @@ struct ServerRuntime::Impl {
         std::lock_guard<std::mutex> hold(tree_mutex);
         ensemble->tick(rng());
       }
+      note_learner_links();
       resume_reading();
       schedule_peer_tick();
     });

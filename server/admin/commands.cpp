@@ -28,6 +28,8 @@ const std::vector<admin::CommandNames>& admin::commands() {
       {"last_snapshot", {"lsnp"}},
       {"leader", {"lead"}},
       {"monitor", {"mntr"}},
+      {"observer_connection_stat_reset", {"orst"}},
+      {"observers", {"obsr"}},
       {"ruok", {}},
       {"server_stats", {"srvr"}},
       {"set_trace_mask", {"stmk"}},
@@ -214,7 +216,13 @@ Json ZkServer::admin_command(std::string_view name, const FourLetterEnv& env, st
                       primary != "configuration" && primary != "initial_configuration" &&
                       primary != "get_trace_mask" && primary != "system_properties";
   if (needs_server && !env.serving) return done("This ZooKeeper instance is not currently serving requests");
-  if (primary == "ruok" || primary == "connection_stat_reset" || primary == "stat_reset") {
+  if (primary == "observers") {
+    // A leader's observers (a follower serves no observers here: Warden has no observer masters).
+    r.set("synced_observers", env.synced_observers);
+    r.set("observers", env.observers);
+  } else if (primary == "observer_connection_stat_reset") {
+    // The host reset its per-observer counters before asking (Runtime's admin_command).
+  } else if (primary == "ruok" || primary == "connection_stat_reset" || primary == "stat_reset") {
     if (primary != "ruok") four_letter(primary == "stat_reset" ? "srst" : "crst", 0, env);  // one reset, two doors
   } else if (primary == "is_read_only") {
     r.set("read_only", false);

@@ -33,7 +33,7 @@ COMMANDS = ["ruok", "is_read_only", "isro", "dirs", "watch_summary", "wchs", "le
             "stat_reset", "srst", "connection_stat_reset", "crst", "stats", "stat", "server_stats", "srvr",
             "last_snapshot", "lsnp", "system_properties", "sysp", "get_trace_mask", "set_trace_mask",
             "stmk?traceMask=x", "stmk?traceMask=12x", "stmk?traceMask=7", "gtmk", "set_trace_mask?traceMask=306",
-            "no_such_command"]
+            "observers", "obsr", "observer_connection_stat_reset", "orst", "no_such_command"]
 
 
 def get(port, path, timeout=10):
@@ -281,23 +281,58 @@ def refused(work):
 
 
 def ensemble_views():
-    """A 3-member ensemble's leader, zabstate and voting_view as each member answers them."""
+    """A 3-member ensemble with an observer: leader, zabstate, voting_view, server_stats and the
+    observers commands as each member answers them."""
     from ensemble import Ensemble
-    with Ensemble(3, extra_cfg="admin.enableServer=true\nadmin.serverAddress=127.0.0.1\nadmin.serverPort=0\n") as ens:
+    with Ensemble(3, observers=1,
+                  extra_cfg="admin.enableServer=true\nadmin.serverAddress=127.0.0.1\nadmin.serverPort=0\n") as ens:
         ens.start()
         leader = ens.leader()
+        observer = next(m for m in ens.members if m.observer)
+        voters = [m for m in ens.members if not m.observer]
+        zk = KazooClient(hosts=f"127.0.0.1:{observer.client_port}")  # writes forwarded by the observer
+        zk.start(timeout=15)
+        for i in range(5):
+            zk.create(f"/through-observer{i}", b"x")
+        last = zk.exists("/through-observer4").mzxid
+        zk.stop()
+        zk.close()
         views = {}
         for m in ens.members:
             port = admin_port(m.log())
-            views[m.id] = {cmd: json.loads(get(port, f"/commands/{cmd}")[1]) for cmd in ("leader", "zabstate",
-                                                                                         "voting_view")}
+            views[m.id] = {cmd: json.loads(get(port, f"/commands/{cmd}")[1])
+                           for cmd in ("leader", "zabstate", "voting_view", "server_stats", "observers")}
         c.equal({i: v["leader"]["is_leader"] for i, v in views.items()},
                 {m.id: m is leader for m in ens.members}, "leader: is_leader on the leader alone")
         c.equal({v["leader"]["leader_id"] for v in views.values()}, {leader.id}, "leader: every member names it")
-        c.equal({(v["zabstate"]["voting"], v["zabstate"]["zabstate"]) for v in views.values()}, {(True, "BROADCAST")},
-                "zabstate: voting, in broadcast")
+        c.equal({(views[m.id]["zabstate"]["voting"], views[m.id]["zabstate"]["zabstate"]) for m in voters},
+                {(True, "BROADCAST")}, "zabstate: voting, in broadcast")
+        c.equal(views[observer.id]["zabstate"]["voting"], False, "zabstate: the observer does not vote")
         c.equal({tuple(sorted(v["voting_view"]["current_config"])) for v in views.values()}, {("1", "2", "3")},
                 "voting_view: the three voters")
+        c.equal({i: "proposal_stats" in v["server_stats"] for i, v in views.items()},
+                {m.id: m is leader for m in ens.members}, "server_stats: proposal_stats on the leader alone")
+        c.check(views[leader.id]["server_stats"]["proposal_stats"]["max_buffer_size"] > 0,
+                "the leader's proposal sizes are counted")
+        obs = views[leader.id]["observers"]
+        keys = ["remote_socket_address", "sid", "established", "queued_packets", "queued_packets_size",
+                "packets_received", "packets_sent", "requests", "last_zxid"]
+        c.check(obs["synced_observers"] == 1 and len(obs["observers"]) == 1
+                and list(obs["observers"][0]) == keys, f"observers: the leader lists its observer as ZooKeeper's "
+                                                       f"LearnerHandler info: {obs}")
+        o = obs["observers"][0] if obs["observers"] else {}
+        c.check(o.get("sid") == observer.id and o.get("requests", 0) >= 5 and o.get("last_zxid", 0) >= last
+                and o.get("packets_received", 0) >= 5 and o.get("packets_sent", 0) >= 5
+                and abs(o.get("established", 0) / 1000 - time.time()) < 120,
+                f"observers: its id, the writes it forwarded, what it was sent: {o}")
+        c.equal({(v["observers"]["synced_observers"], len(v["observers"]["observers"]))
+                 for i, v in views.items() if i != leader.id}, {(0, 0)}, "observers: none on the others")
+        port = admin_port(leader.log())
+        c.equal(json.loads(get(port, "/commands/orst")[1]), {"command": "observer_connection_stat_reset",
+                                                             "error": None}, "orst answers as ZooKeeper's")
+        after = json.loads(get(port, "/commands/obsr")[1])["observers"][0]
+        c.check(after["requests"] == 0 and after["packets_received"] < o.get("packets_received", 0),
+                f"orst resets the observer's counters: {after}")
 
 
 def main():
