@@ -1,7 +1,11 @@
 """docs/operations.md lists every zoo.cfg key Warden reads: the keys are taken from the parser
 itself (server/config.cpp's `key == "..."`, the ssl.* names of server/tls/tls_settings.cpp, the
 warden.log.* names of server/logging.cpp), so a key added without its line in the table fails
-here. A `zookeeper.`-prefixed spelling counts as its plain key."""
+here. A `zookeeper.`-prefixed spelling counts as its plain key.
+
+The README stays a newcomer's page (the two commands, connecting, an ensemble, the client and
+command line, then pointers), every relative link of the README and docs/ names a file that
+exists, and operations.md covers what an operator looks for there."""
 import os
 import re
 
@@ -30,4 +34,23 @@ for key in sorted(keys):
     head, _, tail = key.rpartition(".")
     listed = f"`{key}`" in doc or (head and f"`{head}." in doc and f"`.{tail}`" in doc)
     c.check(listed, f"docs/operations.md lists {key}")
+
+readme = source("README.md")
+sections = re.findall(r"^## (.+)$", readme, re.M)
+c.equal(sections, ["Set-up (fresh Debian 12)", "Connecting", "An ensemble",
+                   "The C++ client library and the `warden` command line", "Read on"], "the README's sections")
+c.check(len(readme.splitlines()) <= 120, f"the README is short ({len(readme.splitlines())} lines)")
+c.check("scripts/run " in readme and "scripts/test " in readme, "the README's two commands")
+docs = ["README.md", "CHANGELOG.md"] + [os.path.join("docs", f) for f in os.listdir(os.path.join(ROOT, "docs"))
+                                         if f.endswith(".md")]
+for path in docs:
+    for target in re.findall(r"\]\(([^)#:]+)(?:#[^)]*)?\)", source(path)):
+        resolved = os.path.normpath(os.path.join(ROOT, os.path.dirname(path), target))
+        c.check(os.path.exists(resolved), f"{path}: the link to {target} names a file")
+for doc_name in ("operations.md", "security.md", "features.md", "benchmarks.md", "architecture.md", "client.md",
+                 "testing.md"):
+    c.check(f"(docs/{doc_name})" in readme, f"the README points to docs/{doc_name}")
+for title in ("## Ports", "## Logs", "## Installing as a service", "## Backups and restores", "## Upgrades",
+              "### The AdminServer", "### Prometheus metrics"):
+    c.check(title in doc, f"docs/operations.md has {title!r}")
 c.finish()
