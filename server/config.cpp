@@ -334,6 +334,12 @@ ConfigResult parse_config(std::string_view text, std::string_view file_name) {
       c.admin.command_url = url;
     } else if (key == "admin.idleTimeout" || key == "zookeeper.admin.idleTimeout") {
       err = set_int(c.admin.idle_timeout_ms, 1, 1 << 30);
+    } else if (key == "admin.snapshot.enabled" || key == "zookeeper.admin.snapshot.enabled") {
+      if (!parse_bool(value, c.admin_snapshot_enabled)) err = bad("must be true or false");
+    } else if (key == "admin.restore.enabled" || key == "zookeeper.admin.restore.enabled") {
+      if (!parse_bool(value, c.admin_restore_enabled)) err = bad("must be true or false");
+    } else if (key == "admin.rateLimiterIntervalInMS" || key == "zookeeper.admin.rateLimiterIntervalInMS") {
+      err = set_int(c.admin_rate_limit_ms, 0, 1 << 30);
     } else if (key == "metricsProvider.className") {
       c.metrics.enabled = value == "org.apache.zookeeper.metrics.prometheus.PrometheusMetricsProvider";
       if (!c.metrics.enabled && value != "org.apache.zookeeper.metrics.impl.DefaultMetricsProvider")

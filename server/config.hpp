@@ -92,6 +92,11 @@ struct Config {
   // --standalone and the embedded server), admin.serverAddress, admin.serverPort (8080),
   // admin.commandURL (/commands), admin.idleTimeout (ms).
   admin::AdminSettings admin;
+  // ZooKeeper 3.9's backup commands: snapshot (admin.snapshot.enabled) and restore
+  // (admin.restore.enabled), both off unless set, each allowed once per
+  // admin.rateLimiterIntervalInMS (300000, as ZooKeeper).
+  bool admin_snapshot_enabled = false, admin_restore_enabled = false;
+  int32_t admin_rate_limit_ms = 300000;
   // metricsProvider.className=...PrometheusMetricsProvider: /metrics on
   // metricsProvider.httpHost:metricsProvider.httpPort (default 0.0.0.0:7000).
   admin::AdminSettings metrics = metrics_defaults();

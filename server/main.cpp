@@ -40,6 +40,9 @@ constexpr const char* usage = R"(usage:
       reports whether they are sound.
   warden-server snapshot-dump DIR
       Prints the newest snapshot under DIR, one node a line.
+  warden-server restore-backup FILE DIR
+      Writes the backup FILE (what the AdminServer's snapshot command sends) into the data
+      directory DIR, which must not hold a store yet; a server started on DIR serves its state.
 
 options:
   --standalone        run without a configuration file (requires --port and --data-dir)
@@ -105,6 +108,7 @@ void ask_for_huge_pages(char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  warden::server::remember_command_line(argc, argv);
   ask_for_huge_pages(argv);
   spdlog::set_default_logger(spdlog::stderr_color_mt("warden"));
   spdlog::set_pattern("%Y-%m-%d %H:%M:%S.%e %^%l%$ %v");
@@ -121,6 +125,10 @@ int main(int argc, char** argv) {
   }
   if (tool)
     return fail(args[0] + " takes one data directory");
+  if (args[0] == "restore-backup") {
+    if (args.size() != 3) return fail("restore-backup takes a backup file and a data directory");
+    return warden::server::restore_backup_into(args[1], args[2], std::cout, std::cerr);
+  }
   Config config;
   warden::server::LogSettings log_flags;  // --log-*, which win over zoo.cfg's warden.log.*
   std::vector<std::string> log_set;

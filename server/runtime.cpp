@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <fcntl.h>
 #include <malloc.h>
 #include <pwd.h>
 #include <sys/resource.h>
@@ -12,6 +13,7 @@
 #include <boost/asio.hpp>
 #include <boost/asio/ssl.hpp>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <memory>
 #include <mutex>
@@ -24,6 +26,7 @@
 #include "consensus/replicator.hpp"
 #include "consensus/sync_streamer.hpp"
 #include "server/auth/jaas.hpp"
+#include "server/backup/backup.hpp"
 #include "server/admin/admin_server.hpp"
 #include "server/admin/commands.hpp"
 #include "server/admin/metrics.hpp"
@@ -47,6 +50,12 @@ namespace asio = boost::asio;
 using asio::ip::tcp;
 
 namespace {
+// The command line this process was started with, for a restart in place after a restore.
+std::vector<std::string>& restart_argv() {
+  static std::vector<std::string> args;
+  return args;
+}
+
 int64_t ms_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t).count();
 }
@@ -619,6 +628,183 @@ struct ServerRuntime::Impl {
     return env;
   }
 
+  // ZooKeeper 3.9's snapshot and restore admin commands. The backup file is written, or an
+  // upload restored into a staging store, on backup_worker; the reply goes out from this thread.
+  std::thread backup_worker;
+  bool backup_running = false;
+  std::map<std::string, std::chrono::steady_clock::time_point> backup_last;  // rate limit per command
+
+  std::string store_dir() const {
+    return log_dir_of(config.data_log_dir.empty() ? config.data_dir : config.data_log_dir);
+  }
+
+  static admin::AdminReply json_reply(int status, const std::string& command, admin::Json error,
+                                      std::vector<std::pair<std::string, admin::Json>> extra = {}) {
+    admin::Json j = admin::Json::object();
+    for (auto& [k, v] : extra) j.set(k, std::move(v));
+    j.set("command", command);
+    j.set("error", std::move(error));
+    admin::AdminReply r;
+    r.status = status;
+    r.body = j.dump();
+    return r;
+  }
+
+  void backup_command(const std::string& primary, admin::AdminRequest req,
+                      std::function<void(admin::AdminReply)> done) {
+    auto drop_upload = [&] {
+      std::error_code ec;
+      if (!req.body_file.empty()) std::filesystem::remove(req.body_file, ec);
+    };
+    bool snapshot = primary == "snapshot";
+    if (!(snapshot ? config.admin_snapshot_enabled : config.admin_restore_enabled)) {
+      drop_upload();
+      spdlog::warn("AdminServer: the {} command is off (admin.{}.enabled)", primary, primary);
+      return done(json_reply(503, primary, nullptr));
+    }
+    if (!server->serving()) {
+      drop_upload();
+      return done(json_reply(200, primary, "This ZooKeeper instance is not currently serving requests"));
+    }
+    auto [status, why] = server->admin_authorized(req.authorization, req.peer, "/", 31);  // ALL on /
+    if (status != 200) {
+      drop_upload();
+      spdlog::warn("AdminServer: {} from {} refused: {}", primary, req.peer, why);
+      return done(json_reply(status, primary, why));
+    }
+    if (!snapshot && req.body_file.empty()) return done(json_reply(400, primary, "the request has no body"));
+    if (config.in_memory || !log->snapshots()) {
+      drop_upload();
+      return done(json_reply(500, primary, "this server keeps no durable store"));
+    }
+    if (!snapshot && (ensemble || restart_argv().empty())) {
+      drop_upload();
+      return done(json_reply(500, primary,
+                             ensemble ? "restore on a member of an ensemble: stop every member and run "
+                                        "warden-server restore-backup FILE DIR on each (docs/operations.md)"
+                                      : "restore needs the warden-server process"));
+    }
+    auto now = std::chrono::steady_clock::now();
+    auto last = backup_last.find(primary);
+    if (backup_running ||
+        (last != backup_last.end() && now - last->second < std::chrono::milliseconds(config.admin_rate_limit_ms))) {
+      drop_upload();
+      spdlog::warn("AdminServer: {} request rate limited (admin.rateLimiterIntervalInMS={})", primary,
+                   config.admin_rate_limit_ms);
+      return done(json_reply(429, primary, nullptr));
+    }
+    backup_last[primary] = now;
+    backup_running = true;
+    if (backup_worker.joinable()) backup_worker.join();
+    if (snapshot) {
+      // The state after the last txn both applied here and in this member's log.
+      Zxid upto = std::min(server->tree().last_applied(), log->last_zxid());
+      bool streaming = req.query.find("streaming=false") == std::string::npos;
+      std::string file = config.data_dir + "/admin-snapshot-" + std::to_string(getpid()) + ".tmp";
+      spdlog::info("AdminServer: writing a backup of the state at 0x{:x} for {}", upto, req.peer);
+      backup_worker = std::thread([this, upto, file, streaming, done = std::move(done)]() mutable {
+        std::string error;
+        backup::BackupInfo info;
+        try {
+          info = backup::write_backup(*log, upto, file);
+        } catch (const std::exception& e) {
+          error = e.what();
+        }
+        asio::post(io, [this, info, error, file, streaming, done = std::move(done)] {
+          backup_running = false;
+          std::error_code ec;
+          if (!error.empty()) {
+            spdlog::error("AdminServer: the backup failed: {}", error);
+            std::filesystem::remove(file, ec);
+            return done(json_reply(500, "snapshot", error));
+          }
+          spdlog::info("AdminServer: backup of 0x{:x} written: {} bytes (the snapshot at 0x{:x} and {} txns)",
+                       info.last, info.bytes, info.snapshot, info.txns);
+          admin::AdminReply r = json_reply(200, "snapshot", nullptr);
+          r.headers = {{"last_zxid", fmt::format("0x{:x}", info.last)}, {"snapshot_size", std::to_string(info.bytes)}};
+          if (streaming) {
+            r.file = file;
+            r.content_type = "application/octet-stream";
+          } else {
+            std::filesystem::remove(file, ec);
+          }
+          done(std::move(r));
+        });
+      });
+      return;
+    }
+    std::string staging = store_dir() + ".restoring";
+    spdlog::warn("AdminServer: restoring a backup from {} ({} bytes)", req.peer,
+                 std::filesystem::file_size(req.body_file));
+    backup_worker = std::thread([this, staging, upload = req.body_file, done = std::move(done)]() mutable {
+      std::string error;
+      backup::BackupInfo info;
+      std::error_code ec;
+      std::filesystem::remove_all(staging, ec);
+      try {
+        info = backup::restore_backup(upload, staging);
+      } catch (const std::exception& e) {
+        error = e.what();
+        std::filesystem::remove_all(staging, ec);
+      }
+      std::filesystem::remove(upload, ec);
+      asio::post(io, [this, info, error, staging, done = std::move(done)] {
+        backup_running = false;
+        if (!error.empty()) {
+          spdlog::error("AdminServer: the restore was refused: {}", error);
+          return done(json_reply(500, "restore", error));
+        }
+        admin::AdminReply r = json_reply(200, "restore", nullptr, {{"last_zxid", static_cast<int64_t>(info.last)}});
+        r.after = [this, staging, last = info.last] { restart_on_restored(staging, last); };
+        done(std::move(r));
+      });
+    });
+  }
+
+  // The restored store replaces this server's, and the process starts again in place (the same
+  // PID, arguments and environment), so every part of the server opens the restored state.
+  [[noreturn]] void restart_on_restored(const std::string& staging, Zxid last) {
+    spdlog::warn("restarting on the restored state at 0x{:x}", last);
+    if (committer) committer->wait_idle();
+    std::string dir = store_dir();
+    std::error_code ec;
+    std::filesystem::remove_all(dir + ".before-restore", ec);
+    std::filesystem::rename(dir, dir + ".before-restore", ec);
+    if (!ec) std::filesystem::rename(staging, dir, ec);
+    if (ec) {
+      spdlog::critical("cannot put the restored store in place ({}): stopping", ec.message());
+      spdlog::shutdown();
+      std::_Exit(70);
+    }
+    // Nothing of this process may outlive the exec: its sockets would hold the ports, its
+    // store's lock the directory.
+    for (const auto& fd : std::filesystem::directory_iterator("/proc/self/fd", ec)) {
+      int n = std::atoi(fd.path().filename().c_str());
+      if (n > 2) fcntl(n, F_SETFD, FD_CLOEXEC);
+    }
+    spdlog::default_logger()->flush();
+    auto& args = restart_argv();
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    execv("/proc/self/exe", argv.data());
+    spdlog::critical("cannot start again after the restore ({}): stopping", std::strerror(errno));
+    spdlog::shutdown();
+    std::_Exit(70);
+  }
+
+  void admin_request(admin::AdminRequest req, std::function<void(admin::AdminReply)> done) {
+    std::string primary = admin::primary_name(req.name);
+    if (primary == "snapshot" || primary == "restore") return backup_command(primary, std::move(req), std::move(done));
+    if (!req.body_file.empty()) {
+      std::error_code ec;
+      std::filesystem::remove(req.body_file, ec);
+    }
+    admin::AdminReply r;
+    r.body = admin_command(req.name, req.query);
+    done(std::move(r));
+  }
+
   // Warden's own metrics, beyond ZooKeeper's names: each log write's time as a histogram, and on
   // a leader each learner's lag in txns and each voter's ack latency.
   std::string warden_metrics() const {
@@ -775,6 +961,15 @@ struct ServerRuntime::Impl {
     } else {
       auto dir = std::filesystem::path(log_dir_of(config.data_log_dir.empty() ? config.data_dir : config.data_log_dir));
       std::error_code ec;
+      // A restore (POST /commands/restore) put its store in place and started this process
+      // again: what it replaced goes now; a restore cut short left only its staging copy.
+      for (const char* suffix : {".before-restore", ".restoring"}) {
+        auto left = dir.string() + suffix;
+        if (std::filesystem::exists(left, ec)) {
+          std::filesystem::remove_all(left, ec);
+          spdlog::info("removed {} (left by a restore)", left);
+        }
+      }
       std::filesystem::create_directories(dir, ec);
       if (ec) throw storage::StorageError("cannot create the log directory " + dir.string() + ": " + ec.message());
       auto durable = std::make_unique<storage::RocksDbLogStore>(dir.string(), config.force_sync);
@@ -1221,7 +1416,7 @@ struct ServerRuntime::Impl {
     purge_timer.expires_after(after);
     purge_timer.async_wait([this](boost::system::error_code ec) {
       if (ec || stopping) return;
-      if (streamer && streamer->active()) return schedule_purge(std::chrono::seconds(10));
+      if ((streamer && streamer->active()) || backup_running) return schedule_purge(std::chrono::seconds(10));
       try {
         size_t dropped = log->snapshots()->purge(static_cast<size_t>(config.snap_retain_count));
         if (dropped) spdlog::info("purged {} old snapshots and the log before the oldest kept one", dropped);
@@ -1366,7 +1561,13 @@ struct ServerRuntime::Impl {
 };
 
 ServerRuntime::ServerRuntime(const Config& config) : impl_(std::make_unique<Impl>(config)) {}
-ServerRuntime::~ServerRuntime() = default;
+ServerRuntime::~ServerRuntime() {
+  if (impl_ && impl_->backup_worker.joinable()) impl_->backup_worker.join();
+}
+
+void remember_command_line(int argc, char** argv) {
+  restart_argv().assign(argv, argv + argc);
+}
 
 namespace {
 void listen(tcp::acceptor& a, const std::string& address, int32_t port, const char* key) {
@@ -1399,17 +1600,26 @@ void ServerRuntime::bind() {
   if (impl_->transport) impl_->transport->start();
   if (c.admin.enabled) {
     auto* i = impl_.get();
-    impl_->admin_server = std::make_unique<admin::AdminServer>(impl_->io, c.admin, [i](std::string_view name, std::string_view query) {
-      return i->admin_command(name, query);
-    });
+    admin::AdminSettings settings = c.admin;
+    if (!c.in_memory) {
+      settings.uploads = {"restore", "rest"};
+      settings.upload_dir = c.data_dir;
+    }
+    impl_->admin_server = std::make_unique<admin::AdminServer>(
+        impl_->io, settings, [i](admin::AdminRequest r, std::function<void(admin::AdminReply)> done) {
+          i->admin_request(std::move(r), std::move(done));
+        });
     impl_->admin_server->start();  // a port it cannot bind is logged; clients are served all the same
   }
   if (c.metrics.enabled) {
     auto* i = impl_.get();
-    impl_->metrics_server = std::make_unique<admin::AdminServer>(impl_->io, c.metrics, [i](std::string_view, std::string_view) {
-      auto env = i->four_letter_env("mntr");
-      return admin::prometheus_text(i->server->monitor_values(env), i->server->summaries(env), i->warden_metrics());
-    });
+    impl_->metrics_server = std::make_unique<admin::AdminServer>(
+        impl_->io, c.metrics, [i](admin::AdminRequest, std::function<void(admin::AdminReply)> done) {
+          auto env = i->four_letter_env("mntr");
+          admin::AdminReply r;
+          r.body = admin::prometheus_text(i->server->monitor_values(env), i->server->summaries(env), i->warden_metrics());
+          done(std::move(r));
+        });
     impl_->metrics_server->start();
   }
 }

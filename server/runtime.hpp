@@ -26,6 +26,10 @@ struct ListenError : std::runtime_error {
   std::string key;  // clientPort or secureClientPort
 };
 
+// Keeps main's arguments: after a restore (POST /commands/restore) the process starts again in
+// place with them. Without them a restore is refused (an embedded server cannot restart).
+void remember_command_line(int argc, char** argv);
+
 class ServerRuntime {
  public:
   // Opens the log under dataLogDir (or dataDir) and replays it. Throws storage::StorageError

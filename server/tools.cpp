@@ -8,6 +8,7 @@
 #include <ostream>
 #include <set>
 
+#include "server/backup/backup.hpp"
 #include "server/data_tree.hpp"
 #include "server/session_table.hpp"
 #include "server/snapshot_walk.hpp"
@@ -74,6 +75,19 @@ std::string body_text(const TxnBody& body) {
 }  // namespace
 
 std::string log_dir_of(const std::string& data_dir) { return (std::filesystem::path(data_dir) / "log").string(); }
+
+int restore_backup_into(const std::string& file, const std::string& data_dir, std::ostream& out, std::ostream& err) {
+  try {
+    auto info = backup::restore_backup(file, log_dir_of(data_dir));
+    out << fmt::format("restored {} into {}: the snapshot at 0x{:x} ({} node records, {} session records) and {} "
+                       "txns after it, up to 0x{:x}\n",
+                       file, data_dir, info.snapshot, info.nodes, info.sessions, info.txns, info.last);
+    return 0;
+  } catch (const std::exception& e) {
+    err << "restore-backup: " << e.what() << "\n";
+    return 1;
+  }
+}
 
 namespace {
 // Loads the newest complete snapshot into `tree`; returns its zxid (0: none) and its sessions.

@@ -19,4 +19,9 @@ int dump_snapshot(const std::string& data_dir, std::ostream& out, std::ostream& 
 // The log directory inside a data directory (or dataLogDir).
 std::string log_dir_of(const std::string& data_dir);
 
+// restore-backup: writes the backup FILE (GET /commands/snapshot's) into the data directory
+// DIR, which must hold no store yet; a server started on DIR then serves the backup's state.
+// Refuses a damaged backup (naming the offset and the reason) and writes nothing then.
+int restore_backup_into(const std::string& file, const std::string& data_dir, std::ostream& out, std::ostream& err);
+
 }  // namespace warden::server

@@ -194,6 +194,12 @@ class ZkServer {
   std::vector<std::pair<std::string, admin::Json>> monitor_values(const FourLetterEnv& env) const;
   // Every summary monitor and /metrics show: the pipeline's (request latencies) and `env`'s.
   admin::NamedSummaries summaries(const FourLetterEnv& env);
+  // The AdminServer's check of a command that requires it (ZooKeeper 3.9's AuthRequest): the
+  // Authorization header ("digest user:password", or "ip" for the client's address) gives the
+  // ids, which need `perms` on `path`'s ACL. 200: allowed; 401 with the reason when the header
+  // is missing or authenticates nobody; 403 when the ids lack the permission.
+  std::pair<int, std::string> admin_authorized(std::string_view authorization, const std::string& peer,
+                                               const std::string& path, int32_t perms) const;
   // server_stats' "server_stats" object (ZooKeeper's ServerStats), and the connections as
   // ZooKeeper's connection info lists them: plaintext, TLS (brief: stats' five keys each).
   admin::Json server_stats_json(const FourLetterEnv& env) const;

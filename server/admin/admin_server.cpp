@@ -5,8 +5,13 @@
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <unistd.h>
+
+#include <algorithm>
 #include <array>
+#include <atomic>
 #include <chrono>
+#include <filesystem>
 #include <optional>
 
 #include "server/admin/commands.hpp"
@@ -27,40 +32,98 @@ class Session : public std::enable_shared_from_this<Session> {
  public:
   Session(tcp::socket s, AdminSettings settings, AdminServer::Run run)
       : stream_(std::move(s)), settings_(std::move(settings)), run_(std::move(run)) {}
+  ~Session() { drop_upload(); }
   void start() { read(); }
 
  private:
   void read() {
-    parser_.emplace();
-    parser_->header_limit(max_header);
-    parser_->body_limit(max_body);
+    head_.emplace();
+    head_->header_limit(max_header);
     stream_.expires_after(std::chrono::milliseconds(settings_.idle_timeout_ms));
-    http::async_read(stream_, buffer_, *parser_, [self = shared_from_this()](beast::error_code ec, size_t) {
+    http::async_read_header(stream_, buffer_, *head_, [self = shared_from_this()](beast::error_code ec, size_t) {
       if (ec == http::error::end_of_stream || ec == beast::error::timeout || ec == asio::error::operation_aborted)
         return self->close();
       if (ec) return self->bad_request(ec.message());
-      self->answer();
+      self->read_body();
     });
   }
 
+  // The command a target names under the command URL ("" when it names none).
+  std::string command_of(std::string_view target) const {
+    target = target.substr(0, target.find('?'));
+    std::string_view base = settings_.command_url;
+    if (base.empty() || target.size() <= base.size() + 1 || target.substr(0, base.size()) != base ||
+        target[base.size()] != '/')
+      return {};
+    return std::string(target.substr(base.size() + 1));
+  }
+
+  void read_body() {
+    const auto& h = head_->get();
+    std::string name = command_of(std::string_view(h.target().data(), h.target().size()));
+    bool upload = h.method() == http::verb::post && !settings_.upload_dir.empty() &&
+                  std::find(settings_.uploads.begin(), settings_.uploads.end(), name) != settings_.uploads.end();
+    auto done = [self = shared_from_this()](beast::error_code ec, size_t) {
+      if (ec == beast::error::timeout || ec == asio::error::operation_aborted) return self->close();
+      if (ec) return self->bad_request(ec.message());
+      self->answer();
+    };
+    if (!upload) {
+      // A body announced past the bound is refused before it is read.
+      if (auto n = head_->content_length(); n && *n > max_body) return bad_request("body too large");
+      text_.emplace(std::move(*head_));
+      text_->body_limit(max_body);
+      return http::async_read(stream_, buffer_, *text_, std::move(done));
+    }
+    static std::atomic<uint64_t> uploads{0};
+    upload_path_ = settings_.upload_dir + "/admin-upload-" + std::to_string(getpid()) + "-" + std::to_string(++uploads);
+    file_.emplace(std::move(*head_));
+    file_->body_limit(settings_.max_upload);
+    beast::error_code ec;
+    file_->get().body().open(upload_path_.c_str(), beast::file_mode::write, ec);
+    if (ec) {
+      spdlog::warn("AdminServer: cannot write an upload to {}: {}", upload_path_, ec.message());
+      upload_path_.clear();
+      return bad_request("cannot store the body");
+    }
+    stream_.expires_after(std::chrono::milliseconds(settings_.upload_timeout_ms));
+    auto read = [self = shared_from_this(), done = std::move(done)]() mutable {
+      http::async_read(self->stream_, self->buffer_, *self->file_, std::move(done));
+    };
+    if (!beast::iequals(file_->get()[http::field::expect], "100-continue")) return read();
+    // curl and others wait for this before they send a large body.
+    auto cont = std::make_shared<http::response<http::empty_body>>(http::status::continue_, 11);
+    http::async_write(stream_, *cont, [cont, read = std::move(read)](beast::error_code ec, size_t) mutable {
+      if (!ec) read();
+    });
+  }
+
+  void drop_upload() {
+    if (upload_path_.empty()) return;
+    std::error_code ec;
+    std::filesystem::remove(upload_path_, ec);
+    upload_path_.clear();
+  }
+
   void answer() {
-    const auto& req = parser_->get();
+    const auto& req = text_ ? static_cast<const http::request_header<>&>(text_->get())
+                            : static_cast<const http::request_header<>&>(file_->get());
     auto res = std::make_shared<http::response<http::string_body>>();
     res->version(req.version());
-    res->keep_alive(req.keep_alive());
+    res->keep_alive(text_ ? text_->get().keep_alive() : file_->get().keep_alive());
     res->set(http::field::server, "Warden");
     std::string_view target(req.target().data(), req.target().size());
     std::string_view query = target.find('?') == std::string_view::npos ? std::string_view()
                                                                          : target.substr(target.find('?') + 1);
     target = target.substr(0, target.find('?'));
     std::string_view base = settings_.command_url;
-    if (req.method() != http::verb::get && req.method() != http::verb::head) {
+    std::string name = command_of(target);
+    bool get = req.method() == http::verb::get || req.method() == http::verb::head;
+    if (!get && !(req.method() == http::verb::post && file_)) {
       res->result(http::status::method_not_allowed);
       res->set(http::field::allow, "GET, HEAD");
     } else if (!settings_.metrics_path.empty() && target == settings_.metrics_path) {
-      res->result(http::status::ok);
-      res->set(http::field::content_type, "text/plain; version=0.0.4; charset=utf-8");
-      res->body() = run_("", {});
+      return run_request(AdminRequest{}, res, "text/plain; version=0.0.4; charset=utf-8");
     } else if (base.empty()) {
       res->result(http::status::not_found);
       res->set(http::field::content_type, "text/plain");
@@ -73,23 +136,78 @@ class Session : public std::enable_shared_from_this<Session> {
       for (const auto& c : commands())
         body += "<a href=\"" + settings_.command_url + "/" + c.primary + "\">" + c.primary + "</a><br/>\n";
       res->body() = std::move(body);
-    } else if (target.size() > base.size() + 1 && target.substr(0, base.size()) == base &&
-               target[base.size()] == '/') {
-      res->result(http::status::ok);
-      res->set(http::field::content_type, "application/json");
+    } else if (!name.empty()) {
+      AdminRequest r;
+      r.name = name;
+      r.query = std::string(query);
+      r.authorization = std::string(req[http::field::authorization]);
+      r.peer = peer_address();
+      r.post = !get;
+      r.body_file = std::exchange(upload_path_, {});
       res->set(http::field::access_control_allow_origin, "*");
-      res->body() = run_(target.substr(base.size() + 1), query);
+      return run_request(std::move(r), res, "");
     } else {
       res->result(http::status::not_found);
       res->set(http::field::content_type, "text/plain");
       res->body() = "Not found: try " + settings_.command_url + "\n";
     }
-    if (req.method() == http::verb::head) {
+    finish(res, req.method() == http::verb::head);
+  }
+
+  // Runs the command; its reply (now or later) goes out as text or as a file.
+  void run_request(AdminRequest r, std::shared_ptr<http::response<http::string_body>> res, std::string content_type) {
+    bool head = (text_ ? text_->get().method() : file_->get().method()) == http::verb::head;
+    run_(std::move(r), [self = shared_from_this(), res, content_type, head](AdminReply reply) {
+      res->result(static_cast<http::status>(reply.status));
+      res->set(http::field::content_type, content_type.empty() ? reply.content_type : content_type);
+      for (const auto& [k, v] : reply.headers) res->set(k, v);
+      if (reply.file.empty()) {
+        res->body() = std::move(reply.body);
+        return self->finish(res, head, std::move(reply.after));
+      }
+      self->send_file(res, std::move(reply));
+    });
+  }
+
+  void finish(std::shared_ptr<http::response<http::string_body>> res, bool head, std::function<void()> after = {}) {
+    if (head) {
       res->content_length(res->body().size());
       res->body().clear();
+    } else {
+      res->prepare_payload();
+    }
+    write(res, !res->keep_alive(), false, std::move(after));
+  }
+
+  // The reply's file as the body, read as the connection takes it; the file goes afterwards.
+  void send_file(std::shared_ptr<http::response<http::string_body>> head, AdminReply reply) {
+    auto res = std::make_shared<http::response<http::file_body>>(head->result(), head->version());
+    for (const auto& f : *head) res->set(f.name_string(), f.value());
+    res->keep_alive(false);  // the file may be large: one per connection
+    beast::error_code ec;
+    res->body().open(reply.file.c_str(), beast::file_mode::scan, ec);
+    std::filesystem::path file = reply.file;
+    if (ec) {
+      spdlog::warn("AdminServer: cannot read {}: {}", reply.file, ec.message());
+      head->result(http::status::internal_server_error);
+      head->body() = "{\n  \"error\" : \"cannot read the reply's file\"\n}";
+      return finish(head, false, std::move(reply.after));
     }
     res->prepare_payload();
-    write(res, !res->keep_alive());
+    stream_.expires_never();  // bounded by the client's reading, and the socket's own timeouts
+    http::async_write(stream_, *res, [self = shared_from_this(), res, file, after = std::move(reply.after)](
+                                         beast::error_code, size_t) {
+      std::error_code rm;
+      std::filesystem::remove(file, rm);
+      self->close();
+      if (after) after();
+    });
+  }
+
+  std::string peer_address() {
+    beast::error_code ec;
+    auto ep = stream_.socket().remote_endpoint(ec);
+    return ec ? std::string() : ep.address().to_string();
   }
 
   void bad_request(const std::string& why) {
@@ -105,11 +223,17 @@ class Session : public std::enable_shared_from_this<Session> {
   // `unread`: the client may still be sending (a refused request); the answer goes out, then
   // what it sends is read and dropped for a moment before the close (a close with unread data
   // would reset the connection, and the client might lose the answer).
-  void write(std::shared_ptr<http::response<http::string_body>> res, bool then_close, bool unread = false) {
+  void write(std::shared_ptr<http::response<http::string_body>> res, bool then_close, bool unread = false,
+             std::function<void()> after = {}) {
     stream_.expires_after(std::chrono::milliseconds(settings_.idle_timeout_ms));
-    http::async_write(stream_, *res, [self = shared_from_this(), res, then_close, unread](beast::error_code ec, size_t) {
+    http::async_write(stream_, *res, [self = shared_from_this(), res, then_close, unread, after = std::move(after)](
+                                         beast::error_code ec, size_t) {
+      self->drop_upload();
+      if (after) after();
       if (!ec && unread) return self->drain_then_close();
       if (ec || then_close) return self->close();
+      self->text_.reset();
+      self->file_.reset();
       self->read();
     });
   }
@@ -139,7 +263,10 @@ class Session : public std::enable_shared_from_this<Session> {
 
   beast::tcp_stream stream_;
   beast::flat_buffer buffer_{max_header + max_body};
-  std::optional<http::request_parser<http::string_body>> parser_;
+  std::optional<http::request_parser<http::empty_body>> head_;
+  std::optional<http::request_parser<http::string_body>> text_;
+  std::optional<http::request_parser<http::file_body>> file_;
+  std::string upload_path_;  // an upload's file until a command takes it
   AdminSettings settings_;  // copies: a session may outlive the AdminServer until the loop ends
   AdminServer::Run run_;
 };

@@ -3,8 +3,10 @@
 // /metrics, ZooKeeper's PrometheusMetricsProvider's),
 // GET admin.commandURL (default /commands) lists the commands as links, GET
 // /commands/NAME answers a command's JSON (ZkServer::admin_command). HTTP is Boost.Beast's.
-// Requests are bounded (8 KiB of header, no body past 64 KiB) and so is a connection's
-// silence (admin.idleTimeout); garbage gets 400 and the connection is closed. Everything runs
+// Requests are bounded (8 KiB of header, no body past 64 KiB, except the commands listed as
+// uploads, whose POST body goes to a file) and so is a connection's silence
+// (admin.idleTimeout); garbage gets 400 and the connection is closed. A command may answer
+// later (from work off the server's thread) and with a file as its body (a backup). Everything runs
 // on the server's io_context: a command sees the state a client request would. A port that
 // cannot be bound is one log line, and the server serves clients without it.
 #pragma once
@@ -14,6 +16,8 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace boost::asio {
 class io_context;
@@ -29,12 +33,35 @@ struct AdminSettings {
   int32_t idle_timeout_ms = 30000;
   std::string metrics_path;  // "/metrics": Prometheus's text format there (Run gets "")
   std::string what = "AdminServer";  // for log lines
+  // Commands (primary or short names) whose POST body is written to a file in upload_dir, up
+  // to max_upload bytes, within upload_timeout_ms.
+  std::vector<std::string> uploads;
+  std::string upload_dir;
+  uint64_t max_upload = 1ull << 40;
+  int64_t upload_timeout_ms = 3600000;
+};
+
+struct AdminRequest {
+  std::string name, query;  // the command as the URL names it ("" for the metrics path)
+  std::string authorization;  // the Authorization header
+  std::string peer;           // the client's address
+  bool post = false;
+  std::string body_file;  // an upload's body (removed once answered)
+};
+
+struct AdminReply {
+  int status = 200;
+  std::string body;
+  std::string content_type = "application/json";
+  std::vector<std::pair<std::string, std::string>> headers;
+  std::string file;          // when set: the body is this file's content, and the file is removed after
+  std::function<void()> after;  // runs once the reply is written (or the client went away)
 };
 
 class AdminServer {
  public:
-  // A command's JSON text, for a name as the URL gave it and the URL's query string.
-  using Run = std::function<std::string(std::string_view name, std::string_view query)>;
+  // Answers a request by calling `done` once, on the server's thread, now or later.
+  using Run = std::function<void(AdminRequest request, std::function<void(AdminReply)> done)>;
   AdminServer(boost::asio::io_context& io, AdminSettings settings, Run run);
   ~AdminServer();
   AdminServer(const AdminServer&) = delete;

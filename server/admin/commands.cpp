@@ -30,9 +30,11 @@ const std::vector<admin::CommandNames>& admin::commands() {
       {"monitor", {"mntr"}},
       {"observer_connection_stat_reset", {"orst"}},
       {"observers", {"obsr"}},
+      {"restore", {"rest"}},
       {"ruok", {}},
       {"server_stats", {"srvr"}},
       {"set_trace_mask", {"stmk"}},
+      {"snapshot", {"snap"}},
       {"stat_reset", {"srst"}},
       {"stats", {"stat"}},
       {"system_properties", {"sysp"}},
@@ -176,6 +178,31 @@ std::pair<Json, Json> ZkServer::connection_infos(bool brief) const {
     (c.link->secure() ? secure : plain).push(std::move(info));
   }
   return {std::move(plain), std::move(secure)};
+}
+
+std::pair<int, std::string> ZkServer::admin_authorized(std::string_view authorization, const std::string& peer,
+                                                       const std::string& path, int32_t perms) const {
+  if (authorization.empty()) return {401, "Auth info is missing for the command"};
+  // "scheme" or "scheme data", as ZooKeeper splits it on one space.
+  auto space = authorization.find(' ');
+  std::string scheme(authorization.substr(0, space));
+  std::string_view data = space == std::string_view::npos ? std::string_view() : authorization.substr(space + 1);
+  AuthIds ids;
+  if (scheme == "digest" && !data.empty() && data.find(' ') == std::string_view::npos &&
+      data.find(':') != std::string_view::npos) {
+    std::string id = digest_id(data);
+    if (!opts_.super_digest.empty() && id == opts_.super_digest) add_auth_id(ids, wire::Id{"super", ""});
+    add_auth_id(ids, wire::Id{"digest", id});
+  } else if (scheme == "ip" && data.empty() && !peer.empty()) {
+    add_auth_id(ids, wire::Id{"ip", peer});
+  } else {
+    return {401, "Not authenticated"};
+  }
+  const Node* n = tree_.find(path);
+  if (!n) return {403, "Not authorized"};
+  for (int32_t bit = 1; bit <= perms; bit <<= 1)
+    if ((perms & bit) && !acl_allows(*tree_.acl_of(*n), bit, ids)) return {403, "Not authorized"};
+  return {200, ""};
 }
 
 Json ZkServer::server_stats_json(const FourLetterEnv& env) const {

@@ -137,6 +137,90 @@ def tls_run(args):
           f"loadgen CPU {storms['zk']['client_cpu_s']} s and {storms['warden']['client_cpu_s']} s")
 
 
+class Observer:
+    """What watches a server in production: Debian's Prometheus scraping its /metrics every
+    second (Warden only: ZooKeeper's Debian package has no Prometheus provider), and a poller
+    asking its AdminServer for monitor every second."""
+
+    def __init__(self, admin_port, metrics_port=None):
+        import tempfile
+        import threading
+        import urllib.request
+        self.work = tempfile.mkdtemp(prefix="bench-observed-")
+        self.prom = support.Prometheus(self.work, [f"127.0.0.1:{metrics_port}"]) if metrics_port else None
+        self.stop = threading.Event()
+        self.polls = 0
+
+        def poll():
+            while not self.stop.wait(1.0):
+                with urllib.request.urlopen(f"http://127.0.0.1:{admin_port}/commands/monitor", timeout=5) as r:
+                    r.read()
+                self.polls += 1
+        self.thread = threading.Thread(target=poll, daemon=True)
+        self.thread.start()
+
+    def scrapes(self):
+        if not self.prom:
+            return 0
+        r = self.prom.query('count_over_time(up{job="warden"}[1h])')
+        return int(float(r[0]["value"][1])) if r else 0
+
+    def close(self):
+        import shutil
+        self.stop.set()
+        self.thread.join()
+        if self.prom:
+            self.prom.__exit__()
+        shutil.rmtree(self.work, ignore_errors=True)
+
+
+def observed_run(args):
+    """Issue 23's cost: throughput with a Prometheus scrape every second and the AdminServer
+    polled every second, against the same server in the same run without them; rounds
+    alternate (plain, observed) so that drift falls on both. ZooKeeper's cost of its
+    AdminServer being polled is measured the same way, for comparison."""
+    import statistics
+    import time
+    ops = [o for o in args.observed_ops.split(",") if o]
+    admin = "admin.enableServer=true\nadmin.serverAddress=127.0.0.1\nadmin.serverPort={}\n"
+    results = {}
+
+    def rounds(server, admin_port, metrics_port, name):
+        for op in ops:
+            for _ in range(args.observed_rounds):
+                results.setdefault((name, op, False), []).append(measure(args.loadgen, server, op, args)["ops_s"])
+                obs = Observer(admin_port, metrics_port)
+                try:
+                    time.sleep(2)  # Prometheus up and scraping before the load starts
+                    before = (obs.scrapes(), obs.polls)
+                    r = measure(args.loadgen, server, op, args)["ops_s"]
+                    results.setdefault((name, op, True), []).append(r)
+                    results.setdefault((name, "watched"), []).append((obs.scrapes() - before[0], obs.polls - before[1]))
+                finally:
+                    obs.close()
+
+    zk_admin = support.free_port()
+    cp = support.ZK_CLASSPATH + ":" + support.java_classpath("servlet-api.jar")
+    with support.start_zookeeper(extended_types=False, extra_cfg="forceSync=no\n" + admin.format(zk_admin),
+                                 heap_mb=args.zk_heap_mb, classpath=cp) as zk:
+        rounds(zk, zk_admin, None, "zk")
+    cfg = ("forceSync=no\n" + admin.format(0) + "metricsProvider.className=org.apache.zookeeper.metrics.prometheus."
+           "PrometheusMetricsProvider\nmetricsProvider.httpHost=127.0.0.1\nmetricsProvider.httpPort=0\n")
+    with support.start_warden(cfg) as w:
+        rounds(w, support.admin_port(w.log()), support.metrics_port(w.log()), "warden")
+    print(f"\n### Observed: a Prometheus scrape and an AdminServer monitor poll every second (fsync off; "
+          f"{args.observed_rounds} rounds of each, alternating; median ops/s)\n")
+    print("| op | server | ops/s alone | ops/s observed | observed / alone |")
+    print("|---|---|---|---|---|")
+    for op in ops:
+        for name, label in (("zk", "ZooKeeper 3.8 (AdminServer polled)"), ("warden", "Warden (scraped and polled)")):
+            alone = statistics.median(results[(name, op, False)])
+            seen = statistics.median(results[(name, op, True)])
+            print(f"| {op} | {label} | {alone:.0f} | {seen:.0f} | {seen / alone:.3f} |")
+    for name in ("zk", "warden"):
+        print(f"{name}: scrapes and polls during each observed cell: {results[(name, 'watched')]}")
+
+
 def rss_mib(pid):
     with open(f"/proc/{pid}/status") as f:
         for line in f:
@@ -494,6 +578,8 @@ def main():
     p.add_argument("--tls", type=int, default=1, help="the TLS run (0 skips it)")
     p.add_argument("--tls-connections", type=int, default=5000, help="TLS sessions opened at once")
     p.add_argument("--tls-ec", type=int, default=1, help="ECDSA P-256 certificates (0: RSA 2048)")
+    p.add_argument("--observed-ops", default="get,set,mix", help="the observed run's ops (empty skips it)")
+    p.add_argument("--observed-rounds", type=int, default=3, help="rounds of each, plain and observed")
     args = p.parse_args()
     ops = [o for o in args.ops.split(",") if o]
     durable_ops = [o for o in args.durable_ops.split(",") if o]
@@ -509,6 +595,8 @@ def main():
         ensemble_run(args, ensemble_ops)
     if args.tls:
         tls_run(args)
+    if args.observed_ops:
+        observed_run(args)
     if args.join_mb > 0:
         join_run(args)
     if args.lock_contenders:

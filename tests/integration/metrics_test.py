@@ -5,12 +5,10 @@ process metrics; `promtool check metrics` finds nothing but the "_count" suffix 
 own names (znode_count and the like: dashboards use them as they are). Then a real Prometheus
 (Debian's package, on a free loopback port) scrapes a 3-member ensemble under load, and PromQL
 queries of the metrics ZooKeeper's dashboard uses return a value from every member."""
-import json
 import os
 import re
 import shutil
 import subprocess
-import tempfile
 import time
 import urllib.parse
 import urllib.request
@@ -29,9 +27,7 @@ PROCESS = ["process_cpu_seconds_total", "process_resident_memory_bytes", "proces
            "process_open_fds", "process_max_fds", "process_start_time_seconds"]
 
 
-def metrics_port(log_text):
-    m = re.search(r"Prometheus metrics on 127\.0\.0\.1:(\d+)/metrics", log_text)
-    return int(m.group(1)) if m else None
+metrics_port = support.metrics_port
 
 
 def scrape(port):
@@ -105,28 +101,20 @@ def with_prometheus(work):
         ens.start()
         targets = [f"127.0.0.1:{metrics_port(m.log())}" for m in ens.members]
         c.check(all(not t.endswith(":None") for t in targets), f"every member serves /metrics: {targets}")
-        prom_port = support.free_port()
-        conf = os.path.join(work, "prometheus.yml")
-        with open(conf, "w") as f:
-            f.write("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n"
-                    f"  - job_name: warden\n    static_configs:\n      - targets: {json.dumps(targets)}\n")
-        prom = subprocess.Popen(["prometheus", f"--config.file={conf}", f"--storage.tsdb.path={work}/tsdb",
-                                 f"--web.listen-address=127.0.0.1:{prom_port}"], stdout=subprocess.DEVNULL,
-                                stderr=open(os.path.join(work, "prometheus.log"), "w"))
-        try:
+        with support.Prometheus(work, targets) as prom:
             zk = KazooClient(hosts=ens.connect_string)
             zk.start(timeout=15)
-            deadline, seen = time.time() + 40, {}
+            deadline, seen, leader_side = time.time() + 40, {}, {}
             n = 0
             while time.time() < deadline:  # writes while Prometheus scrapes, bounded in time
                 zk.create(f"/load{n}", b"y" * 50)
                 n += 1
                 if n % 20 == 0:
-                    seen = {q: query(prom_port, q) for q in ("znode_count", "num_alive_connections",
-                                                             "rate(packets_received[10s])", "process_open_fds",
-                                                             "fsynctime_count", "election_time_count",
-                                                             "rate(updatelatency_sum[10s])", "quorum_size")}
-                    leader_side = {q: query(prom_port, q) for q in (
+                    seen = {q: prom.query(q) for q in ("znode_count", "num_alive_connections",
+                                                       "rate(packets_received[10s])", "process_open_fds",
+                                                       "fsynctime_count", "election_time_count",
+                                                       "rate(updatelatency_sum[10s])", "quorum_size")}
+                    leader_side = {q: prom.query(q) for q in (
                         "warden_learner_lag_txns", "warden_learner_ack_latency_seconds_count", "learners",
                         "quorum_ack_latency_count > 0")}
                     if all(len(r) == 3 for r in seen.values()) and all(leader_side.values()):
@@ -145,22 +133,6 @@ def with_prometheus(work):
             c.check({float(r["value"][1]) for r in seen.get("quorum_size", [])} == {3.0}, "quorum_size is 3 everywhere")
             counts = {float(r["value"][1]) for r in seen.get("znode_count", [])}
             c.check(counts and min(counts) > 10, f"znode_count grows with the load on every member ({counts})")
-        finally:
-            prom.terminate()
-            try:
-                prom.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                prom.kill()
-                prom.wait()
-
-
-def query(port, q):
-    url = f"http://127.0.0.1:{port}/api/v1/query?query={urllib.parse.quote(q)}"
-    try:
-        with urllib.request.urlopen(url, timeout=5) as r:
-            return json.loads(r.read())["data"]["result"]
-    except (OSError, ValueError, KeyError):
-        return []
 
 
 def main():

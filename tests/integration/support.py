@@ -267,3 +267,53 @@ class Checks:
     def finish(self):
         print(f"{self.name}: {self.passed} passed, {self.failed} failed", flush=True)
         sys.exit(1 if self.failed or not self.passed else 0)
+
+
+def admin_port(log_text):
+    """The AdminServer's port, from the line Warden logs when it listens."""
+    m = re.search(r"AdminServer on 127\.0\.0\.1:(\d+)/", log_text)
+    return int(m.group(1)) if m else None
+
+
+def metrics_port(log_text):
+    """The Prometheus endpoint's port, from the line Warden logs when it listens."""
+    m = re.search(r"Prometheus metrics on 127\.0\.0\.1:(\d+)/metrics", log_text)
+    return int(m.group(1)) if m else None
+
+
+class Prometheus:
+    """Debian's Prometheus scraping `targets` ("host:port" of /metrics) every `interval` seconds,
+    on a free loopback port, its data in `work`; stopped (by its PID) on exit."""
+
+    def __init__(self, work, targets, interval=1):
+        import json
+        self.port = free_port()
+        conf = os.path.join(work, "prometheus.yml")
+        with open(conf, "w") as f:
+            f.write(f"global:\n  scrape_interval: {interval}s\n  evaluation_interval: {interval}s\nscrape_configs:\n"
+                    f"  - job_name: warden\n    static_configs:\n      - targets: {json.dumps(targets)}\n")
+        self.proc = subprocess.Popen(["prometheus", f"--config.file={conf}", f"--storage.tsdb.path={work}/tsdb",
+                                      f"--web.listen-address=127.0.0.1:{self.port}"], stdout=subprocess.DEVNULL,
+                                     stderr=open(os.path.join(work, "prometheus.log"), "w"))
+
+    def query(self, q):
+        import json
+        import urllib.parse
+        import urllib.request
+        url = f"http://127.0.0.1:{self.port}/api/v1/query?query={urllib.parse.quote(q)}"
+        try:
+            with urllib.request.urlopen(url, timeout=5) as r:
+                return json.load(r)["data"]["result"]
+        except OSError:
+            return []
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()

@@ -1,0 +1,53 @@
+// Warden's backup: a server's state at one zxid as one file, the newest complete snapshot at or
+// below it and the log after that snapshot up to it. GET /commands/snapshot writes and sends
+// one; POST /commands/restore and `warden-server restore-backup` read one into a fresh store.
+//
+// The file: "WARDEN-BACKUP 1\n", then frames of a tag byte, a big-endian u32 length and that
+// many bytes:
+//   'h' (first, once)  snapshot zxid, last zxid (u64 each)
+//   'n', 's'           a snapshot's node or session record: key length (u32), key, value
+//   'l'                a txn after the snapshot: zxid (u64), payload, in ascending order
+//   'e' (last, once)   node records, session records, txns (u64 each), then the CRC-32 (u32)
+//                      of every byte before this frame
+// A reader takes nothing from a file it has not checked whole: a wrong magic, an unknown tag, a
+// frame past the end, txns out of order or outside (snapshot, last], counts or a checksum
+// that differ are refused with the offset and the reason.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+#include "storage/log_store.hpp"
+
+namespace warden::server::backup {
+
+using Zxid = storage::Zxid;
+
+struct BackupInfo {
+  Zxid snapshot = 0;  // 0: none (the log from its start)
+  Zxid last = 0;      // the state it holds is the one after this txn
+  uint64_t nodes = 0, sessions = 0, txns = 0;  // records of each kind
+  uint64_t bytes = 0;                          // the file's size
+};
+
+class BackupError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Writes the state after `upto` held in `log` (its newest complete snapshot at or below `upto`
+// and the txns after it up to `upto`) to `path`. Reads the store only: any thread may call it
+// while the server serves, as long as no purge runs meanwhile.
+BackupInfo write_backup(const storage::LogStore& log, Zxid upto, const std::string& path);
+
+// Reads `path` whole and checks it.
+BackupInfo check_backup(const std::string& path);
+
+// Checks `path`, then writes it into the store directory `dir`, which must hold no store yet:
+// its snapshot (complete, with its marker), the log after it (the log's base moved to it), and
+// the epochs and commit mark of its last txn, so that a server started on `dir` serves that
+// state. Nothing is written when the check fails.
+BackupInfo restore_backup(const std::string& path, const std::string& dir);
+
+}  // namespace warden::server::backup
