@@ -543,6 +543,14 @@ void ZabPeer::lead_receive(PeerId from, const pb::PeerMessage& m) {
     // A member is what the configuration says it is: a voter posing as an observer (or the
     // reverse) is not taken.
     if (info.observer() != cfg_.ensemble.is_observer(from)) return;
+    if (new_epoch_ != 0 && info.accepted_epoch() > new_epoch_) {
+      // The member accepted a later epoch than ours (a newer leadership attempt, or a restored
+      // history labelled above every other): it can never follow us (our LeaderInfo is below
+      // what it accepted), and with us leading it would ask again and again. Look again: the
+      // next election counts its accepted epoch, or elects it when its history is the newest.
+      become_looking();
+      return;
+    }
     Link l;
     l.id = ++next_link_;
     l.observer = info.observer();

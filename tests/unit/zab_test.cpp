@@ -746,3 +746,30 @@ TEST_CASE("proposals are packed by bytes as well as by count") {
     }
   CHECK(proposals == 2 * 3);  // to each of the two followers: 2 + 2 + 1
 }
+
+TEST_CASE("a member that accepted a later epoch than the leader's makes it look again, and wins with the newest history") {
+  // 3 was restored from a backup (POST /commands/restore): its history is one snapshot labelled
+  // (17, 0), above the others', and it accepted epoch 17. While it was away 1 and 2 elected a
+  // leader of a lower epoch; 3 can never follow it (that LeaderInfo is below what 3 accepted),
+  // and used to ask again and again. The leader now looks again, and 3 is elected.
+  Zxid restored = make_zxid(17, 0);
+  std::map<PeerId, Epochs> e{{1, {1, 1}}, {2, {1, 1}}, {3, {17, 17}}};
+  Net net(3, {{1, history(1, 5)}, {2, history(1, 5)}, {3, {}}}, e, [&](PeerId id, PeerConfig&, MemLog& log) {
+    if (id == 3) {
+      log.snap_zxid = restored;
+      log.snap = "the restored tree";
+    }
+  });
+  net.cut.insert(3);
+  for (int i = 0; i < 100 && net.leader() == 0; ++i) net.ticks(1);
+  PeerId interim = net.leader();
+  REQUIRE((interim == 1 || interim == 2));
+  net.cut.erase(3);
+  for (int i = 0; i < 100 && net.leader() != 3; ++i) net.ticks(1);
+  CHECK(net.leader() == 3);
+  net.ticks(5);
+  for (PeerId id : {1, 2}) {
+    CHECK(net.peers[id]->serving());
+    CHECK(net.installed[id].first == restored);  // synced to the restored history (SNAP)
+  }
+}
