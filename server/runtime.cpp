@@ -677,12 +677,13 @@ struct ServerRuntime::Impl {
       drop_upload();
       return done(json_reply(500, primary, "this server keeps no durable store"));
     }
-    if (!snapshot && (ensemble || restart_argv().empty())) {
+    if (!snapshot && ((ensemble && !ensemble->leading()) || restart_argv().empty())) {
       drop_upload();
       return done(json_reply(500, primary,
-                             ensemble ? "restore on a member of an ensemble: stop every member and run "
-                                        "warden-server restore-backup FILE DIR on each (docs/operations.md)"
-                                      : "restore needs the warden-server process"));
+                             restart_argv().empty() ? std::string("restore needs the warden-server process")
+                                                    : fmt::format("restore on the leader (server {}): it restarts on "
+                                                                  "the restored state and syncs every member",
+                                                                  ensemble->leader())));
     }
     auto now = std::chrono::steady_clock::now();
     auto last = backup_last.find(primary);
@@ -734,15 +735,19 @@ struct ServerRuntime::Impl {
       return;
     }
     std::string staging = store_dir() + ".restoring";
+    std::error_code size_ec;
     spdlog::warn("AdminServer: restoring a backup from {} ({} bytes)", req.peer,
-                 std::filesystem::file_size(req.body_file));
-    backup_worker = std::thread([this, staging, upload = req.body_file, done = std::move(done)]() mutable {
+                 std::filesystem::file_size(req.body_file, size_ec));
+    // Above every zxid this server (and so its clients, and on a leader the ensemble) has.
+    Zxid above = std::max(log->last_zxid(), server->tree().last_applied());
+    backup_worker = std::thread([this, staging, above, upload = req.body_file, done = std::move(done)]() mutable {
       std::string error;
       backup::BackupInfo info;
       std::error_code ec;
       std::filesystem::remove_all(staging, ec);
       try {
-        info = backup::restore_backup(upload, staging);
+        info = backup::check_backup(upload);
+        backup::restore_backup(upload, staging, backup::restored_zxid(info.last, above));
       } catch (const std::exception& e) {
         error = e.what();
         std::filesystem::remove_all(staging, ec);
@@ -756,6 +761,8 @@ struct ServerRuntime::Impl {
         }
         admin::AdminReply r = json_reply(200, "restore", nullptr, {{"last_zxid", static_cast<int64_t>(info.last)}});
         r.after = [this, staging, last = info.last] { restart_on_restored(staging, last); };
+        if (ensemble)  // the others lose their leader now, and it is elected again, ahead of them
+          spdlog::warn("restoring the ensemble: this leader restarts on the backup and syncs every member");
         done(std::move(r));
       });
     });

@@ -78,10 +78,12 @@ std::string log_dir_of(const std::string& data_dir) { return (std::filesystem::p
 
 int restore_backup_into(const std::string& file, const std::string& data_dir, std::ostream& out, std::ostream& err) {
   try {
-    auto info = backup::restore_backup(file, log_dir_of(data_dir));
-    out << fmt::format("restored {} into {}: the snapshot at 0x{:x} ({} node records, {} session records) and {} "
-                       "txns after it, up to 0x{:x}\n",
-                       file, data_dir, info.snapshot, info.nodes, info.sessions, info.txns, info.last);
+    auto info = backup::check_backup(file);
+    Zxid at = backup::restored_zxid(info.last, 0);
+    backup::restore_backup(file, log_dir_of(data_dir), at);
+    out << fmt::format("restored {} into {}: the state up to 0x{:x} (the snapshot at 0x{:x} and {} txns after it), "
+                       "served from zxid 0x{:x}\n",
+                       file, data_dir, info.last, info.snapshot, info.txns, at);
     return 0;
   } catch (const std::exception& e) {
     err << "restore-backup: " << e.what() << "\n";

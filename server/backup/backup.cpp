@@ -3,11 +3,16 @@
 #include <fmt/format.h>
 #include <zlib.h>
 
+#include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <vector>
 
+#include "consensus/replicator.hpp"
+#include "server/snapshot_walk.hpp"
+#include "server/zk_server.hpp"
 #include "storage/rocksdb_log_store.hpp"
 
 namespace warden::server::backup {
@@ -15,7 +20,6 @@ namespace warden::server::backup {
 namespace {
 constexpr std::string_view magic = "WARDEN-BACKUP 1\n";
 constexpr size_t max_frame = 256u << 20;  // a record or txn past this is not one Warden writes
-constexpr size_t batch_records = 1000;
 
 void put_u32(std::string& out, uint32_t v) {
   for (int i = 3; i >= 0; --i) out += static_cast<char>((v >> (8 * i)) & 0xff);
@@ -215,47 +219,65 @@ BackupInfo write_backup(const storage::LogStore& log, Zxid upto, const std::stri
 
 BackupInfo check_backup(const std::string& path) { return Reader::read(path, {}); }
 
-BackupInfo restore_backup(const std::string& path, const std::string& dir) {
+Zxid restored_zxid(Zxid backup_last, Zxid above) {
+  constexpr uint64_t epoch_gap = 16;
+  uint64_t epoch = std::max(static_cast<uint64_t>(backup_last), static_cast<uint64_t>(above)) >> 32;
+  return static_cast<Zxid>((epoch + epoch_gap) << 32);
+}
+
+BackupInfo restore_backup(const std::string& path, const std::string& dir, Zxid at) {
   BackupInfo info = check_backup(path);
+  if (at <= info.last) throw BackupError(fmt::format("a restore labels the state above 0x{:x}", info.last));
   std::error_code ec;
   if (std::filesystem::exists(dir, ec) && !std::filesystem::is_empty(dir, ec))
     throw BackupError(dir + " is not empty: a backup is restored into a fresh store only");
+
+  // The state: the backup's snapshot loaded as a start loads one, its txns replayed after it.
+  storage::MemoryLogStore scratch;
+  consensus::ZabReplicator replicator(scratch, [](storage::LogEntry) {});
+  ZkServer server(ServerOptions{}, replicator, [] {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+        .count();
+  });
+  if (info.snapshot) server.start_snapshot_load();
+  bool loaded = false;
+  std::string damage;
+  Reader::read(path, [&](char tag, std::string_view key, std::string_view value, Zxid z) {
+    if (!damage.empty()) return;
+    if (tag == 'n') {
+      if (!for_each_in_chunk(value, [&](std::string_view p, std::string_view r) { return server.load_snapshot_node(p, r); }))
+        damage = "a node record does not load (a damaged snapshot chunk)";
+    } else if (tag == 's') {
+      if (!server.load_snapshot_session(key, value)) damage = "a session record does not load";
+    } else {
+      if (info.snapshot && !loaded) server.finish_snapshot_load(info.snapshot);
+      loaded = true;
+      try {
+        server.replay(z, value);
+      } catch (const std::exception& e) {
+        damage = fmt::format("txn 0x{:x} does not replay: {}", z, e.what());
+      }
+    }
+  });
+  if (info.snapshot && !loaded) server.finish_snapshot_load(info.snapshot);
+  if (!damage.empty()) throw BackupError(path + ": " + damage);
+
+  // The same state as one snapshot at `at`, written as a start reads one.
   std::filesystem::create_directories(dir, ec);
   if (ec) throw BackupError("cannot create " + dir + ": " + ec.message());
   storage::RocksDbLogStore store(dir, true);
   using Part = storage::SnapshotStore::SnapshotPart;
-  storage::SnapshotStore::Records nodes, sessions;
-  std::vector<storage::LogEntry> txns;
-  auto flush = [&] {
-    if (!nodes.empty()) store.put_snapshot_records(info.snapshot, Part::node, std::move(nodes));
-    if (!sessions.empty()) store.put_snapshot_records(info.snapshot, Part::session, std::move(sessions));
-    nodes.clear();
-    sessions.clear();
-  };
-  bool finished = info.snapshot == 0;
-  Reader::read(path, [&](char tag, std::string_view key, std::string_view value, Zxid z) {
-    if (tag == 'l') {
-      if (!finished) {
-        flush();
-        store.finish_snapshot(info.snapshot, fmt::format("{} nodes (restored from a backup)", info.nodes));
-        store.install_snapshot(info.snapshot);
-        finished = true;
-      }
-      txns.push_back(storage::LogEntry{z, std::string(value)});
-      if (txns.size() >= batch_records) store.append(std::exchange(txns, {}));
-      return;
-    }
-    (tag == 'n' ? nodes : sessions).emplace_back(std::string(key), std::string(value));
-    if (nodes.size() + sessions.size() >= batch_records) flush();
-  });
-  if (!finished) {
-    flush();
-    store.finish_snapshot(info.snapshot, fmt::format("{} nodes (restored from a backup)", info.nodes));
-    store.install_snapshot(info.snapshot);
+  SnapshotWalk walk(server.tree());
+  for (;;) {
+    auto chunks = walk.next_chunks(1000, std::chrono::steady_clock::now() + std::chrono::seconds(1));
+    if (chunks.empty()) break;
+    store.put_snapshot_records(at, Part::node, std::move(chunks));
   }
-  if (!txns.empty()) store.append(std::move(txns));
-  auto epoch = static_cast<uint32_t>(static_cast<uint64_t>(info.last) >> 32);
-  store.set_replica_state(storage::ReplicaState{epoch, epoch, info.last});
+  store.put_snapshot_records(at, Part::session, server.session_records());
+  store.finish_snapshot(at, fmt::format("{} nodes (restored from a backup of 0x{:x})", walk.written(), info.last));
+  store.install_snapshot(at);
+  auto epoch = static_cast<uint32_t>(static_cast<uint64_t>(at) >> 32);
+  store.set_replica_state(storage::ReplicaState{epoch, epoch, at});
   return info;
 }
 

@@ -44,10 +44,19 @@ BackupInfo write_backup(const storage::LogStore& log, Zxid upto, const std::stri
 // Reads `path` whole and checks it.
 BackupInfo check_backup(const std::string& path);
 
-// Checks `path`, then writes it into the store directory `dir`, which must hold no store yet:
-// its snapshot (complete, with its marker), the log after it (the log's base moved to it), and
-// the epochs and commit mark of its last txn, so that a server started on `dir` serves that
-// state. Nothing is written when the check fails.
-BackupInfo restore_backup(const std::string& path, const std::string& dir);
+// Where a restore puts the state: the zxid it is labelled with. The state is the one after the
+// backup's last txn, but a server restored to it serves on from a zxid above every zxid the
+// ensemble or its clients may have seen (`above`: this server's last), in an epoch of its own:
+// clients that saw later zxids reconnect (a server refuses a client that has seen more than it
+// has), and a restored leader is elected over members of the old history and syncs them. The
+// gap of epochs leaves room for elections held while it restarts. Deterministic: members
+// restored from one backup with the same `above` hold the same zxid.
+Zxid restored_zxid(Zxid backup_last, Zxid above);
+
+// Checks `path`, rebuilds the state it holds (its snapshot, then its txns replayed), and writes
+// that state into the store directory `dir`, which must hold no store yet, as one complete
+// snapshot at `at` (restored_zxid) with the epochs and commit mark of `at`, so that a server
+// started on `dir` serves it. Nothing is written when the check fails.
+BackupInfo restore_backup(const std::string& path, const std::string& dir, Zxid at);
 
 }  // namespace warden::server::backup

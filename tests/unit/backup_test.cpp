@@ -6,30 +6,51 @@
 
 #include "harness.hpp"
 #include "server/backup/backup.hpp"
+#include "server/snapshot_walk.hpp"
 #include "storage/rocksdb_log_store.hpp"
 
 using namespace test;
 namespace backup = warden::server::backup;
 using Part = warden::storage::SnapshotStore::SnapshotPart;
+using warden::server::load_newest_snapshot;
+using warden::server::SnapshotSink;
+using warden::server::SnapshotWalk;
+using Zxid = warden::storage::Zxid;
 
 namespace {
-// A store with a snapshot at 10 (two chunks of nodes, a session) and txns 1..20.
-void fill(const std::string& dir) {
+// A store holding a real server's state: a snapshot taken after some writes, and the log of
+// every txn (the snapshot's and the later ones). Returns the server, for its tree.
+void fill(const std::string& dir, Harness& h) {
+  Client a(h), b(h);
+  a.connect(40000);
+  b.connect(40000);
+  a.create("/app");
+  for (int i = 0; i < 30; ++i) a.create("/app/n" + std::to_string(i), "v" + std::to_string(i));
+  b.create("/app/eph", "e", 1);
   warden::storage::RocksDbLogStore log(dir, true);
-  std::vector<warden::storage::LogEntry> txns;
-  for (int z = 1; z <= 20; ++z) txns.push_back({z, "txn-" + std::to_string(z)});
-  log.append(txns);
-  log.put_snapshot_records(10, Part::node, {{"chunk-a", std::string("nodes\0a", 7)}, {"chunk-b", "nodes b"}});
-  log.put_snapshot_records(10, Part::session, {{"s1", "session one"}});
-  log.finish_snapshot(10, "2 nodes");
+  log.append(h.log.read_after(0));
+  SnapshotWalk walk(h.server.tree());
+  while (!walk.done()) log.put_snapshot_records(walk.at(), Part::node, {walk.next_chunk(7)});
+  log.put_snapshot_records(walk.at(), Part::session, h.server.session_records());
+  log.finish_snapshot(walk.at(), "snapshot");
+  Zxid snap = walk.at();
+  a.create("/later", "after the snapshot");
+  a.create("/app/seq-", "", 2);
+  a.call(OpCode::setData, wire::SetDataRequest{"/app/n3", std::string("changed"), -1});
+  log.append(h.log.read_after(snap));
 }
 
-std::vector<std::pair<std::string, std::string>> records(const warden::storage::RocksDbLogStore& log, Part part) {
-  std::vector<std::pair<std::string, std::string>> out;
-  log.for_each_snapshot_record(10, part, [&](std::string_view k, std::string_view v) {
-    out.emplace_back(std::string(k), std::string(v));
-  });
-  return out;
+// The tree a store's newest snapshot and the log after it hold, loaded as a start loads them.
+uint64_t digest_of(const std::string& dir) {
+  warden::storage::RocksDbLogStore log(dir, true);
+  Harness into;
+  SnapshotSink sink{[&] { into.server.start_snapshot_load(); },
+                    [&](std::string_view p, std::string_view r) { return into.server.load_snapshot_node(p, r); },
+                    [&](std::string_view k, std::string_view r) { return into.server.load_snapshot_session(k, r); }};
+  Zxid from = load_newest_snapshot(log, sink);
+  if (from) into.server.finish_snapshot_load(from);
+  log.for_each_after(from, [&](const warden::storage::LogEntry& e) { into.server.replay(e.zxid, e.payload); });
+  return into.server.tree().digest();
 }
 
 std::string slurp(const std::string& path) {
@@ -39,66 +60,70 @@ std::string slurp(const std::string& path) {
 void spit(const std::string& path, const std::string& bytes) { std::ofstream(path, std::ios::binary) << bytes; }
 }  // namespace
 
-TEST_CASE("a backup holds the snapshot and the log after it, and restores into a fresh store") {
+TEST_CASE("a backup holds the state at a zxid and restores it, labelled above every zxid seen") {
   TempDir d;
   std::string src = d.str() + "/src", file = d.str() + "/backup", dst = d.str() + "/dst";
-  fill(src);
+  Harness h;
+  fill(src, h);
+  Zxid last = h.server.tree().last_applied();
   backup::BackupInfo info;
   {
     warden::storage::RocksDbLogStore log(src, true);
-    info = backup::write_backup(log, 15, file);
-    CHECK_THROWS_AS(backup::write_backup(log, 25, d.str() + "/too-far"), backup::BackupError);
+    info = backup::write_backup(log, last, file);
+    CHECK_THROWS_AS(backup::write_backup(log, last + 5, d.str() + "/too-far"), backup::BackupError);
   }
-  CHECK(info.snapshot == 10);
-  CHECK(info.last == 15);
-  CHECK(info.nodes == 2);
-  CHECK(info.sessions == 1);
-  CHECK(info.txns == 5);
+  CHECK(info.snapshot > 0);
+  CHECK(info.last == last);
+  CHECK(info.txns == 3);
+  CHECK(info.sessions == 2);  // a and b
   CHECK(backup::check_backup(file).bytes == std::filesystem::file_size(file));
-  backup::restore_backup(file, dst);
-  warden::storage::RocksDbLogStore src_log(src, true), dst_log(dst, true);
-  CHECK(dst_log.complete_snapshots() == std::vector<warden::storage::Zxid>{10});
-  CHECK(records(dst_log, Part::node) == records(src_log, Part::node));
-  CHECK(records(dst_log, Part::session) == records(src_log, Part::session));
-  CHECK(dst_log.base() == 10);
-  CHECK(dst_log.last_zxid() == 15);
-  auto after = dst_log.read_after(10);
-  REQUIRE(after.size() == 5);
-  CHECK(after.front().payload == "txn-11");
-  CHECK(after.back().payload == "txn-15");
-  CHECK(dst_log.replica_state().commit_mark == 15);
-  CHECK_THROWS_AS(backup::restore_backup(file, dst), backup::BackupError);  // not a fresh store
+  Zxid seen = (Zxid{7} << 32) | 99;  // a zxid some client saw, above the backup's
+  Zxid at = backup::restored_zxid(last, seen);
+  CHECK(at == (Zxid{7 + 16} << 32));
+  CHECK(backup::restored_zxid(last, 0) == backup::restored_zxid(last, 0));  // members agree
+  backup::restore_backup(file, dst, at);
+  CHECK(digest_of(dst) == h.server.tree().digest());
+  warden::storage::RocksDbLogStore out(dst, true);
+  CHECK(out.complete_snapshots() == std::vector<Zxid>{at});
+  CHECK(out.base() == at);
+  CHECK(out.last_zxid() == at);
+  CHECK(out.replica_state() == warden::storage::ReplicaState{7 + 16, 7 + 16, at});
+  CHECK_THROWS_AS(backup::restore_backup(file, dst, at), backup::BackupError);  // not a fresh store
+  CHECK_THROWS_AS(backup::restore_backup(file, d.str() + "/low", last), backup::BackupError);  // not above it
 }
 
 TEST_CASE("a backup of a server without a snapshot is its log from the start") {
   TempDir d;
   std::string src = d.str() + "/src", file = d.str() + "/backup", dst = d.str() + "/dst";
+  Harness h;
+  Client a(h);
+  a.connect();
+  a.create("/only", "logged");
   {
     warden::storage::RocksDbLogStore log(src, true);
-    log.append({{1, "one"}, {2, "two"}, {3, "three"}});
-    auto info = backup::write_backup(log, 3, file);
-    CHECK((info.snapshot == 0 && info.txns == 3 && info.nodes == 0));
+    log.append(h.log.read_after(0));
+    auto info = backup::write_backup(log, h.server.tree().last_applied(), file);
+    CHECK((info.snapshot == 0 && info.txns == 2 && info.nodes == 0));
   }
-  backup::restore_backup(file, dst);
-  warden::storage::RocksDbLogStore dst_log(dst, true);
-  CHECK(dst_log.complete_snapshots().empty());
-  CHECK(dst_log.read_after(0).size() == 3);
+  backup::restore_backup(file, dst, backup::restored_zxid(h.server.tree().last_applied(), 0));
+  CHECK(digest_of(dst) == h.server.tree().digest());
 }
 
 TEST_CASE("a damaged backup is refused with the offset and nothing is restored") {
   TempDir d;
   std::string src = d.str() + "/src", file = d.str() + "/backup";
-  fill(src);
+  Harness h;
+  fill(src, h);
   {
     warden::storage::RocksDbLogStore log(src, true);
-    backup::write_backup(log, 20, file);
+    backup::write_backup(log, h.server.tree().last_applied(), file);
   }
   std::string good = slurp(file);
   auto refused = [&](const std::string& bytes, const std::string& why) {
     spit(file, bytes);
     std::string dst = d.str() + "/dst-" + std::to_string(bytes.size());
     try {
-      backup::restore_backup(file, dst);
+      backup::restore_backup(file, dst, Zxid{1} << 40);
       FAIL("restored: " << why);
     } catch (const backup::BackupError& e) {
       INFO(e.what());
