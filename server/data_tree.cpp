@@ -1,5 +1,7 @@
 #include "server/data_tree.hpp"
 
+#include <zlib.h>
+
 #include <cassert>
 
 #include <algorithm>
@@ -84,6 +86,7 @@ DataTree::DataTree() {
   approx_bytes_ = static_cast<int64_t>(std::string_view("/").size() + std::string_view("/zookeeper").size() +
                                        std::string_view("/zookeeper/quota").size() +
                                        std::string_view("/zookeeper/config").size());
+  zk_digest_ = zk_digest_full();
 }
 
 DataTree::~DataTree() { free_all(); }
@@ -207,6 +210,63 @@ uint64_t DataTree::digest() const {
     total += h;
   });
   return total;
+}
+
+uint64_t DataTree::node_zk_digest(std::string_view path, const Node& n) const {
+  if (path.substr(0, 11) == "/zookeeper/") return 0;
+  if (path == "/") path = "";
+  unsigned char b[60];
+  size_t at = 0;
+  auto put = [&](uint64_t v, int bytes) {
+    for (int i = bytes - 1; i >= 0; --i) b[at++] = static_cast<unsigned char>((v >> (8 * i)) & 0xff);
+  };
+  put(static_cast<uint64_t>(n.czxid), 8);
+  put(static_cast<uint64_t>(n.mzxid), 8);
+  put(static_cast<uint64_t>(n.pzxid), 8);
+  put(static_cast<uint64_t>(n.ctime), 8);
+  put(static_cast<uint64_t>(n.mtime), 8);
+  put(static_cast<uint32_t>(n.version), 4);
+  put(static_cast<uint32_t>(n.creates), 4);  // the stored cversion (creates), not the client's
+  put(static_cast<uint32_t>(n.aversion), 4);
+  put(static_cast<uint64_t>(n.ephemeralOwner), 8);  // as stored: TTL and container marks included
+  uLong crc = crc32(0L, Z_NULL, 0);
+  crc = crc32(crc, reinterpret_cast<const Bytef*>(path.data()), static_cast<uInt>(path.size()));
+  if (n.has_data()) {
+    std::string_view d = n.data();
+    crc = crc32(crc, reinterpret_cast<const Bytef*>(d.data()), static_cast<uInt>(d.size()));
+  }
+  crc = crc32(crc, b, sizeof b);
+  return crc;
+}
+
+uint64_t DataTree::zk_digest_full() const {
+  uint64_t total = 0;
+  visit_with_paths(root_, [&](std::string_view path, const Node& n) { total += node_zk_digest(path, n); });
+  return total;
+}
+
+std::vector<std::string> DataTree::touched_by(const Txn& txn) const {
+  std::vector<std::string> paths;
+  auto with_parent = [&](const std::string& p) {
+    paths.push_back(p);
+    if (p.size() > 1) paths.emplace_back(parent_path(p));
+  };
+  auto one = [&](const auto& b, auto& self) -> void {
+    using B = std::decay_t<decltype(b)>;
+    if constexpr (std::is_same_v<B, CreateTxn> || std::is_same_v<B, DeleteTxn> || std::is_same_v<B, SetDataTxn> ||
+                  std::is_same_v<B, SetAclTxn>) {
+      with_parent(b.path);
+    } else if constexpr (std::is_same_v<B, CloseSessionTxn>) {
+      for (const auto& p : b.ephemerals) with_parent(p);
+      for (const auto& p : ephemerals_of(txn.session)) with_parent(p);
+    } else if constexpr (std::is_same_v<B, MultiTxn>) {
+      for (const auto& op : b.ops) std::visit([&](const auto& sub) { self(sub, self); }, op.body);
+    }
+  };
+  std::visit([&](const auto& b) { one(b, one); }, txn.body);
+  std::sort(paths.begin(), paths.end());
+  paths.erase(std::unique(paths.begin(), paths.end()), paths.end());
+  return paths;
 }
 
 bool DataTree::is_special(std::string_view path) {
@@ -585,7 +645,13 @@ ApplyResult DataTree::apply_multi(const MultiTxn& m, const Txn& t, Zxid zxid,
 }
 
 ApplyResult DataTree::apply(const Txn& txn, Zxid zxid, std::vector<WatchTrigger>& triggers) {
+  // ZooKeeper's digest follows each node a txn changes: out before, in after.
+  auto touched = touched_by(txn);
+  for (const auto& p : touched)
+    if (const Node* n = find(p)) zk_digest_ -= node_zk_digest(p, *n);
   ApplyResult r = apply_one(txn.type, txn.body, txn, zxid, triggers);
+  for (const auto& p : touched)
+    if (const Node* n = find(p)) zk_digest_ += node_zk_digest(p, *n);
   last_applied_ = zxid;
   return r;
 }

@@ -106,10 +106,19 @@ class DataTree {
     last_applied_ = zxid;
     load_parent_ = load_last_ = nullptr;
     rebuild_quotas();  // the stats of a fuzzy snapshot may be stale: counted again, as ZooKeeper does
+    zk_digest_ = zk_digest_full();
   }
   // A digest of every node's path, data, ACL and Stat, independent of insertion order: two
   // trees with the same digest hold the same nodes.
   uint64_t digest() const;
+  // ZooKeeper's tree digest (its DigestCalculator, version 2), kept as txns apply: the sum of
+  // each node's CRC-32 of its path ("" for the root), its data and its stored stat's czxid,
+  // mzxid, pzxid, ctime, mtime, version, cversion (the count of creates, not the cversion a
+  // client sees), aversion and ephemeralOwner; nodes under
+  // /zookeeper/ count 0. What ZooKeeper's hash command logs, and members compare.
+  uint64_t zk_digest() const { return zk_digest_; }
+  // The same, computed over the whole tree (tests check that the kept one never drifts).
+  uint64_t zk_digest_full() const;
 
  private:
   // Where a node hangs: the set that holds it (null for the root) and the node.
@@ -166,6 +175,10 @@ class DataTree {
   std::string load_last_path_;
   uint32_t load_last_acl_ = 0;
   Zxid last_applied_ = 0;
+  uint64_t zk_digest_ = 0;
+  uint64_t node_zk_digest(std::string_view path, const Node& n) const;
+  // The nodes a txn may change (its paths and their parents, a closing session's ephemerals).
+  std::vector<std::string> touched_by(const Txn& txn) const;
 };
 
 }  // namespace warden::server

@@ -769,6 +769,11 @@ void ZkServer::on_commit(Zxid zxid, std::string_view payload) {
   }
   std::vector<WatchTrigger> triggers;
   ApplyResult r = apply(*txn, zxid, triggers);
+  // ZooKeeper's digest log: the tree's digest at every 128th zxid, the last 1024 (hash).
+  if (zxid % digest_log_interval == 0) {
+    digest_log_.emplace_back(zxid, tree_.zk_digest());
+    if (digest_log_.size() > digest_log_limit) digest_log_.pop_front();
+  }
   std::vector<WatchEvent> events;
   for (const auto& t : triggers) {
     events.clear();

@@ -367,6 +367,12 @@ class ZkServer {
   // ZooKeeper's readlatency and updatelatency (ms from a request's arrival to its reply).
   admin::Summary read_latency_{true}, update_latency_{true};
   int64_t commits_ = 0;  // txns applied from the replicator (commit_count on a leader)
+  // ZooKeeper's digest log (DataTree.digestLog): (zxid, tree digest) for live commits whose zxid
+  // is a multiple of the interval; not for a start's replay (a fuzzy snapshot's digest is not
+  // the tree's until the replay passes it), as ZooKeeper logs none while fuzzy.
+  static constexpr Zxid digest_log_interval = 128;
+  static constexpr size_t digest_log_limit = 1024;
+  std::deque<std::pair<Zxid, uint64_t>> digest_log_;
   int64_t next_container_check_ = 0;
   std::mt19937_64 rng_;
 };

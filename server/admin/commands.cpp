@@ -23,6 +23,7 @@ const std::vector<admin::CommandNames>& admin::commands() {
       {"dump", {}},
       {"environment", {"env", "envi"}},
       {"get_trace_mask", {"gtmk"}},
+      {"hash", {}},
       {"initial_configuration", {"icfg"}},
       {"is_read_only", {"isro"}},
       {"last_snapshot", {"lsnp"}},
@@ -265,6 +266,16 @@ Json ZkServer::admin_command(std::string_view name, const FourLetterEnv& env, st
       r.set("connections", std::move(plain));
       r.set("secure_connections", std::move(secure));
     }
+  } else if (primary == "hash") {
+    Json digests = Json::array();
+    for (const auto& [zxid, digest] : digest_log_) {
+      Json d = Json::object();
+      d.set("zxid", static_cast<int64_t>(zxid));
+      d.set("digest_version", int64_t{2});  // ZooKeeper's DigestCalculator version
+      d.set("digest", static_cast<int64_t>(digest));
+      digests.push(std::move(d));
+    }
+    r.set("digests", std::move(digests));
   } else if (primary == "get_trace_mask") {
     r.set("tracemask", trace_mask_);
   } else if (primary == "set_trace_mask") {

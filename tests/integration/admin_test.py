@@ -33,7 +33,7 @@ COMMANDS = ["ruok", "is_read_only", "isro", "dirs", "watch_summary", "wchs", "le
             "stat_reset", "srst", "connection_stat_reset", "crst", "stats", "stat", "server_stats", "srvr",
             "last_snapshot", "lsnp", "system_properties", "sysp", "get_trace_mask", "set_trace_mask",
             "stmk?traceMask=x", "stmk?traceMask=12x", "stmk?traceMask=7", "gtmk", "set_trace_mask?traceMask=306",
-            "observers", "obsr", "observer_connection_stat_reset", "orst", "no_such_command"]
+            "observers", "obsr", "observer_connection_stat_reset", "orst", "hash", "no_such_command"]
 
 
 def get(port, path, timeout=10):
@@ -90,6 +90,7 @@ def compared():
         deadline = time.time() + 30
         while time.time() < deadline and get_or_none(zk_admin) is None:
             time.sleep(0.2)
+        zk_digests = digest_at_128(zk.hosts, zk_admin)
         busy = busy_session(zk.hosts)
         answers["ZooKeeper"] = {cmd: get(zk_admin, f"/commands/{cmd}") for cmd in COMMANDS}
         answers["ZooKeeper"]["(list)"] = get(zk_admin, "/commands")
@@ -97,11 +98,18 @@ def compared():
     with support.start_warden(cfg.format(0)) as w:
         port = admin_port(w.log())
         c.check(port is not None, "Warden logs where its AdminServer listens")
+        w_digests = digest_at_128(w.hosts, port)
         busy = busy_session(w.hosts)
         answers["Warden"] = {cmd: get(port, f"/commands/{cmd}") for cmd in COMMANDS}
         answers["Warden"]["(list)"] = get(port, "/commands")
         busy.stop()
     z, wa = answers["ZooKeeper"], answers["Warden"]
+    # ZooKeeper's digest, read from what a client sees, is what ZooKeeper's hash logs; Warden's
+    # hash logs the same function of its tree (so the two agree on any tree).
+    c.check(zk_digests[0] is not None and zk_digests[0] == zk_digests[1],
+            f"hash: ZooKeeper's digest at zxid counter 128 is the client-side computation: {zk_digests}")
+    c.check(w_digests[0] is not None and w_digests[0] == w_digests[1],
+            f"hash: Warden's digest at zxid counter 128 is ZooKeeper's computation of its tree: {w_digests}")
     for cmd in COMMANDS:
         (zs, zb), (ws, wb) = z[cmd], wa[cmd]
         c.equal(ws, zs, f"{cmd}: the HTTP status")
@@ -141,6 +149,50 @@ def compared():
     zk39 = {"snapshot", "restore"}  # ZooKeeper 3.9's backup commands (it_backup)
     c.check(links and set(links) <= set(zk_links) | zk39, f"the list links Warden's commands, all ZooKeeper's names: "
                                                           f"{links}")
+
+
+def zk_digest_of(zk):
+    """ZooKeeper's tree digest (DigestCalculator, version 2) computed from what a client reads:
+    the sum of CRC-32s of each node's path ("" for the root), data and stored stat fields, nodes
+    under /zookeeper/ left out. The stored cversion counts creates: a client sees it as
+    creates * 2 - children (ZooKeeper's DataNode.copyStat), so it is read back from that."""
+    import struct
+    import zlib
+    total = 0
+
+    def walk(path):
+        nonlocal total
+        data, st = zk.get(path)
+        if not path.startswith("/zookeeper/"):
+            creates = (st.cversion + st.numChildren) // 2
+            fields = struct.pack(">qqqqqiiiq", st.czxid, st.mzxid, st.pzxid, st.ctime, st.mtime, st.version,
+                                 creates, st.aversion, st.ephemeralOwner)
+            total += zlib.crc32(("" if path == "/" else path).encode() + (data or b"") + fields)
+        for kid in zk.get_children(path):
+            walk(path.rstrip("/") + "/" + kid)
+    walk("/")
+    total &= (1 << 64) - 1
+    return total - (1 << 64) if total >= 1 << 63 else total  # a Java long
+
+
+def digest_at_128(hosts, port):
+    """Writes until the counter of the zxid reaches 128 (ZooKeeper logs its digest at each
+    128th), and returns (the hash command's digest at that zxid, the digest computed from the
+    tree as a client reads it then)."""
+    zk = KazooClient(hosts=hosts)
+    zk.start(timeout=15)
+    zk.create("/d", b"digest me")
+    zk.set("/d", b"changed", version=0)
+    counter = 0
+    while counter < 128:
+        _, stat = zk.create("/d/n-", b"x" * (counter % 7), sequence=True, include_data=True)
+        counter = stat.czxid & 0xffffffff
+    computed = zk_digest_of(zk)
+    zk.stop()
+    zk.close()
+    digests = json.loads(get(port, "/commands/hash")[1])["digests"]
+    logged = [d["digest"] for d in digests if d["zxid"] & 0xffffffff == 128]
+    return (logged[0] if logged else None), computed, counter
 
 
 def get_or_none(port):
@@ -295,6 +347,9 @@ def ensemble_views():
         for i in range(5):
             zk.create(f"/through-observer{i}", b"x")
         last = zk.exists("/through-observer4").mzxid
+        for i in range(130):  # past a 128th zxid: every member logs its digest there
+            zk.create(f"/digest{i}", b"d" * i)
+        zk.sync("/")
         zk.stop()
         zk.close()
         views = {}
@@ -310,6 +365,13 @@ def ensemble_views():
         c.equal(views[observer.id]["zabstate"]["voting"], False, "zabstate: the observer does not vote")
         c.equal({tuple(sorted(v["voting_view"]["current_config"])) for v in views.values()}, {("1", "2", "3")},
                 "voting_view: the three voters")
+        logs = {}
+        for m in ens.members:
+            for d in json.loads(get(admin_port(m.log()), "/commands/hash")[1])["digests"]:
+                logs.setdefault(d["zxid"], {})[m.id] = d["digest"]
+        c.check(any(len(by_member) == 4 for by_member in logs.values())
+                and all(len(set(by_member.values())) == 1 for by_member in logs.values()),
+                f"hash: every member logs the same digest at the same zxid ({logs})")
         c.equal({i: "proposal_stats" in v["server_stats"] for i, v in views.items()},
                 {m.id: m is leader for m in ens.members}, "server_stats: proposal_stats on the leader alone")
         c.check(views[leader.id]["server_stats"]["proposal_stats"]["max_buffer_size"] > 0,

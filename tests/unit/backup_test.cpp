@@ -25,7 +25,10 @@ void fill(const std::string& dir, Harness& h) {
   a.connect(40000);
   b.connect(40000);
   a.create("/app");
-  for (int i = 0; i < 30; ++i) a.create("/app/n" + std::to_string(i), "v" + std::to_string(i));
+  for (int i = 0; i < 30; ++i) {
+    std::string n = std::to_string(i);  // appended, not "v" + n: GCC 12's -O3 -Wrestrict misfires on that
+    a.create(std::string("/app/n").append(n), std::string("v").append(n));
+  }
   b.create("/app/eph", "e", 1);
   warden::storage::RocksDbLogStore log(dir, true);
   log.append(h.log.read_after(0));

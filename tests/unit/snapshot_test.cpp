@@ -496,3 +496,62 @@ TEST_CASE("a walk's chunks and batches stay near a megabyte however large the no
   CHECK(nodes == h.server.tree().size());
   CHECK(chunks >= 6);  // not one chunk of 200 nodes: about two of these nodes per chunk
 }
+
+TEST_CASE("ZooKeeper's digest, kept as txns apply, is the tree's through every kind of txn and a load") {
+  server::ServerOptions o;
+  o.extended_types = true;
+  Harness h(o);
+  auto same = [&](const char* after) {
+    INFO("after " << after);
+    CHECK(h.server.tree().zk_digest() == h.server.tree().zk_digest_full());
+  };
+  uint64_t empty = h.server.tree().zk_digest();
+  same("nothing");
+  Client a(h), b(h);
+  a.connect(40000);
+  b.connect(4000);
+  a.create("/a", "data");
+  same("a create");
+  a.create("/a/seq-", "", 2);
+  a.create("/a/seq-", "x", 2);
+  same("sequential creates (the parent's cversion and pzxid move)");
+  b.create("/a/eph", "e", 1);
+  b.create("/a/eph2", "", 1);
+  same("ephemerals");
+  a.create("/c", "", 4, OpCode::createContainer);
+  a.create("/c/kid");
+  same("a container");
+  a.call(OpCode::setData, wire::SetDataRequest{"/a", std::string("new data, longer than before"), -1});
+  a.call(OpCode::setData, wire::SetDataRequest{"/a", std::nullopt, -1});
+  same("setData, to null");
+  a.call(OpCode::setACL, wire::SetACLRequest{"/a", Client::open_acl(), -1});
+  same("setACL (aversion)");
+  a.call(OpCode::remove, wire::DeleteRequest{"/c/kid", -1});
+  same("a delete");
+  std::vector<wire::MultiOp> ops{
+      {OpCode::create, wire::CreateRequest{"/m", std::nullopt, Client::open_acl(), 0}},
+      {OpCode::create, wire::CreateRequest{"/m/x", std::string("mx"), Client::open_acl(), 0}},
+      {OpCode::setData, wire::SetDataRequest{"/m", std::string("v"), 0}},
+      {OpCode::remove, wire::DeleteRequest{"/a/seq-0000000000", -1}},
+  };
+  REQUIRE(a.call_raw(OpCode::multi, wire::encode_multi_request(ops)).err() == Err::ok);
+  same("a multi");
+  a.create("/zookeeper/quota/a", "");
+  same("a node under /zookeeper/ (it counts 0)");
+  uint64_t before_close = h.server.tree().zk_digest();
+  h.advance(20000);  // b's session (4 s) expires: its ephemerals go in a closeSession
+  REQUIRE_FALSE(h.server.tree().find("/a/eph"));
+  same("a session's expiry");
+  CHECK(h.server.tree().zk_digest() != before_close);
+  CHECK(h.server.tree().zk_digest() != empty);
+  // A snapshot and the log after it load to the same digest.
+  server::SnapshotWalk walk(h.server.tree());
+  std::vector<std::pair<std::string, std::string>> nodes;
+  while (!walk.done()) {
+    auto more = take(walk, 3);
+    nodes.insert(nodes.end(), more.begin(), more.end());
+  }
+  Harness restored(o);
+  restore(restored, nodes, h.server.session_records(), walk.at(), {});
+  CHECK(restored.server.tree().zk_digest() == h.server.tree().zk_digest());
+}
