@@ -1611,6 +1611,11 @@ void ServerRuntime::bind() {
     if (!c.in_memory) {
       settings.uploads = {"restore", "rest"};
       settings.upload_dir = c.data_dir;
+      // Nothing is stored for a client that may not restore: it is told so (the body bounded).
+      settings.upload_allowed = [i](std::string_view, std::string_view authorization, const std::string& peer) {
+        return i->config.admin_restore_enabled && i->server->serving() &&
+               i->server->admin_authorized(authorization, peer, "/", 31).first == 200;
+      };
     }
     impl_->admin_server = std::make_unique<admin::AdminServer>(
         impl_->io, settings, [i](admin::AdminRequest r, std::function<void(admin::AdminReply)> done) {

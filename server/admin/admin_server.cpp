@@ -25,6 +25,7 @@ using asio::ip::tcp;
 
 namespace {
 constexpr size_t max_header = 8 * 1024;
+std::string_view to_std(beast::string_view s) { return {s.data(), s.size()}; }
 constexpr size_t max_body = 64 * 1024;
 
 // One client's connection: requests in turn, each answered before the next is read.
@@ -62,7 +63,9 @@ class Session : public std::enable_shared_from_this<Session> {
     const auto& h = head_->get();
     std::string name = command_of(std::string_view(h.target().data(), h.target().size()));
     bool upload = h.method() == http::verb::post && !settings_.upload_dir.empty() &&
-                  std::find(settings_.uploads.begin(), settings_.uploads.end(), name) != settings_.uploads.end();
+                  std::find(settings_.uploads.begin(), settings_.uploads.end(), name) != settings_.uploads.end() &&
+                  (!settings_.upload_allowed ||
+                   settings_.upload_allowed(name, to_std(h[http::field::authorization]), peer_address()));
     auto done = [self = shared_from_this()](beast::error_code ec, size_t) {
       if (ec == beast::error::timeout || ec == asio::error::operation_aborted) return self->close();
       if (ec) return self->bad_request(ec.message());
@@ -119,7 +122,8 @@ class Session : public std::enable_shared_from_this<Session> {
     std::string_view base = settings_.command_url;
     std::string name = command_of(target);
     bool get = req.method() == http::verb::get || req.method() == http::verb::head;
-    if (!get && !(req.method() == http::verb::post && file_)) {
+    bool upload_command = std::find(settings_.uploads.begin(), settings_.uploads.end(), name) != settings_.uploads.end();
+    if (!get && !(req.method() == http::verb::post && (file_ || upload_command))) {
       res->result(http::status::method_not_allowed);
       res->set(http::field::allow, "GET, HEAD");
     } else if (!settings_.metrics_path.empty() && target == settings_.metrics_path) {

@@ -110,6 +110,11 @@ def refusals(work):
         c.equal(status, 429, "a second one within admin.rateLimiterIntervalInMS (300 s) is rate limited")
         status, _, body = http(port, "/commands/restore", auth="digest other:pw", data=b"WARDEN-BACKUP 1\n")
         c.equal(status, 403, f"restore needs ALL on / too ({body!r})")
+        try:  # an unauthorized client's large body is not stored: it is refused once past the bound
+            status, _, body = http(port, "/commands/restore", auth="digest other:pw", data=b"x" * (1 << 20))
+        except OSError as e:  # the server may close before the client has sent it all
+            status, body = 400, str(e).encode()
+        c.check(status in (400, 403), f"an unauthorized 1 MB upload is refused unread ({status} {body[:80]!r})")
         status, _, body = http(port, "/commands/restore", auth="digest admin:admin-secret", data=b"GARBAGE" * 1000)
         c.check(status == 500 and b"not a Warden backup" in body and b"offset" in body,
                 f"garbage uploaded is refused with the offset and why ({status} {body[:300]!r})")
