@@ -237,6 +237,8 @@ ConfigResult parse_config(std::string_view text, std::string_view file_name) {
       err = set_int(c.snap_retain_count, 3, 1 << 20);
     } else if (key == "autopurge.purgeInterval") {
       err = set_int(c.purge_interval_hours, 0, 1 << 20);
+    } else if (key == "digest.enabled" || key == "zookeeper.digest.enabled") {
+      if (!parse_bool(value, c.digest_enabled)) err = bad("must be true or false");
     } else if (key == "fsync.warningthresholdms" || key == "zookeeper.fsync.warningthresholdms") {
       err = set_int(c.fsync_warning_ms, 0, 1 << 30);
     } else if (key == "forceSync") {

@@ -129,6 +129,8 @@ struct Config {
   // A log write slower than this is logged and counted (fsync.warningthresholdms, ZooKeeper's
   // zookeeper.fsync.warningthresholdms).
   int32_t fsync_warning_ms = 1000;
+  // ZooKeeper's digest (digest.enabled; zookeeper.digest.enabled as a property), on by default.
+  bool digest_enabled = true;
   // A snapshot is started after about this many txns (ZooKeeper's snapCount; each server picks
   // a point between half and the whole of it, so that replicas do not snapshot together).
   int32_t snap_count = 100000;

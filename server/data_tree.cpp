@@ -213,7 +213,7 @@ uint64_t DataTree::digest() const {
 }
 
 uint64_t DataTree::node_zk_digest(std::string_view path, const Node& n) const {
-  if (path.substr(0, 11) == "/zookeeper/") return 0;
+  if (!zk_digest_on_ || path.substr(0, 11) == "/zookeeper/") return 0;
   if (path == "/") path = "";
   unsigned char b[60];
   size_t at = 0;
@@ -229,44 +229,24 @@ uint64_t DataTree::node_zk_digest(std::string_view path, const Node& n) const {
   put(static_cast<uint32_t>(n.creates), 4);  // the stored cversion (creates), not the client's
   put(static_cast<uint32_t>(n.aversion), 4);
   put(static_cast<uint64_t>(n.ephemeralOwner), 8);  // as stored: TTL and container marks included
+  std::string_view d = n.has_data() ? n.data() : std::string_view();
   uLong crc = crc32(0L, Z_NULL, 0);
-  crc = crc32(crc, reinterpret_cast<const Bytef*>(path.data()), static_cast<uInt>(path.size()));
-  if (n.has_data()) {
-    std::string_view d = n.data();
-    crc = crc32(crc, reinterpret_cast<const Bytef*>(d.data()), static_cast<uInt>(d.size()));
+  if (path.size() + d.size() <= 512) {  // most nodes: one pass over one buffer
+    unsigned char all[512 + sizeof b];
+    std::memcpy(all, path.data(), path.size());
+    if (!d.empty()) std::memcpy(all + path.size(), d.data(), d.size());
+    std::memcpy(all + path.size() + d.size(), b, sizeof b);
+    return crc32(crc, all, static_cast<uInt>(path.size() + d.size() + sizeof b));
   }
-  crc = crc32(crc, b, sizeof b);
-  return crc;
+  crc = crc32(crc, reinterpret_cast<const Bytef*>(path.data()), static_cast<uInt>(path.size()));
+  crc = crc32(crc, reinterpret_cast<const Bytef*>(d.data()), static_cast<uInt>(d.size()));
+  return crc32(crc, b, sizeof b);
 }
 
 uint64_t DataTree::zk_digest_full() const {
   uint64_t total = 0;
   visit_with_paths(root_, [&](std::string_view path, const Node& n) { total += node_zk_digest(path, n); });
   return total;
-}
-
-std::vector<std::string> DataTree::touched_by(const Txn& txn) const {
-  std::vector<std::string> paths;
-  auto with_parent = [&](const std::string& p) {
-    paths.push_back(p);
-    if (p.size() > 1) paths.emplace_back(parent_path(p));
-  };
-  auto one = [&](const auto& b, auto& self) -> void {
-    using B = std::decay_t<decltype(b)>;
-    if constexpr (std::is_same_v<B, CreateTxn> || std::is_same_v<B, DeleteTxn> || std::is_same_v<B, SetDataTxn> ||
-                  std::is_same_v<B, SetAclTxn>) {
-      with_parent(b.path);
-    } else if constexpr (std::is_same_v<B, CloseSessionTxn>) {
-      for (const auto& p : b.ephemerals) with_parent(p);
-      for (const auto& p : ephemerals_of(txn.session)) with_parent(p);
-    } else if constexpr (std::is_same_v<B, MultiTxn>) {
-      for (const auto& op : b.ops) std::visit([&](const auto& sub) { self(sub, self); }, op.body);
-    }
-  };
-  std::visit([&](const auto& b) { one(b, one); }, txn.body);
-  std::sort(paths.begin(), paths.end());
-  paths.erase(std::unique(paths.begin(), paths.end()), paths.end());
-  return paths;
 }
 
 bool DataTree::is_special(std::string_view path) {
@@ -471,11 +451,15 @@ Err DataTree::create(const CreateTxn& c, const Txn& t, Zxid zxid, std::vector<Wa
     // counters still move to where this txn left them, as ZooKeeper's replay does, or the
     // next sequential name under it would repeat one that is taken.
     if (c.parentCreates > parent->creates) {
+      zk_digest_ -= node_zk_digest(parent_name, *parent);
       parent->creates = c.parentCreates;
       parent->pzxid = zxid;
+      zk_digest_ += node_zk_digest(parent_name, *parent);
     }
     return Err::nodeExists;
   }
+  // ZooKeeper's digest follows every node a txn changes: out before, in after.
+  zk_digest_ -= node_zk_digest(parent_name, *parent);
   Node* n = make_node(name, c.data);
   n->acl_ = acquire_acl(c.acl);
   n->czxid = n->mzxid = n->pzxid = zxid;
@@ -484,6 +468,7 @@ Err DataTree::create(const CreateTxn& c, const Txn& t, Zxid zxid, std::vector<Wa
   parent->kids_->set.insert_at(where, n);
   parent->creates = c.parentCreates;
   parent->pzxid = zxid;
+  zk_digest_ += node_zk_digest(parent_name, *parent) + node_zk_digest(c.path, *n);
   ++size_;
   approx_bytes_ += static_cast<int64_t>(c.path.size()) + n->data_size();
   if (ephemeral::is_session(c.ephemeralOwner)) ephemerals_[c.ephemeralOwner].insert(c.path);
@@ -503,7 +488,11 @@ Err DataTree::remove(std::string_view path, Zxid zxid, std::vector<WatchTrigger>
     // Only a replay over a fuzzy snapshot meets a node already gone; its parent may have been
     // written before the delete, so it must still learn of it (ZooKeeper does the same).
     if (!is_special(path))
-      if (Node* parent = find_mut(parent_path(path)); parent && zxid > parent->pzxid) parent->pzxid = zxid;
+      if (Node* parent = find_mut(parent_path(path)); parent && zxid > parent->pzxid) {
+        zk_digest_ -= node_zk_digest(parent_path(path), *parent);
+        parent->pzxid = zxid;
+        zk_digest_ += node_zk_digest(parent_path(path), *parent);
+      }
     return Err::noNode;
   }
   Node* n = at.node;
@@ -511,6 +500,7 @@ Err DataTree::remove(std::string_view path, Zxid zxid, std::vector<WatchTrigger>
   auto parent_name = parent_path(path);
   Node* parent = find_mut(parent_name);
   if (!parent) return Err::noNode;  // cannot happen in a consistent tree
+  zk_digest_ -= node_zk_digest(parent_name, *parent) + node_zk_digest(path, *n);
   // A later create may already have moved pzxid on (replay after a fuzzy snapshot): never back.
   if (zxid > parent->pzxid) parent->pzxid = zxid;
   int64_t owner = n->ephemeralOwner;
@@ -531,6 +521,7 @@ Err DataTree::remove(std::string_view path, Zxid zxid, std::vector<WatchTrigger>
     delete parent->kids_;
     parent->kids_ = nullptr;
   }
+  zk_digest_ += node_zk_digest(parent_name, *parent);
   release_acl(n->acl_);
   free_node(n);
   --size_;
@@ -562,10 +553,12 @@ ApplyResult DataTree::apply_one(int32_t type, const TxnBody& body, const Txn& t,
             return;
           }
           int64_t diff = (b.data ? static_cast<int64_t>(b.data->size()) : 0) - at.node->data_size();
+          zk_digest_ -= node_zk_digest(b.path, *at.node);
           Node* n = set_data(at, b.data);
           n->version = b.version;
           n->mzxid = zxid;
           n->mtime = t.time;
+          zk_digest_ += node_zk_digest(b.path, *n);
           r.stat = client_stat(*n);
           tr.push_back({EventType::nodeDataChanged, b.path, acl_of(*n)});
           quota_change(b.path, 0, diff);  // after: it may move nodes, this one among them
@@ -578,7 +571,9 @@ ApplyResult DataTree::apply_one(int32_t type, const TxnBody& body, const Txn& t,
           uint32_t old = n->acl_;
           n->acl_ = acquire_acl(b.acl);  // before the release: the same list keeps its slot
           release_acl(old);
+          zk_digest_ -= node_zk_digest(b.path, *n);
           n->aversion = b.version;
+          zk_digest_ += node_zk_digest(b.path, *n);
           r.stat = client_stat(*n);
         } else if constexpr (std::is_same_v<B, CheckTxn>) {
           if (!find(b.path)) r.err = Err::noNode;
@@ -645,13 +640,7 @@ ApplyResult DataTree::apply_multi(const MultiTxn& m, const Txn& t, Zxid zxid,
 }
 
 ApplyResult DataTree::apply(const Txn& txn, Zxid zxid, std::vector<WatchTrigger>& triggers) {
-  // ZooKeeper's digest follows each node a txn changes: out before, in after.
-  auto touched = touched_by(txn);
-  for (const auto& p : touched)
-    if (const Node* n = find(p)) zk_digest_ -= node_zk_digest(p, *n);
   ApplyResult r = apply_one(txn.type, txn.body, txn, zxid, triggers);
-  for (const auto& p : touched)
-    if (const Node* n = find(p)) zk_digest_ += node_zk_digest(p, *n);
   last_applied_ = zxid;
   return r;
 }

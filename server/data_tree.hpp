@@ -117,6 +117,11 @@ class DataTree {
   // client sees), aversion and ephemeralOwner; nodes under
   // /zookeeper/ count 0. What ZooKeeper's hash command logs, and members compare.
   uint64_t zk_digest() const { return zk_digest_; }
+  // Off (digest.enabled=false): nothing is computed and zk_digest() stays 0.
+  void enable_zk_digest(bool on) {
+    zk_digest_on_ = on;
+    zk_digest_ = zk_digest_full();
+  }
   // The same, computed over the whole tree (tests check that the kept one never drifts).
   uint64_t zk_digest_full() const;
 
@@ -176,9 +181,8 @@ class DataTree {
   uint32_t load_last_acl_ = 0;
   Zxid last_applied_ = 0;
   uint64_t zk_digest_ = 0;
+  bool zk_digest_on_ = true;
   uint64_t node_zk_digest(std::string_view path, const Node& n) const;
-  // The nodes a txn may change (its paths and their parents, a closing session's ephemerals).
-  std::vector<std::string> touched_by(const Txn& txn) const;
 };
 
 }  // namespace warden::server

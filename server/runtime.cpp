@@ -517,6 +517,7 @@ struct ServerRuntime::Impl {
     o.min_session_timeout_ms = c.effective_min_session_timeout();
     o.max_session_timeout_ms = c.effective_max_session_timeout();
     o.extended_types = c.extended_types;
+    o.digest_enabled = c.digest_enabled;
     o.container_check_interval_ms = c.container_check_interval_ms;
     o.super_digest = c.super_digest;
     o.enforce_quota = c.enforce_quota;

@@ -56,6 +56,7 @@ ZkServer::ZkServer(ServerOptions opts, consensus::Replicator& replicator, Clock 
       prep_(tree_, opts.extended_types, opts.enforce_quota, opts.sasl_acls),
       sessions_(opts.tick_ms),
       rng_(opts.random_seed ? *opts.random_seed : std::random_device{}()) {
+  tree_.enable_zk_digest(opts.digest_enabled);
   sessions_.seed_ids(clock_(), opts_.server_id);
   replicator_.set_commit_handler([this](Zxid z, std::string_view p) { on_commit(z, p); });
   next_container_check_ = clock_() + opts_.container_check_interval_ms;
@@ -770,7 +771,7 @@ void ZkServer::on_commit(Zxid zxid, std::string_view payload) {
   std::vector<WatchTrigger> triggers;
   ApplyResult r = apply(*txn, zxid, triggers);
   // ZooKeeper's digest log: the tree's digest at every 128th zxid, the last 1024 (hash).
-  if (zxid % digest_log_interval == 0) {
+  if (zxid % digest_log_interval == 0 && opts_.digest_enabled) {
     digest_log_.emplace_back(zxid, tree_.zk_digest());
     if (digest_log_.size() > digest_log_limit) digest_log_.pop_front();
   }

@@ -85,6 +85,9 @@ class Ensemble {
 
 struct ServerOptions {
   int32_t tick_ms = 2000;
+  // ZooKeeper's tree digest (zookeeper.digest.enabled, on by default as in ZooKeeper 3.6+): kept
+  // as txns apply and logged for the hash command; off, hash lists none.
+  bool digest_enabled = true;
   int32_t min_session_timeout_ms = 4000;
   int32_t max_session_timeout_ms = 40000;
   bool extended_types = false;

@@ -298,6 +298,15 @@ def slow_fsync():
         c.equal(sets, 1, "with mask 0 a request is not traced, with 2 it is")
 
 
+def digest_off():
+    """digest.enabled=false (ZooKeeper's zookeeper.digest.enabled): no digest is kept or logged."""
+    with support.start_warden("admin.enableServer=true\nadmin.serverAddress=127.0.0.1\nadmin.serverPort=0\n"
+                              "digest.enabled=false\n") as w:
+        create_nodes(w, "/nodigest", 130)
+        c.equal(json.loads(get(admin_port(w.log()), "/commands/hash")[1])["digests"], [],
+                "digest.enabled=false: hash lists no digest after 130 txns")
+
+
 def taken_port():
     with socket.socket() as held:
         held.bind(("127.0.0.1", 0))
@@ -323,6 +332,7 @@ def refused(work):
              ("admin.idleTimeout=0\n", "bad.cfg:5: admin.idleTimeout=0"),
              ("admin.commandURL=/a b\n", "admin.commandURL"),
              ("fsync.warningthresholdms=soon\n", "bad.cfg:5: fsync.warningthresholdms=soon: not a whole number"),
+             ("digest.enabled=maybe\n", "bad.cfg:5: digest.enabled=maybe: must be true or false"),
              ("fsync.warningthresholdms=-1\n", "bad.cfg:5: fsync.warningthresholdms=-1: must be between")]
     for extra, wanted in cases:
         cfg = os.path.join(work, "bad.cfg")
@@ -399,7 +409,8 @@ def ensemble_views():
 
 def main():
     c.run_parts((lambda work: compared() if support.with_reference() else None, lambda work: robust(),
-                 lambda work: taken_port(), lambda work: slow_fsync(), lambda work: ensemble_views(), refused),
+                 lambda work: taken_port(), lambda work: slow_fsync(), lambda work: digest_off(),
+                 lambda work: ensemble_views(), refused),
                 "warden-admin-")
 
 

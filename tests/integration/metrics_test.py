@@ -113,7 +113,12 @@ def with_prometheus(work):
                     seen = {q: prom.query(q) for q in ("znode_count", "num_alive_connections",
                                                        "rate(packets_received[10s])", "process_open_fds",
                                                        "fsynctime_count", "election_time_count",
-                                                       "rate(updatelatency_sum[10s])", "quorum_size")}
+                                                       "rate(updatelatency_sum[10s])", "quorum_size",
+                                                       # what ZooKeeper's documented alert rules ask
+                                                       "approximate_data_size / 1024 / 1024", "watch_count",
+                                                       "increase(election_time_count[5m])",
+                                                       "rate(fsynctime_sum[1m])", "rate(snapshottime_sum[5m])",
+                                                       "avg_latency", "open_file_descriptor_count")}
                     leader_side = {q: prom.query(q) for q in (
                         "warden_learner_lag_txns", "warden_learner_ack_latency_seconds_count", "learners",
                         "quorum_ack_latency_count > 0")}
