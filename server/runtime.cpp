@@ -747,8 +747,7 @@ struct ServerRuntime::Impl {
       std::error_code ec;
       std::filesystem::remove_all(staging, ec);
       try {
-        info = backup::check_backup(upload);
-        backup::restore_backup(upload, staging, backup::restored_zxid(info.last, above));
+        info = backup::restore_backup(upload, staging, above);
       } catch (const std::exception& e) {
         error = e.what();
         std::filesystem::remove_all(staging, ec);

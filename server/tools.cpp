@@ -78,9 +78,8 @@ std::string log_dir_of(const std::string& data_dir) { return (std::filesystem::p
 
 int restore_backup_into(const std::string& file, const std::string& data_dir, std::ostream& out, std::ostream& err) {
   try {
-    auto info = backup::check_backup(file);
-    Zxid at = backup::restored_zxid(info.last, 0);
-    backup::restore_backup(file, log_dir_of(data_dir), at);
+    auto info = backup::restore_backup(file, log_dir_of(data_dir), 0);
+    Zxid at = info.restored;
     out << fmt::format("restored {} into {}: the state up to 0x{:x} (the snapshot at 0x{:x} and {} txns after it), "
                        "served from zxid 0x{:x}\n",
                        file, data_dir, info.last, info.snapshot, info.txns, at);

@@ -225,9 +225,9 @@ Zxid restored_zxid(Zxid backup_last, Zxid above) {
   return static_cast<Zxid>((epoch + epoch_gap) << 32);
 }
 
-BackupInfo restore_backup(const std::string& path, const std::string& dir, Zxid at) {
+BackupInfo restore_backup(const std::string& path, const std::string& dir, Zxid above) {
   BackupInfo info = check_backup(path);
-  if (at <= info.last) throw BackupError(fmt::format("a restore labels the state above 0x{:x}", info.last));
+  Zxid at = info.restored = restored_zxid(info.last, above);
   std::error_code ec;
   if (std::filesystem::exists(dir, ec) && !std::filesystem::is_empty(dir, ec))
     throw BackupError(dir + " is not empty: a backup is restored into a fresh store only");

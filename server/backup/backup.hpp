@@ -29,6 +29,7 @@ struct BackupInfo {
   Zxid last = 0;      // the state it holds is the one after this txn
   uint64_t nodes = 0, sessions = 0, txns = 0;  // records of each kind
   uint64_t bytes = 0;                          // the file's size
+  Zxid restored = 0;  // restore_backup: the zxid the restored state is labelled with
 };
 
 class BackupError : public std::runtime_error {
@@ -53,10 +54,10 @@ BackupInfo check_backup(const std::string& path);
 // restored from one backup with the same `above` hold the same zxid.
 Zxid restored_zxid(Zxid backup_last, Zxid above);
 
-// Checks `path`, rebuilds the state it holds (its snapshot, then its txns replayed), and writes
-// that state into the store directory `dir`, which must hold no store yet, as one complete
-// snapshot at `at` (restored_zxid) with the epochs and commit mark of `at`, so that a server
-// started on `dir` serves it. Nothing is written when the check fails.
-BackupInfo restore_backup(const std::string& path, const std::string& dir, Zxid at);
+// Checks `path` (reading it once for that), rebuilds the state it holds (its snapshot, then its
+// txns replayed), and writes that state into the store directory `dir`, which must hold no store
+// yet, as one complete snapshot at restored_zxid(last, above) with that zxid's epochs and commit
+// mark, so that a server started on `dir` serves it. Nothing is written when the check fails.
+BackupInfo restore_backup(const std::string& path, const std::string& dir, Zxid above);
 
 }  // namespace warden::server::backup
