@@ -284,4 +284,10 @@ void SyncStreamer::finish(PeerId to, Stream& s) {
   cancel(to);  // joins the reader, which is done
 }
 
+size_t SyncStreamer::running(bool snapshot) const {
+  size_t n = 0;
+  for (const auto& [to, s] : streams_) n += s->plan.snapshot == snapshot ? 1 : 0;
+  return n;
+}
+
 }  // namespace warden::consensus

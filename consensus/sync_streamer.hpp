@@ -88,6 +88,8 @@ class SyncStreamer {
   // reader is done.
   void pump(PeerId to);
   bool active() const { return !streams_.empty(); }
+  // Streams running now that send a snapshot (or, false, a diff).
+  size_t running(bool snapshot) const;
   // Streams finished and frames sent since start (for tests and logs).
   uint64_t streams_done() const { return done_; }
 

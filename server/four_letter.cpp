@@ -122,7 +122,9 @@ std::string ZkServer::four_letter(std::string_view word, ConnId self, const Four
     packets_received_ = packets_sent_ = 0;
     latency_ = Latency{};
     counters_.client_response = BufferStats{};
-    for (auto& [name, summary] : summaries(env)) summary->reset();  // ZooKeeper resets its metrics too
+    // ZooKeeper resets its metrics too (ServerMetrics.resetAll).
+    metrics_.reset();
+    for (auto& [name, summary] : env.summaries) summary->reset();
     return "Server stats reset.\n";
   }
   auto watches = watches_.data_watches();
@@ -176,9 +178,7 @@ std::string ZkServer::four_letter(std::string_view word, ConnId self, const Four
     return out;
   }
   if (word == "mntr") {
-    auto values = monitor_values(env);
-    admin::add_monitor_keys(values, summaries(env));
-    for (const auto& [k, v] : values) out += fmt::format("zk_{}\t{}\n", k, v.text());
+    for (const auto& [k, v] : monitor_keys(env)) out += fmt::format("zk_{}\t{}\n", k, v.text());
     return out;
   }
   return out;

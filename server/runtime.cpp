@@ -412,8 +412,21 @@ struct ServerRuntime::Impl {
   // Warden's own for /metrics. The summaries may be fed from the committer's thread.
   struct Metrics {
     admin::Summary fsynctime, sync_processor_batch_size, snapshottime, dbinittime, election_time,
-        follower_sync_time;
+        follower_sync_time, observer_sync_time, unavailable_time, leader_unavailable_time;
     admin::Summary quorum_ack_latency{true};
+    // The group committer as ZooKeeper's SyncRequestProcessor: txns waiting at each submit, each
+    // txn's wait before its write began and to its write's end, each write's time.
+    admin::Summary sync_processor_queue_size{false, admin::Access::one_thread};  // fed and read on the server's
+    admin::Summary sync_processor_queue_time{true}, sync_processor_flush_time{true},
+        sync_processor_queue_and_flush_time{true};
+    int64_t sync_processor_queued = 0;
+    admin::Summary startup_snap_load_time, startup_txns_load_time, startup_txns_loaded;
+    admin::Summary inflight_snap_count, inflight_diff_count;  // a leader's syncs running as one starts
+    int64_t connection_rejected = 0;       // over maxClientCnxns
+    int64_t learner_proposals = 0;         // learner_proposal_received_count
+    // unavailable_time: from looking until this member serves again (as ZooKeeper, from its
+    // LOOKING to its BROADCAST).
+    std::optional<std::chrono::steady_clock::time_point> unavailable_since;
     admin::Summary log_write_micros{true};  // Warden: each group-commit write (a histogram in /metrics)
     std::map<int64_t, std::unique_ptr<admin::Summary>> ack_micros;  // Warden: per voter, on the leader
     int64_t looking_count = 0, snap_count = 0, diff_count = 0;
@@ -572,6 +585,12 @@ struct ServerRuntime::Impl {
                                          {"peerType", self->observer() ? "1" : "0"}});
       }
     }
+    if (word == "srst") {
+      // ZooKeeper's reset empties every metric, counters too (the summaries are reset by the
+      // pipeline through env.summaries).
+      metrics.sync_processor_queued = metrics.connection_rejected = metrics.learner_proposals = 0;
+      metrics.looking_count = metrics.snap_count = metrics.diff_count = 0;
+    }
     if (word == "mntr" || word == "srst") {
       env.summaries = {{"fsynctime", &metrics.fsynctime},
                        {"sync_processor_batch_size", &metrics.sync_processor_batch_size},
@@ -579,10 +598,25 @@ struct ServerRuntime::Impl {
                        {"dbinittime", &metrics.dbinittime},
                        {"election_time", &metrics.election_time},
                        {"follower_sync_time", &metrics.follower_sync_time},
+                       {"observer_sync_time", &metrics.observer_sync_time},
+                       {"unavailable_time", &metrics.unavailable_time},
+                       {"leader_unavailable_time", &metrics.leader_unavailable_time},
+                       {"sync_processor_queue_size", &metrics.sync_processor_queue_size},
+                       {"sync_processor_queue_time_ms", &metrics.sync_processor_queue_time},
+                       {"sync_processor_queue_flush_time_ms", &metrics.sync_processor_flush_time},
+                       {"sync_processor_queue_and_flush_time_ms", &metrics.sync_processor_queue_and_flush_time},
+                       {"startup_snap_load_time", &metrics.startup_snap_load_time},
+                       {"startup_txns_load_time", &metrics.startup_txns_load_time},
+                       {"startup_txns_loaded", &metrics.startup_txns_loaded},
+                       {"inflight_snap_count", &metrics.inflight_snap_count},
+                       {"inflight_diff_count", &metrics.inflight_diff_count},
                        {"quorum_ack_latency", &metrics.quorum_ack_latency}};
       env.metrics = {{"looking_count", metrics.looking_count},
                      {"snap_count", metrics.snap_count},
-                     {"diff_count", metrics.diff_count}};
+                     {"diff_count", metrics.diff_count},
+                     {"sync_processor_request_queued", metrics.sync_processor_queued},
+                     {"connection_rejected", metrics.connection_rejected},
+                     {"learner_proposal_received_count", metrics.learner_proposals}};
       if (ensemble) {
         int64_t voters = 0;
         for (const auto& [id, e] : config.servers) voters += e.observer() ? 0 : 1;
@@ -1018,10 +1052,13 @@ struct ServerRuntime::Impl {
           *log, [this](Zxid upto, std::optional<storage::GroupCommitter::Failure> failure) {
             asio::post(io, [this, upto, failure] { on_durable(upto, failure); });
           },
-          config.fsync_warning_ms, [this](int64_t micros, size_t txns) {
-            metrics.fsynctime.add(micros / 1000);
-            metrics.log_write_micros.add(micros);
-            metrics.sync_processor_batch_size.add(static_cast<int64_t>(txns));
+          config.fsync_warning_ms, [this](const storage::GroupCommitter::Write& w) {
+            metrics.fsynctime.add(w.micros / 1000);
+            metrics.log_write_micros.add(w.micros);
+            metrics.sync_processor_batch_size.add(static_cast<int64_t>(w.waited_micros.size()));
+            metrics.sync_processor_flush_time.add(w.micros / 1000);
+            metrics.sync_processor_queue_time.add_each(w.waited_micros, 0, 1000);
+            metrics.sync_processor_queue_and_flush_time.add_each(w.waited_micros, w.micros, 1000);
           });
     }
   }
@@ -1041,6 +1078,8 @@ struct ServerRuntime::Impl {
         snapshots, sink,
         [](Zxid at, size_t nodes) { spdlog::info("loading the snapshot at 0x{:x}: {} nodes so far", at, nodes); },
         1000000, [](const std::string& why) { spdlog::error("{}", why); });
+    metrics.startup_snap_load_time.add(ms_since(started));
+    auto replay_started = std::chrono::steady_clock::now();
     if (from) {
       server->finish_snapshot_load(from);
       spdlog::info("loaded the snapshot at 0x{:x}: {} nodes, {} sessions", from, server->tree().size(),
@@ -1055,6 +1094,8 @@ struct ServerRuntime::Impl {
       server->replay(e.zxid, e.payload);
       if (++n % 1000000 == 0) spdlog::info("replaying the log: {} txns so far", n);
     });
+    metrics.startup_txns_load_time.add(ms_since(replay_started));
+    metrics.startup_txns_loaded.add(static_cast<int64_t>(n));
     Zxid replayed = server->tree().last_applied();
     start_replication(replayed);
     if (n > 0 || from > 0 || durable.last_zxid() > 0)
@@ -1064,7 +1105,10 @@ struct ServerRuntime::Impl {
   }
 
   void start_replication(Zxid applied) {
-    if (ensemble) ++metrics.looking_count, metrics.looking_since = std::chrono::steady_clock::now();
+    if (ensemble) {
+      ++metrics.looking_count;
+      metrics.looking_since = metrics.unavailable_since = std::chrono::steady_clock::now();
+    }
     if (ensemble)
       ensemble->start(applied);
     else
@@ -1092,7 +1136,10 @@ struct ServerRuntime::Impl {
       // Syncs stream from the store; a member without snapshots (in memory) syncs inline.
       h.stream = [this](consensus::EnsembleReplicator::SyncPlan p) {
         ++(p.snapshot ? metrics.snap_count : metrics.diff_count);
+        bool snapshot = p.snapshot;
         streamer->start(std::move(p));
+        (snapshot ? metrics.inflight_snap_count : metrics.inflight_diff_count)
+            .add(static_cast<int64_t>(streamer->running(snapshot)));
       };
       h.snapshot_chunk = [this](consensus::EnsembleReplicator::SnapshotFrame f) { snapshot_frame(std::move(f)); };
       h.snapshot_complete = [this](Zxid at, uint64_t link) { return snapshot_received(at, link); };
@@ -1299,6 +1346,7 @@ struct ServerRuntime::Impl {
     std::string_view role = ensemble->role_name();
     if (role == "looking") {
       if (!metrics.looking_since) ++metrics.looking_count, metrics.looking_since = now;
+      if (!metrics.unavailable_since) metrics.unavailable_since = now;
       metrics.syncing_since.reset();
     } else {
       if (metrics.looking_since) {
@@ -1307,8 +1355,15 @@ struct ServerRuntime::Impl {
         if (!ensemble->leading()) metrics.syncing_since = now;
       }
       if (metrics.syncing_since && ensemble->serving()) {
-        metrics.follower_sync_time.add(ms_since(*metrics.syncing_since));
+        (role == "observing" ? metrics.observer_sync_time : metrics.follower_sync_time)
+            .add(ms_since(*metrics.syncing_since));
         metrics.syncing_since.reset();
+      }
+      if (metrics.unavailable_since && ensemble->serving()) {
+        int64_t ms = ms_since(*metrics.unavailable_since);
+        metrics.unavailable_time.add(ms);
+        if (ensemble->leading()) metrics.leader_unavailable_time.add(ms);
+        metrics.unavailable_since.reset();
       }
     }
     if (ensemble->serving())
@@ -1435,8 +1490,12 @@ struct ServerRuntime::Impl {
   }
 
   void persist(storage::LogEntry e) {
+    // A follower's or observer's entries once it serves are the leader's proposals (ZooKeeper
+    // counts its PROPOSAL packets; the entries of a sync come before it serves).
+    if (ensemble && !ensemble->leading() && ensemble->serving()) ++metrics.learner_proposals;
+    ++metrics.sync_processor_queued;
     if (committer) {
-      committer->submit(std::move(e));
+      metrics.sync_processor_queue_size.add(static_cast<int64_t>(committer->submit(std::move(e))));
       count_for_snapshot();
       return;
     }
@@ -1522,6 +1581,7 @@ struct ServerRuntime::Impl {
         if (config.max_client_cnxns > 0 && count >= config.max_client_cnxns) {
           // As ZooKeeper: the new connection is closed at once, the others are untouched.
           spdlog::warn("too many connections from {}: max is {}", peer, config.max_client_cnxns);
+          ++metrics.connection_rejected;
           s.close(peer_ec);
         } else {
           ++count;
@@ -1629,7 +1689,8 @@ void ServerRuntime::bind() {
         impl_->io, c.metrics, [i](admin::AdminRequest, std::function<void(admin::AdminReply)> done) {
           auto env = i->four_letter_env("mntr");
           admin::AdminReply r;
-          r.body = admin::prometheus_text(i->server->monitor_values(env), i->server->summaries(env), i->warden_metrics());
+          r.body = admin::prometheus_text(i->server->monitor_values(env), i->server->summaries(env),
+                                          i->server->summary_sets(), i->warden_metrics());
           done(std::move(r));
         });
     impl_->metrics_server->start();

@@ -76,22 +76,27 @@ bool WatchManager::add_persistent(const std::string& path, ConnId c, int32_t mod
   return true;
 }
 
-void WatchManager::trigger(const WatchTrigger& t, std::vector<WatchEvent>& out) {
+WatchManager::Fired WatchManager::trigger(const WatchTrigger& t, std::vector<WatchEvent>& out) {
   std::vector<ConnId> conns;
+  Fired fired;
   switch (t.type) {
     case EventType::nodeCreated:
     case EventType::nodeDataChanged:
       data_.fire(t.path, t.type, conns);
+      fired.data = conns.size();
       break;
     case EventType::nodeChildrenChanged:
       child_.fire(t.path, t.type, conns);
+      fired.child = conns.size();
       break;
     case EventType::nodeDeleted:
       data_.fire(t.path, t.type, conns);
+      fired.data = conns.size();
       child_.fire(t.path, t.type, conns);
+      fired.child = conns.size() - fired.data;
       break;
     default:
-      return;
+      return fired;
   }
   // One event per connection, in a stable order whatever the hash order.
   std::sort(conns.begin(), conns.end());
@@ -99,6 +104,7 @@ void WatchManager::trigger(const WatchTrigger& t, std::vector<WatchEvent>& out) 
   for (ConnId c : conns)
     out.push_back({c, wire::WatcherEvent{static_cast<int32_t>(t.type),
                                          static_cast<int32_t>(wire::KeeperState::syncConnected), t.path}});
+  return fired;
 }
 
 bool WatchManager::contains(const std::string& path, WatcherType type, ConnId c) const {

@@ -39,7 +39,12 @@ class WatchManager {
   void add_child_watch(const std::string& path, ConnId c) { child_.add(path, c, standard); }
   // addWatch: mode 0 persistent, 1 persistent and recursive. False for another mode.
   bool add_persistent(const std::string& path, ConnId c, int32_t mode);
-  void trigger(const WatchTrigger& t, std::vector<WatchEvent>& out);
+  // The watches a trigger fired in each manager (before one connection's are merged into one
+  // event): ZooKeeper's node_*_watch_count metrics count them per manager.
+  struct Fired {
+    size_t data = 0, child = 0;
+  };
+  Fired trigger(const WatchTrigger& t, std::vector<WatchEvent>& out);
   // checkWatches and removeWatches: whether `c` holds (held) a watch of `type` at `path`.
   bool contains(const std::string& path, WatcherType type, ConnId c) const;
   bool remove(const std::string& path, WatcherType type, ConnId c);

@@ -96,10 +96,17 @@ void ZkServer::closed(ConnId id) {
     auto o = owner_.find(it->second.session);
     if (o != owner_.end() && o->second == id) owner_.erase(o);
   }
+  size_t watches_before = watches_.watch_count();
+  int64_t started = clock_();
   watches_.remove_connection(id);
+  if (size_t dead = watches_before - watches_.watch_count(); dead > 0) {
+    metrics_.dead_watchers += static_cast<int64_t>(dead);
+    metrics_.dead_watchers_latency.add(std::max<int64_t>(0, clock_() - started));
+  }
   for (auto& p : pending_)
     if (p.conn == id) p.conn = 0;  // its replies have nowhere to go
   held_total_ -= it->second.held.size();
+  metrics_.stale_requests += static_cast<int64_t>(it->second.held.size());
   conns_.erase(it);
 }
 
@@ -115,16 +122,19 @@ void ZkServer::receive(ConnId id, std::string_view payload) {
   if (!c || c->closing) return;
   ++c->stats.received;
   ++packets_received_;
+  metrics_.bytes_received += static_cast<int64_t>(payload.size()) + 4;
+  metrics_.prep_queue_size.add_zero_or(static_cast<int64_t>(c->held.size()));
   if (!c->held.empty() || must_wait(*c, payload)) {
     if (c->held.size() >= max_held_frames) {
       spdlog::warn("closing connection of {}: {} requests wait behind its writes", who(*c), c->held.size());
       close_conn(id);
       return;
     }
-    c->held.emplace_back(payload);
+    c->held.push_back(Conn::Held{std::string(payload), clock_()});
     ++held_total_;
     return;
   }
+  metrics_.prep_queue_time.add_zero_or(0);
   process(id, *c, payload);
 }
 
@@ -136,6 +146,8 @@ bool ZkServer::must_wait(const Conn& c, std::string_view payload) const {
   h.visit(r);
   return !r.ok() || !is_write(static_cast<OpCode>(h.type));
 }
+
+bool ZkServer::must_wait(const Conn& c, const Conn::Held& h) const { return must_wait(c, h.payload); }
 
 void ZkServer::hold_reads(Pending& p, SessionId s) {
   if (p.kind != Kind::request || p.barrier || s == 0) return;
@@ -155,6 +167,7 @@ void ZkServer::release_reads(const Pending& p) {
 }
 
 void ZkServer::process(ConnId id, Conn& c, std::string_view payload) {
+  ++metrics_.prep_queued;
   if (!c.attached) {
     handle_connect(id, c, payload);
   } else {
@@ -166,16 +179,19 @@ void ZkServer::drain(ConnId id) {
   for (;;) {
     Conn* c = conn(id);
     if (!c || c->closing || c->held.empty() || must_wait(*c, c->held.front())) return;
-    std::string payload = std::move(c->held.front());
+    Conn::Held h = std::move(c->held.front());
     c->held.pop_front();
     --held_total_;
-    process(id, *c, payload);
+    metrics_.prep_queue_time.add(std::max<int64_t>(0, clock_() - h.arrived_ms));
+    process(id, *c, h.payload);
   }
 }
 
 void ZkServer::handle_connect(ConnId id, Conn& c, std::string_view payload) {
   if (c.session != 0) return;  // a session is being created for this connection: ignore extras
+  ++metrics_.connection_requests;
   if (!serving()) {
+    ++metrics_.closed_not_serving;
     close_conn(id);  // as ZooKeeper's member without a quorum: the client tries another
     return;
   }
@@ -263,9 +279,10 @@ void ZkServer::send_connect_response(Conn& c, int32_t timeout, SessionId s, cons
   send_frame(c, std::move(frame));
 }
 
-void ZkServer::send_frame(Conn& c, std::string frame) {
+void ZkServer::send_frame(Conn& c, std::string frame, bool event) {
   ++c.stats.sent;
   ++packets_sent_;
+  (event ? metrics_.watch_bytes : metrics_.response_bytes) += static_cast<int64_t>(frame.size());
   counters_.client_response.add(static_cast<int64_t>(frame.size()) - 4);  // one frame, length first
   c.link->send(std::move(frame));
 }
@@ -318,22 +335,23 @@ void ZkServer::note_reply(Conn& c, OpCode op, int32_t xid, Zxid zxid, int64_t st
   c.stats.latency.add(latency);
   latency_.add(latency);
   if (wire::is_write(op))
-    update_latency_.add(latency);
+    metrics_.update_latency.add(latency);
   else if (op != OpCode::ping)
-    read_latency_.add(latency);
+    metrics_.read_latency.add(latency);
 }
 
 void ZkServer::send_reply(ConnId id, int32_t xid, Zxid zxid, Err err) {
   Conn* c = conn(id);
   if (!c) return;
-  send_frame(*c, frame_of<wire::ErrorResponse>(wire::ReplyHeader{xid, zxid, static_cast<int32_t>(err)}, nullptr));
+  send_frame(*c, frame_of<wire::ErrorResponse>(wire::ReplyHeader{xid, zxid, static_cast<int32_t>(err)}, nullptr),
+             xid == wire::xid::notification);
 }
 
 template <class R>
 void ZkServer::send_reply(ConnId id, int32_t xid, Zxid zxid, const R& body) {
   Conn* c = conn(id);
   if (!c) return;
-  send_frame(*c, frame_of(wire::ReplyHeader{xid, zxid, 0}, &body));
+  send_frame(*c, frame_of(wire::ReplyHeader{xid, zxid, 0}, &body), xid == wire::xid::notification);
 }
 
 void ZkServer::handle_request(ConnId id, Conn& c, std::string_view payload) {
@@ -347,6 +365,7 @@ void ZkServer::handle_request(ConnId id, Conn& c, std::string_view payload) {
   }
   std::string_view body = payload.substr(8);
   auto op = static_cast<OpCode>(h.type);
+  const int64_t now = clock_();  // one reading for the whole request: the pipeline's clock is not free
   // set_trace_mask chooses what is traced, as ZooKeeper's ZooTrace (at log level trace).
   if ((trace_mask_ & (op == OpCode::ping ? trace_mask::client_ping : trace_mask::client_request)) &&
       spdlog::should_log(spdlog::level::trace))
@@ -360,7 +379,7 @@ void ZkServer::handle_request(ConnId id, Conn& c, std::string_view payload) {
     return;
   }
   Zxid last = tree_.last_applied();
-  if (!sessions_.touch(c.session, clock_())) {
+  if (!sessions_.touch(c.session, now)) {
     send_reply(id, h.xid, last, Err::sessionExpired);
     close_conn(id);
     return;
@@ -375,7 +394,7 @@ void ZkServer::handle_request(ConnId id, Conn& c, std::string_view payload) {
       f.type = h.type;
       f.body = std::string(body);
       f.auth = c.auth;
-      Pending p{Kind::request, id, h.xid, clock_()};
+      Pending p{Kind::request, id, h.xid, now};
       p.session = c.session;
       if (op == OpCode::sync) {
         // Answered once the leader's no-op commits here: by then this server has applied every
@@ -394,10 +413,10 @@ void ZkServer::handle_request(ConnId id, Conn& c, std::string_view payload) {
     // read return what the new leader had already overwritten.
     auto req = wire::decode<wire::SyncRequest>(body);
     if (!req) return send_reply(id, h.xid, last, Err::marshallingError);
-    Pending p{Kind::request, id, h.xid, clock_()};
+    Pending p{Kind::request, id, h.xid, now};
     p.session = c.session;
     p.sync_path = req->path;
-    submit(marker_txn(c.session, h.xid, clock_(), h.type, Err::ok), std::move(p));
+    submit(marker_txn(c.session, h.xid, now, h.type, Err::ok), std::move(p));
     return;
   }
   if (op == OpCode::auth) {
@@ -406,7 +425,7 @@ void ZkServer::handle_request(ConnId id, Conn& c, std::string_view payload) {
   }
   if (opts_.linearizable_reads && hold_for_barrier(id, c, op, h.xid, payload)) return;
   // Everything but a write or a close is answered in this call: its latency is what it took.
-  if (!is_write(op) && op != OpCode::closeSession) note_reply(c, op, h.xid, last, clock_());
+  if (!is_write(op) && op != OpCode::closeSession) note_reply(c, op, h.xid, last, now);
   switch (op) {
     case OpCode::ping:
       if (!leads() && ensemble_->progress().link != 0) {
@@ -432,7 +451,10 @@ void ZkServer::handle_request(ConnId id, Conn& c, std::string_view payload) {
     case OpCode::closeSession: {
       Session* s = sessions_.find(c.session);
       if (s) s->closing = true;
-      submit(prep_.close_session(c.session, h.xid, clock_()), Pending{Kind::request, id, h.xid, clock_()});
+      int64_t started = now;
+      Txn t = staged([&] { return prep_.close_session(c.session, h.xid, started); }, &metrics_.close_session_prep_time,
+                     started);
+      submit(std::move(t), Pending{Kind::request, id, h.xid, started});
       return;
     }
     case OpCode::setWatches2:
@@ -463,12 +485,14 @@ void ZkServer::handle_request(ConnId id, Conn& c, std::string_view payload) {
   }
   if (is_write(op)) {
     if (!owns(c.session, 0)) {
-      submit(marker_txn(c.session, h.xid, clock_(), h.type, Err::sessionMoved),
-             Pending{Kind::request, id, h.xid, clock_()});
+      submit(marker_txn(c.session, h.xid, now, h.type, Err::sessionMoved),
+             Pending{Kind::request, id, h.xid, now});
       return;
     }
-    PrepRequest pr{c.session, h.xid, op, body, &c.auth, clock_()};
-    submit(prep_.prepare(pr), Pending{Kind::request, id, h.xid, clock_()});
+    int64_t started = now;
+    PrepRequest pr{c.session, h.xid, op, body, &c.auth, started};
+    Txn t = staged([&] { return prep_.prepare(pr); }, &metrics_.prep_process_time, started);
+    submit(std::move(t), Pending{Kind::request, id, h.xid, started});
     return;
   }
   spdlog::warn("closing connection of {}: unknown opcode {}", who(c), h.type);
@@ -500,16 +524,23 @@ void ZkServer::handle_read(ConnId id, Conn& c, OpCode op, int32_t xid, std::stri
     // exists leaves a watch on a missing node too: it fires when the node is created.
     if (req->watch) watches_.add_data_watch(req->path, id);
     if (!n) return send_reply(id, xid, last, Err::noNode);
+    metrics_.add_read(req->path, 0);
     return send_reply(id, xid, last, wire::StatResponse{client_stat(*n)});
   }
   if (Err e = readable(n, c); e != Err::ok) return send_reply(id, xid, last, e);
   if (op == OpCode::getData) {
     if (req->watch) watches_.add_data_watch(req->path, id);
-    return send_reply(id, xid, last, wire::GetDataResponse{n->data_bytes(), client_stat(*n)});
+    wire::GetDataResponse resp{n->data_bytes(), client_stat(*n)};
+    metrics_.add_read(req->path, resp.data ? static_cast<int64_t>(resp.data->size()) : 0);
+    return send_reply(id, xid, last, resp);
   }
   if (req->watch) watches_.add_child_watch(req->path, id);
-  if (op == OpCode::getChildren) return send_reply(id, xid, last, wire::GetChildrenResponse{children_of(*n)});
-  return send_reply(id, xid, last, wire::GetChildren2Response{children_of(*n), client_stat(*n)});
+  auto children = children_of(*n);
+  int64_t names = 0;
+  for (const auto& child : children) names += static_cast<int64_t>(child.size());
+  metrics_.add_read(req->path, names);
+  if (op == OpCode::getChildren) return send_reply(id, xid, last, wire::GetChildrenResponse{std::move(children)});
+  return send_reply(id, xid, last, wire::GetChildren2Response{std::move(children), client_stat(*n)});
 }
 
 Err ZkServer::readable(const Node* n, const Conn& c) const {
@@ -738,7 +769,10 @@ void ZkServer::submit(Txn txn, Pending p) {
   pending_.push_back(p);
   std::string payload = encode_txn(txn);
   if (ensemble_) counters_.proposals.add(static_cast<int64_t>(payload.size()));
-  if (auto z = replicator_.propose(std::move(payload))) {
+  int64_t prepared = std::exchange(prepared_at_, 0);
+  auto z = replicator_.propose(std::move(payload));
+  if (prepared) metrics_.proposal_process_time.add(std::max<int64_t>(0, clock_() - prepared));
+  if (z) {
     for (auto it = pending_.rbegin(); it != pending_.rend(); ++it)
       if (it->seq == p.seq) {
         it->zxid = *z;
@@ -753,7 +787,7 @@ void ZkServer::submit(Txn txn, Pending p) {
   release_reads(p);
   // Its staging in prep's overlay goes with the next txn that applies (retire() takes every
   // mark up to that one's), or now when nothing else is in flight.
-  if (pending_.empty()) prep_.retire_all();
+  if (pending_.empty()) retire_staged();
   if (Conn* c = p.conn ? conn(p.conn) : nullptr) {
     --c->in_flight;
     close_conn(p.conn);
@@ -761,15 +795,21 @@ void ZkServer::submit(Txn txn, Pending p) {
 }
 
 void ZkServer::on_commit(Zxid zxid, std::string_view payload) {
-  ++commits_;
+  int64_t started = clock_();
+  ++(leads() ? metrics_.leader_commits : metrics_.learner_commits);
   auto txn = decode_txn(payload);
   if (!txn) {
     // Only our own encoder writes payloads: a failure here is a bug, never input.
     spdlog::critical("committed txn 0x{:x} does not decode; stopping", zxid);
     std::abort();
   }
+  // The txn's time is the leader's clock when prep made it: across hosts, clocks may disagree
+  // (as ZooKeeper notes of the same metric), and a negative latency is not counted.
+  if (started >= txn->time) metrics_.propagation_latency.add(started - txn->time);
   std::vector<WatchTrigger> triggers;
   ApplyResult r = apply(*txn, zxid, triggers);
+  metrics_.commit_process_time.add(std::max<int64_t>(0, clock_() - started));
+  if (r.err == Err::ok) count_writes(*txn);
   // ZooKeeper's digest log: the tree's digest at every 128th zxid, the last 1024 (hash).
   if (zxid % digest_log_interval == 0 && opts_.digest_enabled) {
     digest_log_.emplace_back(zxid, tree_.zk_digest());
@@ -778,7 +818,9 @@ void ZkServer::on_commit(Zxid zxid, std::string_view payload) {
   std::vector<WatchEvent> events;
   for (const auto& t : triggers) {
     events.clear();
-    watches_.trigger(t, events);
+    auto fired = watches_.trigger(t, events);
+    metrics_.add_fired(static_cast<int32_t>(t.type), fired.data);
+    metrics_.add_fired(static_cast<int32_t>(t.type), fired.child);
     for (const auto& e : events) {
       // Only to connections that may read the node (ZooKeeper's fix for CVE-2024-23944, in
       // Debian's 3.8 and upstream 3.8.4+); the watch is spent either way.
@@ -796,21 +838,43 @@ void ZkServer::on_commit(Zxid zxid, std::string_view payload) {
     // A txn this server did not prepare (a follower applies the leader's): it answers nobody
     // here, but a closed session's connection still closes.
     reply_write(Pending{Kind::request}, *txn, r, zxid);
+    metrics_.write_final_time.add(std::max<int64_t>(0, clock_() - started));
     return;
   }
   Pending p = pending_.front();
   pending_.pop_front();
-  prep_.retire(p.prep_mark);
+  retire_staged(p.prep_mark);
+  if (p.kind == Kind::request && p.conn == 0 && !p.forwarded) ++metrics_.stale_replies;  // its client left
   if (p.barrier) {
     if (Conn* c = p.conn ? conn(p.conn) : nullptr) c->barrier_passed = true;
   } else {
     reply_write(p, *txn, r, zxid);
   }
+  metrics_.write_final_time.add(std::max<int64_t>(0, clock_() - started));
   if (Conn* c = p.conn ? conn(p.conn) : nullptr) {
     --c->in_flight;
     drain(p.conn);
   }
   release_reads(p);
+}
+
+void ZkServer::count_writes(const Txn& txn) {
+  // What ZooKeeper's DataTree counts per namespace: a create's and a setData's data, a delete
+  // (a closed session's ephemerals too), each op of a multi that applied.
+  auto one = [this](const auto& body) {
+    using T = std::decay_t<decltype(body)>;
+    if constexpr (std::is_same_v<T, CreateTxn> || std::is_same_v<T, SetDataTxn>)
+      metrics_.add_write(body.path, body.data ? static_cast<int64_t>(body.data->size()) : 0);
+    else if constexpr (std::is_same_v<T, DeleteTxn>)
+      metrics_.add_write(body.path, 0);
+  };
+  if (const auto* m = std::get_if<MultiTxn>(&txn.body)) {
+    for (const auto& op : m->ops) std::visit(one, op.body);
+  } else if (const auto* cs = std::get_if<CloseSessionTxn>(&txn.body)) {
+    for (const auto& path : cs->ephemerals) metrics_.add_write(path, 0);
+  } else {
+    std::visit(one, txn.body);
+  }
 }
 
 bool ZkServer::hold_for_barrier(ConnId id, Conn& c, OpCode op, int32_t xid, std::string_view payload) {
@@ -851,7 +915,7 @@ bool ZkServer::hold_for_barrier(ConnId id, Conn& c, OpCode op, int32_t xid, std:
   }
   if (c.closing) return true;  // it could not be sent: the connection is closing
   // The read waits at the front of `held`, the frames after it behind it.
-  c.held.emplace_front(payload);
+  c.held.push_front(Conn::Held{std::string(payload), clock_()});
   ++held_total_;
   return true;
 }
@@ -929,14 +993,16 @@ void ZkServer::receive_forwarded(int64_t from, std::string_view bytes) {
       } else if (op == OpCode::closeSession) {
         Session* s = sessions_.find(f->session);
         if (s) s->closing = true;
-        submit(prep_.close_session(f->session, f->cxid, now), Pending{Kind::request, 0, f->cxid});
+        submit(staged([&] { return prep_.close_session(f->session, f->cxid, now); }, &metrics_.close_session_prep_time),
+               Pending{Kind::request, 0, f->cxid});
       } else if (op == OpCode::sync || !is_write(op)) {
         // A sync is a no-op txn: its commit reaches the member after every commit before it.
         submit(marker_txn(f->session, f->cxid, now, f->type, op == OpCode::sync ? Err::ok : Err::unimplemented),
                Pending{Kind::request, 0, f->cxid});
       } else {
         PrepRequest pr{f->session, f->cxid, op, f->body, &f->auth, now};
-        submit(prep_.prepare(pr), Pending{Kind::request, 0, f->cxid});
+        submit(staged([&] { return prep_.prepare(pr); }, &metrics_.prep_process_time),
+               Pending{Kind::request, 0, f->cxid});
       }
       return;
     }
@@ -963,9 +1029,18 @@ void ZkServer::role_changed() {
   if (leading) sessions_.touch_all(clock_());
 }
 
+void ZkServer::retire_staged(std::optional<uint64_t> mark) {
+  size_t before = prep_.overlay_size();
+  if (mark)
+    prep_.retire(*mark);
+  else
+    prep_.retire_all();
+  metrics_.outstanding_changes_removed += static_cast<int64_t>(before - std::min(before, prep_.overlay_size()));
+}
+
 void ZkServer::lose(Pending p) {
   pending_.pop_front();
-  if (pending_.empty()) prep_.retire_all();
+  if (pending_.empty()) retire_staged();
   if (Conn* c = p.conn ? conn(p.conn) : nullptr) {
     --c->in_flight;
     close_conn(p.conn);
@@ -978,7 +1053,7 @@ void ZkServer::leadership_lost() {
   // clients see a lost connection (as ZooKeeper's do on a leader change) and learn the outcome
   // from the tree. What prep assumed goes; a commit that still comes is applied as any other.
   while (!pending_.empty()) lose(pending_.front());
-  prep_.retire_all();
+  retire_staged();
   sessions_.reopen_closing(clock_());
 }
 
@@ -1003,7 +1078,7 @@ void ZkServer::replay(Zxid zxid, std::string_view payload) {
 void ZkServer::abort_in_flight(Err err) {
   std::deque<Pending> aborted;
   aborted.swap(pending_);
-  prep_.retire_all();
+  retire_staged();
   sessions_.reopen_closing(clock_());
   Zxid last = tree_.last_applied();
   std::vector<ConnId> touched;
@@ -1101,7 +1176,7 @@ void ZkServer::expire_nodes(int64_t now) {
   // Copied: applying a removal edits the set being walked.
   std::vector<std::string> candidates(tree_.expirable().begin(), tree_.expirable().end());
   for (const auto& path : candidates)
-    if (auto t = prep_.expire_node(path, now)) submit(std::move(*t), Pending{Kind::internal, 0, 0});
+    if (auto t = staged([&] { return prep_.expire_node(path, now); })) submit(std::move(*t), Pending{Kind::internal, 0, 0});
 }
 
 void ZkServer::tick() {
@@ -1133,8 +1208,10 @@ void ZkServer::tick() {
     }
     return;  // only the leader expires sessions, containers and TTL nodes
   }
-  for (SessionId s : sessions_.take_expired(now))
-    submit(prep_.close_session(s, 0, now), Pending{Kind::internal, 0, 0});
+  for (SessionId s : sessions_.take_expired(now)) {
+    ++metrics_.stale_sessions_expired;
+    submit(staged([&] { return prep_.close_session(s, 0, now); }), Pending{Kind::internal, 0, 0});
+  }
   if (now >= next_container_check_) {
     next_container_check_ = now + opts_.container_check_interval_ms;
     expire_nodes(now);

@@ -32,6 +32,7 @@
 #include "consensus/replicator.hpp"
 #include "server/acl.hpp"
 #include "server/admin/json.hpp"
+#include "server/admin/server_metrics.hpp"
 #include "server/four_letter.hpp"
 #include "server/data_tree.hpp"
 #include "server/forward.hpp"
@@ -195,8 +196,12 @@ class ZkServer {
   admin::Json admin_command(std::string_view name, const FourLetterEnv& env, std::string_view query = {});
   // mntr's numbers, typed: the four-letter word prints them, the monitor command returns them.
   std::vector<std::pair<std::string, admin::Json>> monitor_values(const FourLetterEnv& env) const;
-  // Every summary monitor and /metrics show: the pipeline's (request latencies) and `env`'s.
+  // Every summary monitor and /metrics show: the pipeline's (request latencies) and `env`'s;
+  // and the summary sets (per namespace; `env`'s per member).
   admin::NamedSummaries summaries(const FourLetterEnv& env);
+  admin::NamedSummarySets summary_sets() { return metrics_.summary_sets(); }
+  // monitor's and mntr's keys: monitor_values() and every summary's keys.
+  std::vector<std::pair<std::string, admin::Json>> monitor_keys(const FourLetterEnv& env);
   // The AdminServer's check of a command that requires it (ZooKeeper 3.9's AuthRequest): the
   // Authorization header ("digest user:password", or "ip" for the client's address) gives the
   // ids, which need `perms` on `path`'s ACL. 200: allowed; 401 with the reason when the header
@@ -240,7 +245,11 @@ class ZkServer {
     AuthIds auth;
     std::shared_ptr<auth::SaslExchange> sasl;  // this connection's exchange, once it sent SASL
     int in_flight = 0;              // this connection's txns proposed and not yet applied
-    std::deque<std::string> held;   // frames waiting behind them, in arrival order
+    struct Held {
+      std::string payload;
+      int64_t arrived_ms = 0;  // prep_processor_queue_time_ms runs from here
+    };
+    std::deque<Held> held;          // frames waiting behind them, in arrival order
     bool barrier_passed = false;    // the read at the front of `held` had its barrier applied
   };
   // Frames one connection may have waiting behind its in-flight writes; past it the client is
@@ -273,6 +282,7 @@ class ZkServer {
   // those of its earlier connections included (ZooKeeper orders a session's requests, not a
   // connection's), so a client that re-attaches reads what it wrote before the break.
   bool must_wait(const Conn& c, std::string_view payload) const;
+  bool must_wait(const Conn& c, const Conn::Held& h) const;
   // Counts `p` as a write of `s` in flight (Pending::holds_reads).
   void hold_reads(Pending& p, SessionId s);
   // `p` left the queue (applied, lost or aborted): it no longer holds back its session's reads.
@@ -284,6 +294,7 @@ class ZkServer {
   void drain(ConnId id);
   void handle_connect(ConnId id, Conn& c, std::string_view payload);
   void handle_request(ConnId id, Conn& c, std::string_view payload);
+  void count_writes(const Txn& txn);
   void handle_read(ConnId id, Conn& c, wire::OpCode op, int32_t xid, std::string_view body);
   void handle_auth(ConnId id, Conn& c, std::string_view body);
   void handle_sasl(ConnId id, Conn& c, int32_t xid, std::string_view body);
@@ -317,7 +328,8 @@ class ZkServer {
   // and port, so an operator can follow one client through the log.
   static std::string who(const Conn& c);
   // Every frame to a client goes out here, so the statistics count it.
-  void send_frame(Conn& c, std::string frame);
+  // `event`: a watch event (watch_bytes), not a reply (response_bytes).
+  void send_frame(Conn& c, std::string frame, bool event = false);
   // A request of `op` from `c` answered now at `zxid`, having arrived at `started`.
   void note_reply(Conn& c, wire::OpCode op, int32_t xid, Zxid zxid, int64_t started);
   void expire_nodes(int64_t now);
@@ -331,6 +343,25 @@ class ZkServer {
   // ZooKeeper's session owner. A request from a member that is not the owner fails with
   // SessionMoved. A new leader knows no owners: the first member to speak for a session is it.
   std::unordered_map<SessionId, int64_t> session_owner_;
+  // Runs one of prep's calls: counts the paths it staged (outstanding_changes_queued) and, with
+  // `timer`, the time it took from `started` (the request's time; the clock is read as little
+  // as may be: on a busy server its readings were a measurable share of a write's cost).
+  template <class F>
+  auto staged(F&& prepare, admin::Summary* timer = nullptr, int64_t started = 0) {
+    size_t before = prep_.overlay_size();
+    if (timer && started == 0) started = clock_();
+    auto txn = prepare();
+    if (timer) {
+      prepared_at_ = clock_();
+      timer->add(std::max<int64_t>(0, prepared_at_ - started));
+    }
+    metrics_.outstanding_changes_queued += static_cast<int64_t>(prep_.overlay_size() - std::min(before, prep_.overlay_size()));
+    return txn;
+  }
+  // When the last timed prep ended, for the next submit's proposal_process_time; 0: none.
+  int64_t prepared_at_ = 0;
+  // Drops what prep staged up to `mark` (none: all of it), counting outstanding_changes_removed.
+  void retire_staged(std::optional<uint64_t> mark = std::nullopt);
   // Leader: true when `member` may speak for session `s` (and it is then its owner).
   bool owns(SessionId s, int64_t member);
   Clock clock_;
@@ -367,9 +398,8 @@ class ZkServer {
   Latency latency_;
   ServerCounters counters_;
   int64_t trace_mask_ = trace_mask::initial;
-  // ZooKeeper's readlatency and updatelatency (ms from a request's arrival to its reply).
-  admin::Summary read_latency_{true}, update_latency_{true};
-  int64_t commits_ = 0;  // txns applied from the replicator (commit_count on a leader)
+  // ZooKeeper's metrics this pipeline feeds (readlatency and updatelatency among them).
+  admin::PipelineMetrics metrics_;
   // ZooKeeper's digest log (DataTree.digestLog): (zxid, tree digest) for live commits whose zxid
   // is a multiple of the interval; not for a start's replay (a fuzzy snapshot's digest is not
   // the tree's until the replay passes it), as ZooKeeper logs none while fuzzy.

@@ -25,12 +25,16 @@ GroupCommitter::~GroupCommitter() {
   thread_.join();
 }
 
-void GroupCommitter::submit(LogEntry e) {
+size_t GroupCommitter::submit(LogEntry e) {
+  size_t waiting;
   {
     std::lock_guard<std::mutex> l(mu_);
     queue_.push_back(std::move(e));
+    queued_at_.push_back(std::chrono::steady_clock::now());
+    waiting = queue_.size();
   }
   cv_.notify_one();
+  return waiting;
 }
 
 void GroupCommitter::wait_idle() {
@@ -41,20 +45,26 @@ void GroupCommitter::wait_idle() {
 void GroupCommitter::reset() {
   std::lock_guard<std::mutex> l(mu_);
   queue_.clear();
+  queued_at_.clear();
   failed_ = false;
 }
 
 void GroupCommitter::run() {
   for (;;) {
     std::vector<LogEntry> batch;
+    Write w;
     {
       std::unique_lock<std::mutex> l(mu_);
       cv_.wait(l, [&] { return stopping_ || (!queue_.empty() && !failed_); });
       if (queue_.empty() || failed_) return;  // stopping, and nothing left that may be written
       writing_ = true;
+      auto now = std::chrono::steady_clock::now();
       while (!queue_.empty() && batch.size() < max_batch) {
         batch.push_back(std::move(queue_.front()));
         queue_.pop_front();
+        w.waited_micros.push_back(
+            std::chrono::duration_cast<std::chrono::microseconds>(now - queued_at_.front()).count());
+        queued_at_.pop_front();
       }
     }
     Zxid last = batch.back().zxid;
@@ -63,7 +73,8 @@ void GroupCommitter::run() {
       auto start = std::chrono::steady_clock::now();
       store_.append(std::move(batch));
       auto us = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start).count();
-      if (observer_) observer_(us, count);
+      w.micros = us;
+      if (observer_) observer_(w);
       if (us > warning_ms_ * 1000) {
         slow_writes_.fetch_add(1, std::memory_order_relaxed);
         spdlog::warn("writing {} txns to the log took {:.1f} ms, over fsync.warningthresholdms ({} ms): "
@@ -89,6 +100,7 @@ void GroupCommitter::fail(Failure f) {
     std::lock_guard<std::mutex> l(mu_);
     failed_ = true;
     queue_.clear();
+    queued_at_.clear();
   }
   durable_(store_.last_zxid(), std::move(f));
 }

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -16,6 +17,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "storage/log_store.hpp"
 
@@ -35,9 +37,13 @@ class GroupCommitter {
   // The most entries one synced write takes: bounds the batch and the latency of its head.
   static constexpr size_t max_batch = 10000;
 
-  // Each synced write: how long it took (us) and how many txns it held (on the committer's
-  // thread).
-  using WriteObserver = std::function<void(int64_t micros, size_t txns)>;
+  // Each synced write (on the committer's thread): how long it took, and how long each of its
+  // txns had waited in the queue before it began (us; ZooKeeper's sync processor metrics).
+  struct Write {
+    int64_t micros = 0;
+    std::vector<int64_t> waited_micros;  // one per txn, in zxid order
+  };
+  using WriteObserver = std::function<void(const Write&)>;
 
   // `warning_ms`: a synced write slower than this is logged and counted (ZooKeeper's
   // fsync.warningthresholdms).
@@ -46,7 +52,8 @@ class GroupCommitter {
   GroupCommitter(const GroupCommitter&) = delete;
   GroupCommitter& operator=(const GroupCommitter&) = delete;
 
-  void submit(LogEntry e);
+  // Returns how many entries wait for a write, this one included.
+  size_t submit(LogEntry e);
   // Returns once everything submitted so far is written (or failed): before the owner changes
   // the log itself (a truncation).
   void wait_idle();
@@ -67,6 +74,7 @@ class GroupCommitter {
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<LogEntry> queue_;
+  std::deque<std::chrono::steady_clock::time_point> queued_at_;  // one per queue_ entry
   bool stopping_ = false;
   bool failed_ = false;
   bool writing_ = false;

@@ -96,17 +96,22 @@ std::vector<std::pair<std::string, Json>> ZkServer::monitor_values(const FourLet
     m.emplace_back("last_proposal_size", counters_.proposals.last);
     m.emplace_back("min_proposal_size", counters_.proposals.min);
     m.emplace_back("max_proposal_size", counters_.proposals.max);
-    m.emplace_back("proposal_count", counters_.proposals.count);
-    m.emplace_back("commit_count", commits_);
-  } else if (env.mode == "follower" || env.mode == "observer") {
-    m.emplace_back("learner_commit_received_count", commits_);
   }
+  m.emplace_back("proposal_count", counters_.proposals.count);
+  metrics_.list(m);
   for (const auto& kv : env.metrics) m.push_back(kv);
   return m;
 }
 
+std::vector<std::pair<std::string, Json>> ZkServer::monitor_keys(const FourLetterEnv& env) {
+  auto values = monitor_values(env);
+  admin::add_monitor_keys(values, summaries(env));
+  admin::add_monitor_keys(values, admin::set_entries(summary_sets()));
+  return values;
+}
+
 admin::NamedSummaries ZkServer::summaries(const FourLetterEnv& env) {
-  admin::NamedSummaries all{{"readlatency", &read_latency_}, {"updatelatency", &update_latency_}};
+  admin::NamedSummaries all = metrics_.summaries();
   all.insert(all.end(), env.summaries.begin(), env.summaries.end());
   return all;
 }
@@ -315,9 +320,7 @@ Json ZkServer::admin_command(std::string_view name, const FourLetterEnv& env, st
   } else if (primary == "initial_configuration") {
     r.set("initial_configuration", env.initial_configuration);
   } else if (primary == "monitor") {
-    auto values = monitor_values(env);
-    admin::add_monitor_keys(values, summaries(env));
-    for (auto& [k, v] : values) r.set(k, std::move(v));
+    for (auto& [k, v] : monitor_keys(env)) r.set(k, std::move(v));
   } else if (primary == "watches" || primary == "watches_by_path") {
     // ZooKeeper's maps: session id (its decimal text) -> watched paths, and path -> session ids.
     auto session_of = [&](ConnId id) {

@@ -17,6 +17,20 @@ void metric(std::string& out, const std::string& name, const char* type, const s
 }
 
 // A Prometheus metric name: [a-zA-Z_:][a-zA-Z0-9_:]*.
+// A label's value in the text format: backslash, double quote and newline escaped.
+std::string label_value(const std::string& v) {
+  std::string out;
+  for (char ch : v) {
+    if (ch == '\\' || ch == '"') out += '\\';
+    if (ch == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += ch;
+  }
+  return out;
+}
+
 bool valid_name(const std::string& n) {
   if (n.empty() || (n[0] >= '0' && n[0] <= '9')) return false;
   for (char ch : n)
@@ -108,7 +122,7 @@ std::string prometheus_histogram(const std::string& name, const std::string& hel
 }
 
 std::string prometheus_text(const std::vector<std::pair<std::string, Json>>& values,
-                            const NamedSummaries& summaries, const std::string& extra) {
+                            const NamedSummaries& summaries, const NamedSummarySets& sets, const std::string& extra) {
   std::string out;
   for (const auto& [name, v] : values) {
     auto n = v.number();
@@ -118,6 +132,11 @@ std::string prometheus_text(const std::vector<std::pair<std::string, Json>>& val
   for (const auto& [name, s] : summaries) {
     out += fmt::format("# HELP {} {}\n# TYPE {} summary\n", name, name, name);
     summary_lines(out, name, "", *s, 1);
+  }
+  for (const auto& [name, set] : sets) {
+    std::vector<std::pair<std::string, Summary*>> series;
+    for (const auto& [key, s] : set->entries()) series.emplace_back(fmt::format("key=\"{}\"", label_value(key)), s);
+    if (!series.empty()) out += prometheus_summaries(name, name, series, 1);
   }
   out += extra;
   process_metrics(out);

@@ -18,8 +18,9 @@ namespace warden::server::admin {
 // `values` as gauges, `summaries` as ZooKeeper's Prometheus provider writes its summaries
 // (quantile 0.5, or 0.5, 0.9 and 0.99 for an advanced one; _count and _sum), then `extra` (text
 // already in the format), then the process metrics.
+// `sets`: each a summary family labelled key="<key>", as ZooKeeper's provider writes a SummarySet.
 std::string prometheus_text(const std::vector<std::pair<std::string, Json>>& values,
-                            const NamedSummaries& summaries, const std::string& extra);
+                            const NamedSummaries& summaries, const NamedSummarySets& sets, const std::string& extra);
 
 // One metric family of labelled series ("server_id=\"2\"" -> value) in the text format.
 std::string prometheus_gauges(const std::string& name, const std::string& help,

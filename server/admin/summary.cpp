@@ -31,7 +31,18 @@ int64_t value_of(size_t b) {
 }  // namespace
 
 void Summary::add(int64_t value) {
+  if (!locks_) return record(value);
   std::lock_guard<std::mutex> l(mu_);
+  record(value);
+}
+
+void Summary::add_each(const std::vector<int64_t>& values, int64_t plus, int64_t divisor) {
+  std::unique_lock<std::mutex> l(mu_, std::defer_lock);
+  if (locks_) l.lock();
+  for (int64_t v : values) record((v + plus) / divisor);
+}
+
+void Summary::record(int64_t value) {
   v_.min = v_.count ? std::min(v_.min, value) : value;
   v_.max = v_.count ? std::max(v_.max, value) : value;
   ++v_.count;
@@ -42,13 +53,24 @@ void Summary::add(int64_t value) {
 }
 
 void Summary::reset() {
-  std::lock_guard<std::mutex> l(mu_);
+  std::unique_lock<std::mutex> l(mu_, std::defer_lock);
+  if (locks_) l.lock();
   v_ = View{};
+  zeros_ = 0;
 }
 
 Summary::View Summary::view() const {
-  std::lock_guard<std::mutex> l(mu_);
-  return v_;
+  std::unique_lock<std::mutex> l(mu_, std::defer_lock);
+  if (locks_) l.lock();
+  View v = v_;
+  if (zeros_ > 0) {
+    v.min = v.count ? std::min<int64_t>(v.min, 0) : 0;
+    v.max = v.count ? std::max<int64_t>(v.max, 0) : 0;
+    v.count += zeros_;
+    if (v.buckets.empty()) v.buckets.resize(1, 0);
+    v.buckets[0] += zeros_;  // 0's bucket
+  }
+  return v;
 }
 
 int64_t Summary::View::quantile(double q) const {
@@ -70,6 +92,47 @@ int64_t Summary::View::count_at_most(int64_t v) const {
   int64_t n = 0;
   for (size_t b = 0; b < buckets.size() && b <= last; ++b) n += buckets[b];
   return n;
+}
+
+Summary* SummarySet::find_or_make(std::string_view key) {
+  auto it = by_key_.find(key);
+  if (it == by_key_.end()) {
+    if (by_key_.size() >= max_keys_) return nullptr;
+    it = by_key_.emplace(std::string(key), std::make_unique<Summary>(advanced_, access_)).first;
+  }
+  return it->second.get();
+}
+
+void SummarySet::add(std::string_view key, int64_t value) {
+  Summary* s;
+  if (access_ == Access::one_thread) {
+    s = find_or_make(key);
+  } else {
+    std::lock_guard<std::mutex> l(mu_);
+    s = find_or_make(key);
+  }
+  if (s) s->add(value);
+}
+
+void SummarySet::reset() {
+  std::unique_lock<std::mutex> l(mu_, std::defer_lock);
+  if (access_ == Access::any_thread) l.lock();
+  for (auto& [key, s] : by_key_) s->reset();
+}
+
+std::vector<std::pair<std::string, Summary*>> SummarySet::entries() const {
+  std::unique_lock<std::mutex> l(mu_, std::defer_lock);
+  if (access_ == Access::any_thread) l.lock();
+  std::vector<std::pair<std::string, Summary*>> out;
+  for (const auto& [key, s] : by_key_) out.emplace_back(key, s.get());
+  return out;
+}
+
+NamedSummaries set_entries(const NamedSummarySets& sets) {
+  NamedSummaries out;
+  for (const auto& [name, set] : sets)
+    for (const auto& [key, s] : set->entries()) out.emplace_back(key + "_" + name, s);
+  return out;
 }
 
 void add_monitor_keys(std::vector<std::pair<std::string, Json>>& out, const NamedSummaries& summaries) {

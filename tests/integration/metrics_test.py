@@ -50,7 +50,12 @@ def standalone(work):
         for i in range(10):
             zk.create(f"/m{i}", b"x" * 100)
         zk.create("/eph", b"", ephemeral=True)
-        zk.get("/m0", watch=lambda e: None)
+        fired = []
+        zk.get("/m0", watch=fired.append)
+        zk.set("/m0", b"y" * 50)
+        deadline = time.time() + 10
+        while not fired and time.time() < deadline:
+            time.sleep(0.05)
         ctype, text = scrape(port)
         mntr = dict(line.split("\t", 1) for line in four_letter(w.port, "mntr").splitlines() if "\t" in line)
         zk.stop()
@@ -76,6 +81,7 @@ def standalone(work):
     c.check(v.get("fsynctime_count", 0) >= 1 and v.get("dbinittime_count") == 1.0,
             f"the log's writes and the start's load are timed ({v.get('fsynctime_count')}, {v.get('dbinittime_count')})")
     c.check("zk_p99_updatelatency" in mntr and "zk_avg_fsynctime" in mntr, "mntr shows the summaries as ZooKeeper's")
+    pipeline_metrics(v, text)
     buckets = [float(m.group(2)) for m in re.finditer(r'^warden_log_write_seconds_bucket\{le="([^"]+)"\} (\S+)$',
                                                        text, re.M)]
     c.check(len(buckets) == 16 and buckets == sorted(buckets) and buckets[-1] == v.get("warden_log_write_seconds_count")
@@ -85,14 +91,52 @@ def standalone(work):
     r = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True, text=True, timeout=60)
     problems = [line for line in (r.stdout + r.stderr).splitlines() if line.strip()]
     others = [p for p in problems if not re.match(r"^[a-z_]+_count non-histogram and non-summary metrics should not "
-                                                   r"have \"_count\" suffix$", p)]
-    c.equal(others, [], "promtool finds nothing but ZooKeeper's own _count names")
+                                                   r"have \"_count\" suffix$", p) and
+              not re.match(r"^[a-z_]+_ms metric names should not contain abbreviated units$", p)]
+    c.equal(others, [], "promtool finds nothing but ZooKeeper's own names (_count gauges, _ms summaries)")
     with open(os.path.join(work, "bad.cfg"), "w") as f:
         f.write(f"dataDir={work}/d\nclientPort=0\nmetricsProvider.httpPort=70000\n")
     r = subprocess.run([os.environ["WARDEN_SERVER"], os.path.join(work, "bad.cfg")], capture_output=True, text=True,
                        timeout=30)
     c.check(r.returncode == 2 and "bad.cfg:3: metricsProvider.httpPort=70000" in r.stderr,
             f"a bad port stops the start: {r.stderr.strip()!r}")
+
+
+def pipeline_metrics(v, text):
+    """ZooKeeper's ServerMetrics beyond mntr's set, fed by the pipeline and the log: the
+    numbers the standalone part's session made (12 creates, one getData with a watch, one
+    setData that fires it)."""
+    per_ns = {(m.group(1), m.group(2), m.group(3)): float(m.group(4)) for m in
+              re.finditer(r'^(read|write)_per_namespace_(count|sum)\{key="([^"]+)"\} (\S+)$', text, re.M)}
+    # ZooKeeper's DataTree counts: a write's path and data; a read's path, data and a Stat's 68.
+    c.equal((per_ns.get(("write", "count", "m0")), per_ns.get(("write", "sum", "m0"))), (2.0, 103.0 + 53.0),
+            "write_per_namespace: the create and the setData of /m0, their path and data bytes")
+    c.equal((per_ns.get(("read", "count", "m0")), per_ns.get(("read", "sum", "m0"))), (1.0, 3.0 + 100.0 + 68.0),
+            "read_per_namespace: the getData of /m0 (path, data, a Stat)")
+    c.equal(per_ns.get(("write", "count", "m5")), 1.0, "each namespace has its own summary")
+    c.equal((v.get("node_changed_watch_count_count"), v.get("node_changed_watch_count_sum")), (1.0, 1.0),
+            "node_changed_watch_count: one event fired one watch")
+    c.equal(v.get("node_created_watch_count_count"), 0.0, "no create fired a watch")
+    c.equal(v.get("connection_request_count"), 1.0, "connection_request_count: kazoo's one ConnectRequest")
+    c.check(v.get("bytes_received_count", 0) > 12 * 100, f"bytes_received_count has the creates' data: {v}")
+    c.check(v.get("response_bytes", 0) > 100 and v.get("watch_bytes", 0) > 0,
+            "response_bytes and watch_bytes count the replies and the event")
+    c.check(v.get("prep_processor_request_queued", 0) >= 14,
+            f"every request reached prep (connect, 11 creates, get, set): {v.get('prep_processor_request_queued')}")
+    c.check(v.get("prep_process_time_count", 0) >= 12, "every write was timed in prep")
+    c.check(v.get("outstanding_changes_queued", 0) >= 12 and
+            v.get("outstanding_changes_queued") == v.get("outstanding_changes_removed"),
+            "what prep staged was dropped once applied")
+    c.check(v.get("sync_processor_request_queued", 0) >= 13 and v.get("sync_processor_queue_size_count", 0) >= 13,
+            "each txn was queued for the log (the session's create, 12 writes)")
+    c.equal(v.get("sync_processor_queue_and_flush_time_ms_count"), v.get("sync_processor_request_queued"),
+            "each queued txn was timed to its write's end")
+    c.equal(v.get("commit_count"), v.get("sync_processor_request_queued"), "commit_count: every txn committed")
+    c.equal((v.get("startup_txns_loaded_count"), v.get("startup_snap_load_time_count")), (1.0, 1.0),
+            "the start's replay is measured once")
+    c.check(v.get("propagation_latency_count", 0) >= 13 and v.get("write_final_proc_time_ms_count", 0) >= 13,
+            "each commit's apply is timed")
+    c.equal(v.get("stale_sessions_expired"), 0.0, "no session expired")
 
 
 def with_prometheus(work):

@@ -55,8 +55,13 @@ TEST_CASE("small values are exact, and monitor's keys are ZooKeeper's") {
 TEST_CASE("Prometheus text: summaries, labelled series, a histogram") {
   Summary s;
   for (int64_t x : {10, 20, 30}) s.add(x);
+  SummarySet per_ns;
+  per_ns.add("app", 7);
+  per_ns.add("q\"x", 1);
   std::string text = prometheus_text({{"znode_count", Json(int64_t{5})}, {"version", Json("3.8")}},
-                                     {{"fsynctime", &s}}, "");
+                                     {{"fsynctime", &s}}, {{"read_per_namespace", &per_ns}}, "");
+  CHECK(text.find("read_per_namespace{key=\"app\",quantile=\"0.5\"} 7\n") != std::string::npos);
+  CHECK(text.find("read_per_namespace_count{key=\"q\\\"x\"} 1\n") != std::string::npos);
   CHECK(text.find("# TYPE znode_count gauge\nznode_count 5\n") != std::string::npos);
   CHECK(text.find("version") == std::string::npos);
   CHECK(text.find("# TYPE fsynctime summary\nfsynctime{quantile=\"0.5\"} 20\nfsynctime_count 3\nfsynctime_sum 60\n") !=
@@ -71,4 +76,46 @@ TEST_CASE("Prometheus text: summaries, labelled series, a histogram") {
   std::string sm = prometheus_summaries("ack", "h", {{"server_id=\"3\"", &us}}, 1e-6);
   CHECK(sm.find("ack{server_id=\"3\",quantile=\"0.99\"}") != std::string::npos);
   CHECK(sm.find("ack_count{server_id=\"3\"} 3\n") != std::string::npos);
+}
+
+TEST_CASE("A summary set keeps one summary per key, up to its bound, named as ZooKeeper's") {
+  SummarySet set(false, 2);
+  set.add("b", 3);
+  set.add("a", 1);
+  set.add("a", 5);
+  set.add("c", 9);  // past the bound: not counted
+  auto entries = set.entries();
+  REQUIRE(entries.size() == 2);
+  CHECK(entries[0].first == "a");
+  CHECK(entries[0].second->view().count == 2);
+  CHECK(entries[1].second->view().sum == 3);
+  std::vector<std::pair<std::string, Json>> out;
+  add_monitor_keys(out, set_entries({{"write_per_namespace", &set}}));
+  REQUIRE(out.size() == 10);
+  CHECK(out[0].first == "avg_a_write_per_namespace");
+  CHECK(out[0].second.text() == "3.0");
+  set.reset();
+  CHECK(set.entries().size() == 2);
+  CHECK(set.entries()[0].second->view().count == 0);
+}
+
+TEST_CASE("A one-thread summary's zeros count as any other value") {
+  Summary fast(true, Access::one_thread), plain(true);
+  for (int64_t x : {0, 0, 5, 0, 40}) {
+    fast.add_zero_or(x);
+    plain.add(x);
+  }
+  auto a = fast.view(), b = plain.view();
+  CHECK(a.count == b.count);
+  CHECK(a.sum == b.sum);
+  CHECK(a.min == 0);
+  CHECK(a.max == 40);
+  CHECK(a.quantile(0.5) == b.quantile(0.5));
+  CHECK(a.quantile(0.99) == b.quantile(0.99));
+  Summary only_zeros(false, Access::one_thread);
+  only_zeros.add_zero_or(0);
+  CHECK(only_zeros.view().count == 1);
+  CHECK(only_zeros.view().max == 0);
+  only_zeros.reset();
+  CHECK(only_zeros.view().count == 0);
 }
