@@ -446,23 +446,37 @@ c.check("cannot reach" in r.stderr and time.time() - t0 < 10, f"with a clear mes
 
 classes = tempfile.mkdtemp(prefix="recipes-classes-")
 cp = compile_contender(classes)
-with support.start_warden() as w:
-    library_tests(w.hosts, "Warden standalone")
-    cli_tests(w.hosts, "Warden standalone", cp)
-    interop_tests(w.hosts, "Warden standalone", cp)
-    zkcli_comparison(w.hosts, "Warden standalone")
-with Ensemble(3, tick_ms=500) as ens:
-    ens.start()
-    library_tests(ens.connect_string, "Warden 3-member ensemble")
-    cli_tests(ens.connect_string, "Warden 3-member ensemble", cp)
-    interop_tests(ens.connect_string, "Warden 3-member ensemble", cp)
-    c.equal(ens.stop_cleanly(), [], "ensemble members exit cleanly")
-# The same tests on ZooKeeper show that the expectations are ZooKeeper's (left out on the
-# sanitizer runs, WARDEN_NO_REFERENCE=1: they check Warden, and the plain run has compared).
-if support.with_reference():
+
+
+def standalone():
+    with support.start_warden() as w:
+        library_tests(w.hosts, "Warden standalone")
+        cli_tests(w.hosts, "Warden standalone", cp)
+        interop_tests(w.hosts, "Warden standalone", cp)
+        zkcli_comparison(w.hosts, "Warden standalone")
+
+
+def ensemble():
+    with Ensemble(3, tick_ms=500) as ens:
+        ens.start()
+        library_tests(ens.connect_string, "Warden 3-member ensemble")
+        cli_tests(ens.connect_string, "Warden 3-member ensemble", cp)
+        interop_tests(ens.connect_string, "Warden 3-member ensemble", cp)
+        c.equal(ens.stop_cleanly(), [], "ensemble members exit cleanly")
+
+
+def zookeeper():
     with support.start_zookeeper() as zk:
         library_tests(zk.hosts, "ZooKeeper 3.8", kind="zookeeper")
         cli_tests(zk.hosts, "ZooKeeper 3.8", cp)
         interop_tests(zk.hosts, "ZooKeeper 3.8", cp)
         zkcli_comparison(zk.hosts, "ZooKeeper 3.8")
+
+
+# The servers are tested side by side, each on its own paths and processes: the tests mostly
+# wait for sessions to expire (4 s each), so one after the other they took six minutes, the
+# longest test of the suite. The same tests on ZooKeeper show that the expectations are
+# ZooKeeper's (left out on the sanitizer runs, WARDEN_NO_REFERENCE=1: they check Warden, and the
+# plain run has compared).
+support.run_concurrently(c, [standalone, ensemble] + ([zookeeper] if support.with_reference() else []))
 c.finish()

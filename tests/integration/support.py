@@ -14,6 +14,8 @@ import struct
 import subprocess
 import sys
 import tempfile
+import threading
+import traceback
 import time
 
 ZK_CLASSPATH = "/etc/zookeeper/conf:/usr/share/java/zookeeper.jar"
@@ -231,18 +233,39 @@ def compile_java(workdir, classpath, *sources):
     return workdir + ":" + classpath
 
 
+def run_concurrently(checks, parts, timeout=900):
+    """Runs each of `parts` (functions of no arguments) in a thread of its own and waits for all
+    (each within `timeout` seconds); an exception in one is a failed check naming it, and the
+    others go on."""
+    def guarded(part):
+        try:
+            part()
+        except Exception:  # a failure to report, not to lose in a thread
+            checks.check(False, f"{part.__name__} raised:\n{traceback.format_exc()}")
+
+    threads = [threading.Thread(target=guarded, args=(p,), name=p.__name__, daemon=True) for p in parts]
+    for t in threads:
+        t.start()
+    deadline = time.time() + timeout
+    for t in threads:
+        t.join(max(0, deadline - time.time()))
+        checks.check(not t.is_alive(), f"{t.name} finished within {timeout} s")
+
+
 class Checks:
     """Counts checks and prints the closing line CI reads: 'N passed, N failed'."""
 
     def __init__(self, name):
         self.name, self.passed, self.failed = name, 0, 0
+        self._lock = threading.Lock()
 
     def check(self, cond, what):
-        if cond:
-            self.passed += 1
-        else:
-            self.failed += 1
-            print(f"FAILED: {what}", flush=True)
+        with self._lock:  # run_concurrently's threads check at once
+            if cond:
+                self.passed += 1
+            else:
+                self.failed += 1
+                print(f"FAILED: {what}", flush=True)
 
     def equal(self, got, want, what):
         self.check(got == want, f"{what}: got {got!r}, want {want!r}")

@@ -991,12 +991,16 @@ TEST_CASE("mutex: a connection dropped in the middle of acquires leaves no orpha
   Client c(opts());
   c.start();
   std::atomic<bool> stop{false};
-  // Drops every 10-40 ms, at most 300 of them: against an ensemble a re-attach is a round
-  // through the leader, and a client dropped faster than it can re-attach makes no progress.
+  // Drops 10-40 ms after each re-attach, at most 300 times: against an ensemble a re-attach is
+  // a round through the leader, and a client dropped again before it re-attached makes no
+  // progress (on a loaded machine its session expired that way: not what this test is about).
   std::thread dropper([&] {
     std::mt19937 g(7);
     for (int n = 0; n < 300 && !stop; ++n) {
-      c.drop_connection();
+      c.drop_connection();  // posted to the client's thread: seen as suspended soon after
+      auto up = [&] { return c.state() == State::reconnected || c.state() == State::connected; };
+      for (int i = 0; i < 100 && !stop && up(); ++i) std::this_thread::sleep_for(1ms);
+      for (int i = 0; i < 500 && !stop && !up(); ++i) std::this_thread::sleep_for(10ms);
       std::this_thread::sleep_for(std::chrono::milliseconds(10 + g() % 30));
     }
   });
