@@ -243,6 +243,8 @@ ConfigResult parse_config(std::string_view text, std::string_view file_name) {
       err = set_int(c.fsync_warning_ms, 0, 1 << 30);
     } else if (key == "forceSync") {
       if (!parse_bool(value, c.force_sync)) err = bad("must be yes or no");
+    } else if (key == "nio.sessionlessCnxnTimeout" || key == "zookeeper.nio.sessionlessCnxnTimeout") {
+      err = set_int(c.sessionless_timeout_ms, 1, 1 << 30);
     } else if (key == "znode.container.checkIntervalMs") {
       err = set_int(c.container_check_interval_ms, 10, 1 << 30);
     } else if (key == "secureClientPort") {

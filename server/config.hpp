@@ -123,6 +123,9 @@ struct Config {
   int32_t jute_max_buffer = 0xfffff;
   bool extended_types = false;
   int32_t container_check_interval_ms = 60000;
+  // A connection that has sent no ConnectRequest this long is closed (ZooKeeper's
+  // zookeeper.nio.sessionlessCnxnTimeout).
+  int32_t sessionless_timeout_ms = 10000;
   // Sync every log write (ZooKeeper's forceSync). `no` is for benchmarks only: a crash of the
   // machine may then lose acknowledged writes.
   bool force_sync = true;

@@ -424,6 +424,7 @@ struct ServerRuntime::Impl {
     admin::Summary inflight_snap_count, inflight_diff_count;  // a leader's syncs running as one starts
     int64_t connection_rejected = 0;       // over maxClientCnxns
     int64_t learner_proposals = 0;         // learner_proposal_received_count
+    admin::Summary proposal_latency{true, admin::Access::one_thread};  // fed and read on the server's thread
     // unavailable_time: from looking until this member serves again (as ZooKeeper, from its
     // LOOKING to its BROADCAST).
     std::optional<std::chrono::steady_clock::time_point> unavailable_since;
@@ -532,6 +533,7 @@ struct ServerRuntime::Impl {
     o.extended_types = c.extended_types;
     o.digest_enabled = c.digest_enabled;
     o.container_check_interval_ms = c.container_check_interval_ms;
+    o.sessionless_timeout_ms = c.sessionless_timeout_ms;
     o.super_digest = c.super_digest;
     o.enforce_quota = c.enforce_quota;
     o.linearizable_reads = c.linearizable_reads;
@@ -610,6 +612,7 @@ struct ServerRuntime::Impl {
                        {"startup_txns_loaded", &metrics.startup_txns_loaded},
                        {"inflight_snap_count", &metrics.inflight_snap_count},
                        {"inflight_diff_count", &metrics.inflight_diff_count},
+                       {"proposal_latency", &metrics.proposal_latency},
                        {"quorum_ack_latency", &metrics.quorum_ack_latency}};
       env.metrics = {{"looking_count", metrics.looking_count},
                      {"snap_count", metrics.snap_count},
@@ -1492,7 +1495,13 @@ struct ServerRuntime::Impl {
   void persist(storage::LogEntry e) {
     // A follower's or observer's entries once it serves are the leader's proposals (ZooKeeper
     // counts its PROPOSAL packets; the entries of a sync come before it serves).
-    if (ensemble && !ensemble->leading() && ensemble->serving()) ++metrics.learner_proposals;
+    if (ensemble && !ensemble->leading() && ensemble->serving()) {
+      ++metrics.learner_proposals;
+      // proposal_latency: the txn's time on the leader's clock to its arrival here (clocks
+      // may disagree across hosts, as ZooKeeper notes; a negative one is not counted).
+      int64_t now = wall_ms();
+      if (auto t = txn_time(e.payload); t && now >= *t) metrics.proposal_latency.add(now - *t);
+    }
     ++metrics.sync_processor_queued;
     if (committer) {
       metrics.sync_processor_queue_size.add(static_cast<int64_t>(committer->submit(std::move(e))));

@@ -78,6 +78,14 @@ std::string encode_txn(const Txn& t) {
   return out;
 }
 
+std::optional<int64_t> txn_time(std::string_view bytes) {
+  wire::Reader r(bytes);
+  r.get_long();
+  r.get_int();
+  int64_t time = r.get_long();
+  return r.ok() ? std::optional<int64_t>(time) : std::nullopt;
+}
+
 std::optional<Txn> decode_txn(std::string_view bytes) {
   wire::Reader r(bytes);
   Txn t;

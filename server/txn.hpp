@@ -83,6 +83,8 @@ struct Txn {
 
 std::string encode_txn(const Txn& t);
 std::optional<Txn> decode_txn(std::string_view bytes);
+// A txn's time alone (the leader's clock when prep made it), without decoding the rest.
+std::optional<int64_t> txn_time(std::string_view bytes);
 
 // ephemeralOwner encodings shared with ZooKeeper (its EphemeralType): a container is the lone
 // high bit; a TTL node is 0xff in the high byte and the TTL in the low 40 bits.

@@ -235,6 +235,7 @@ void ZkServer::handle_connect(ConnId id, Conn& c, std::string_view payload) {
     submit(std::move(t), Pending{Kind::connect, id, 0});
     return;
   }
+  ++metrics_.connection_revalidations;  // a client back with its session, whatever becomes of it
   Session* s = sessions_.find(req->sessionId);
   if (!s || s->closing || !req->passwd || *req->passwd != s->passwd) {
     spdlog::info("session 0x{:x} ({}) is expired or its password does not match", req->sessionId, who(c));
@@ -964,6 +965,7 @@ void ZkServer::receive_forwarded(int64_t from, std::string_view bytes) {
       return;
     case Forwarded::reattach: {
       // As ZooKeeper's revalidation: a live session with this password moves to `from`.
+      ++metrics_.revalidations;
       Session* s = sessions_.find(f->session);
       bool valid = s && !s->closing && s->passwd == f->passwd;
       if (valid) {
@@ -1181,6 +1183,7 @@ void ZkServer::expire_nodes(int64_t now) {
 
 void ZkServer::tick() {
   int64_t now = clock_();
+  close_sessionless(now);
   if (!leads()) {
     bool reported = false;
     if (!touched_.empty() && ensemble_->serving()) {
@@ -1215,6 +1218,18 @@ void ZkServer::tick() {
   if (now >= next_container_check_) {
     next_container_check_ = now + opts_.container_check_interval_ms;
     expire_nodes(now);
+  }
+}
+
+void ZkServer::close_sessionless(int64_t now) {
+  std::vector<ConnId> late;
+  for (const auto& [id, c] : conns_)
+    if (c.session == 0 && !c.closing && now - c.stats.established_ms >= opts_.sessionless_timeout_ms) late.push_back(id);
+  for (ConnId id : late) {
+    spdlog::info("closing {}: no ConnectRequest within {} ms (zookeeper.nio.sessionlessCnxnTimeout)", describe(id),
+                 opts_.sessionless_timeout_ms);
+    ++metrics_.sessionless_expired;
+    close_conn(id);
   }
 }
 

@@ -96,6 +96,8 @@ struct ServerOptions {
   uint8_t server_id = 1;
   // How often containers and TTL nodes are checked (ZooKeeper's znode.container.checkIntervalMs).
   int32_t container_check_interval_ms = 60000;
+  // Config::sessionless_timeout_ms: checked at each tick.
+  int32_t sessionless_timeout_ms = 10000;
   // See Config::super_digest; empty: no super user.
   std::string super_digest;
   // Refuse changes past a hard quota (ZooKeeper's zookeeper.enforceQuota).
@@ -147,6 +149,8 @@ class ZkServer {
   void closed(ConnId c);
   // Called about every tick: expires sessions, removes due containers and TTL nodes.
   void tick();
+  // Closes connections that sent no ConnectRequest within sessionless_timeout_ms (each tick).
+  void close_sessionless(int64_t now);
   // Re-applies a txn from the log at start, before any connection: the tree and the session
   // table move on, nobody is answered. Restored sessions get their full timeout from now.
   // Throws std::runtime_error when the payload is not a txn.

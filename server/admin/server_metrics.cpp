@@ -40,7 +40,10 @@ void PipelineMetrics::list(std::vector<std::pair<std::string, Json>>& values) co
                                {"dead_watchers_queued", dead_watchers},
                                {"dead_watchers_cleared", dead_watchers},
                                {"stale_requests", stale_requests},
-                               {"stale_requests_dropped", stale_requests}});
+                               {"stale_requests_dropped", stale_requests},
+                               {"sessionless_connections_expired", sessionless_expired},
+                               {"connection_revalidate_count", connection_revalidations},
+                               {"revalidate_count", revalidations}});
 }
 
 NamedSummaries PipelineMetrics::summaries() {
@@ -68,7 +71,8 @@ NamedSummarySets PipelineMetrics::summary_sets() {
 void PipelineMetrics::reset() {
   bytes_received = connection_requests = closed_not_serving = response_bytes = watch_bytes = prep_queued = 0;
   outstanding_changes_queued = outstanding_changes_removed = leader_commits = learner_commits = 0;
-  stale_sessions_expired = stale_replies = dead_watchers = stale_requests = 0;
+  stale_sessions_expired = stale_replies = dead_watchers = stale_requests = sessionless_expired = 0;
+  connection_revalidations = revalidations = 0;
   for (auto& [name, s] : summaries()) s->reset();
   for (auto& [name, s] : summary_sets()) s->reset();
 }

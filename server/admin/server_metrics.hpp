@@ -42,6 +42,9 @@ struct PipelineMetrics {
   // Requests whose connection closed before they reached prep (frames held behind writes):
   // Warden always drops them, so stale_requests and stale_requests_dropped count the same.
   int64_t stale_requests = 0;
+  int64_t sessionless_expired = 0;  // sessionless_connections_expired: no ConnectRequest in time
+  int64_t connection_revalidations = 0;  // connection_revalidate_count: ConnectRequests with a session id
+  int64_t revalidations = 0;             // revalidate_count: a leader's re-attaches asked by members
 
   // Summaries (ms unless named otherwise). Only ZkServer's thread touches them (the AdminServer
   // reads them there too): they do not lock.

@@ -46,15 +46,12 @@ ABSENT_METRICS = [
     "connection_drop_count", "connection_drop_probability", "connection_token_deficit",
     "request_throttle_queue_time_ms", "request_throttle_wait_count", "throttled_ops", "large_requests_rejected",
     # features Warden does not have: the "ensemble" auth scheme, observer masters, txn digests
-    # checked by learners, HTTPS on the AdminServer, a dead-watcher cleaner thread, an expiry of
-    # connections that never send a ConnectRequest, a follower's session revalidation packet
+    # checked by learners, HTTPS on the AdminServer, a dead-watcher cleaner thread
     "ensemble_auth_success", "ensemble_auth_fail", "ensemble_auth_skip", "om_proposal_process_time_ms",
     "om_commit_process_time_ms", "digest_mismatches_count", "insecure_admin_count", "add_dead_watcher_stall_time",
-    "sessionless_connections_expired", "revalidate_count", "connection_revalidate_count",
     "quit_leading_due_to_disloyal_voter", "unrecoverable_error_count",
-    # a follower's: a proposal's time from the leader's clock (ZooKeeper 3.8 registers the other
-    # three and never feeds them)
-    "proposal_latency", "commit_propagation_latency", "proposal_ack_creation_latency", "read_final_proc_time_ms",
+    # ZooKeeper 3.8 registers these and never feeds them
+    "commit_propagation_latency", "proposal_ack_creation_latency", "read_final_proc_time_ms",
 ]
 SUMMARY_KEY = re.compile(r"^(avg|min|max|cnt|sum|p50|p95|p99|p999)_(.*)$")
 

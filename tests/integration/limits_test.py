@@ -1,15 +1,20 @@
-"""Limits, each pushed past and then the server shown healthy: maxClientCnxns per client address
-(as ZooKeeper 3.8 enforces it, checked against it), globalOutstandingLimit (reading pauses while
+"""Limits, each pushed past and then the server shown healthy: a connection that never sends
+its ConnectRequest (closed after zookeeper.nio.sessionlessCnxnTimeout, as ZooKeeper 3.8 closes
+it), maxClientCnxns per client address (as ZooKeeper 3.8 enforces it, checked against it), globalOutstandingLimit (reading pauses while
 too much is in flight and resumes; nothing is lost or reordered), and a client that never reads
 its replies (its connection is closed; the server's memory stays bounded)."""
 import os
+import shutil
 import socket
+import subprocess
+import tempfile
 import threading
 import time
 
 from kazoo.client import KazooClient
 
 import support
+from ensemble import four_letter
 from zkproto import OPEN_ACL, Session, frame, jacl, jbool, jbuf, jint, jstr, read_frame
 
 CREATE, GET_DATA = 1, 4
@@ -43,8 +48,51 @@ def per_address_limit(c, server, name):
         s.close()
 
 
+def closed_within(sock, seconds):
+    """True once the server closed `sock` (EOF) within `seconds`."""
+    sock.settimeout(seconds)
+    try:
+        return sock.recv(1) == b""
+    except (socket.timeout, OSError) as e:
+        return not isinstance(e, socket.timeout)
+
+
+def sessionless(c, server, name):
+    """A connection that never sends its ConnectRequest is closed after
+    zookeeper.nio.sessionlessCnxnTimeout (1000 ms here); one that did is not."""
+    silent = socket.create_connection(("127.0.0.1", server.port))
+    talking = Session(server.port)
+    t0 = time.time()
+    c.check(closed_within(silent, 15), f"{name}: a connection that says nothing is closed")
+    c.check(time.time() - t0 < 10, f"{name}: within a few ticks of the timeout ({time.time() - t0:.1f} s)")
+    c.equal(talking.call(3, jstr("/") + jbool(False))[0], 0, f"{name}: a connection with a session goes on")
+    talking.close()
+    silent.close()
+
+
 def main():
     c = support.Checks("limits")
+
+    # zookeeper.nio.sessionlessCnxnTimeout (ZooKeeper reads zoo.cfg's nio.* as that property).
+    cfg = "nio.sessionlessCnxnTimeout=1000\ntickTime=500\n"
+    if support.with_reference():
+        with support.start_zookeeper(extra_cfg=cfg) as zk:
+            sessionless(c, zk, "ZooKeeper")
+    with support.start_warden(cfg + "4lw.commands.whitelist=mntr\n") as w:
+        sessionless(c, w, "Warden")
+        mntr = four_letter(w.port, "mntr")
+        c.check("zk_sessionless_connections_expired\t1\n" in mntr,
+                f"Warden counts it in sessionless_connections_expired: {mntr[-300:]!r}")
+        c.check("no ConnectRequest within 1000 ms" in w.log(), "Warden logs the close")
+    work = tempfile.mkdtemp(prefix="warden-limits-")
+    for value in ("soon", "0", "-5"):
+        path = os.path.join(work, "bad.cfg")
+        with open(path, "w") as f:
+            f.write(f"dataDir={work}/d\nclientPort=0\nzookeeper.nio.sessionlessCnxnTimeout={value}\n")
+        r = subprocess.run([os.environ["WARDEN_SERVER"], path], capture_output=True, text=True, timeout=30)
+        c.check(r.returncode == 2 and f"bad.cfg:3: zookeeper.nio.sessionlessCnxnTimeout={value}" in r.stderr,
+                f"a bad sessionlessCnxnTimeout ({value}) stops the start naming the line: {r.stderr.strip()!r}")
+    shutil.rmtree(work, ignore_errors=True)
 
     # maxClientCnxns: ZooKeeper 3.8 and Warden alike.
     with support.start_zookeeper(extra_cfg="maxClientCnxns=3\n") as zk:
