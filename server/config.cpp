@@ -144,14 +144,26 @@ std::string shown(std::string_view s) {
   return s.size() > 40 ? out + "..." : out;
 }
 
-ConfigResult parse_config(std::string_view text, std::string_view file_name) {
+ConfigResult parse_config(std::string_view text, std::string_view file_name,
+                          const std::vector<std::pair<std::string, std::string>>& properties) {
   Config c;
   std::istringstream in{std::string(text)};
   std::string raw;
   int line_no = 0;
-  auto where = [&] { return std::string(file_name) + ":" + std::to_string(line_no) + ": "; };
-  while (std::getline(in, raw)) {
-    ++line_no;
+  size_t next_property = 0;
+  std::string origin;  // a property's origin; empty: the file's line
+  auto where = [&] {
+    return origin.empty() ? std::string(file_name) + ":" + std::to_string(line_no) + ": " : origin + ": ";
+  };
+  for (;;) {
+    if (next_property < properties.size()) {
+      origin = properties[next_property].first;
+      raw = properties[next_property++].second;
+    } else {
+      origin.clear();
+      if (!std::getline(in, raw)) break;
+      ++line_no;
+    }
     std::string_view line = trim(raw);
     if (line.empty() || line.front() == '#' || line.front() == '!') continue;
     auto eq = line.find('=');
@@ -210,6 +222,8 @@ ConfigResult parse_config(std::string_view text, std::string_view file_name) {
       err = set_int(c.jute_max_buffer, 1024, 1 << 30);
     } else if (key == "extendedTypesEnabled") {
       if (!parse_bool(value, c.extended_types)) err = bad("must be true or false");
+    } else if (key == "readonlymode.enabled" || key == "zookeeper.readonlymode.enabled") {
+      if (!parse_bool(value, c.read_only_mode)) err = bad("must be true or false");
     } else if (key == "linearizableReads") {
       if (!parse_bool(value, c.linearizable_reads)) err = bad("must be true or false");
     } else if (key == "enforceQuota" || key == "zookeeper.enforceQuota") {
@@ -513,12 +527,47 @@ std::optional<std::string> read_my_id(Config& c) {
   return std::nullopt;
 }
 
+std::vector<std::pair<std::string, std::string>> jvm_flag_properties(
+    const std::vector<std::pair<std::string, std::string>>& variables) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& [variable, flags] : variables) {
+    std::istringstream words(flags);
+    for (std::string word; words >> word;) {
+      if (word.rfind("-D", 0) != 0) continue;
+      auto eq = word.find('=');
+      if (eq == std::string::npos || eq == 2) continue;
+      std::string name = word.substr(2, eq - 2), value = word.substr(eq + 1);
+      if (value.size() >= 2 && (value.front() == '"' || value.front() == '\'') && value.back() == value.front())
+        value = value.substr(1, value.size() - 2);
+      // A setting Warden reads: in a minimal file it is no unknown key (a bad value is an
+      // error, which the real reading then reports with the flag's origin).
+      auto known = [&](const std::string& key) {
+        auto r = parse_config("dataDir=/probe\nclientPort=0\n" + key + "=" + value + "\n", "probe");
+        const auto* c = std::get_if<Config>(&r);
+        return !c || std::none_of(c->warnings.begin(), c->warnings.end(), [](const std::string& w) {
+                 return w.find("unknown key") != std::string::npos;
+               });
+      };
+      std::string key = name;
+      if (!known(key)) {
+        if (name.rfind("zookeeper.", 0) != 0 || !known(name.substr(10))) continue;
+        key = name.substr(10);
+      }
+      out.emplace_back(variable + " -D" + name, key + "=" + value);
+    }
+  }
+  return out;
+}
+
 ConfigResult load_config(const std::string& file_name) {
   std::ifstream f(file_name);
   if (!f) return file_name + ": cannot be read";
   std::stringstream ss;
   ss << f.rdbuf();
-  auto parsed = parse_config(ss.str(), file_name);
+  std::vector<std::pair<std::string, std::string>> variables;
+  for (const char* v : {"SERVER_JVMFLAGS", "JVMFLAGS"})
+    if (const char* flags = std::getenv(v)) variables.emplace_back(v, flags);
+  auto parsed = parse_config(ss.str(), file_name, jvm_flag_properties(variables));
   if (auto* c = std::get_if<Config>(&parsed)) {
     c->config_text = ss.str();
     if (auto why = read_my_id(*c)) return *why;

@@ -159,6 +159,9 @@ struct Config {
   // every write acknowledged anywhere before the read was sent (a linearizable read). Without
   // it a read on a follower may lag the leader, as in ZooKeeper; `sync` then read closes the gap.
   bool linearizable_reads = false;
+  // ZooKeeper's read-only mode (readonlymode.enabled): a member without a quorum serves reads to
+  // clients that allow it.
+  bool read_only_mode = false;
   // Refuse creates and sets past a hard quota with QuotaExceeded (ZooKeeper's enforceQuota).
   bool enforce_quota = false;
   // Four-letter words that run (4lw.commands.whitelist); "*" for all. ZooKeeper's default.
@@ -191,7 +194,18 @@ struct Config {
 
 // Either a config or one error message naming the file, line and key.
 using ConfigResult = std::variant<Config, std::string>;
-ConfigResult parse_config(std::string_view text, std::string_view file_name);
+// `properties`: settings from elsewhere, each (where it came from, "key=value"), read before the
+// file's lines so that the file wins where both name a setting.
+ConfigResult parse_config(std::string_view text, std::string_view file_name,
+                          const std::vector<std::pair<std::string, std::string>>& properties = {});
+// The -D properties of ZooKeeper's JVM flags, as its users set them for zkServer.sh (the
+// SERVER_JVMFLAGS and JVMFLAGS variables given, in that order) that name a setting Warden reads:
+// a property under its own name when that is a key (readonlymode.enabled,
+// zookeeper.DigestAuthenticationProvider.superDigest), or without its "zookeeper." prefix
+// (zookeeper.enforceQuota). Each as (origin, "key=value"); other flags are ignored.
+std::vector<std::pair<std::string, std::string>> jvm_flag_properties(
+    const std::vector<std::pair<std::string, std::string>>& variables);
+// Reads `file_name`, with the properties of SERVER_JVMFLAGS and JVMFLAGS from the environment.
 ConfigResult load_config(const std::string& file_name);
 // Reads DIR/myid into c.my_id when the file exists; an error names the file, line and reason.
 std::optional<std::string> read_my_id(Config& c);

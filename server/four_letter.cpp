@@ -92,7 +92,7 @@ std::string ZkServer::four_letter(std::string_view word, ConnId self, const Four
   if (!env.serving && word != "ruok" && word != "isro" && word != "conf" && word != "envi")
     return std::string(not_serving_text);
   if (word == "ruok") return "imok";
-  if (word == "isro") return "rw";
+  if (word == "isro") return read_only() ? "ro" : "rw";
   if (word == "srvr") return "Zookeeper version: " + four_letter_version() + "\n" + latency_line() + server_lines();
   if (word == "stat") {
     out = "Zookeeper version: " + four_letter_version() + "\nClients:\n";

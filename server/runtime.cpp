@@ -357,6 +357,7 @@ struct MemberView final : Ensemble {
   consensus::EnsembleReplicator* r = nullptr;
   bool leads() const override { return r->leading(); }
   bool serving() const override { return r->serving(); }
+  bool looking() const override { return std::string_view(r->role_name()) == "looking"; }
   bool forward(std::string request) override { return r->forward(std::move(request)); }
   Progress progress() const override {
     auto p = r->link_progress();
@@ -534,6 +535,7 @@ struct ServerRuntime::Impl {
     o.digest_enabled = c.digest_enabled;
     o.container_check_interval_ms = c.container_check_interval_ms;
     o.sessionless_timeout_ms = c.sessionless_timeout_ms;
+    o.read_only_mode = c.read_only_mode && c.ensemble();
     o.super_digest = c.super_digest;
     o.enforce_quota = c.enforce_quota;
     o.linearizable_reads = c.linearizable_reads;
@@ -554,6 +556,11 @@ struct ServerRuntime::Impl {
                        (ensemble->serving() ? "broadcast" : ensemble->leader() ? "synchronization" : "election");
       env.followers = static_cast<int64_t>(ensemble->followers());
       env.synced_followers = static_cast<int64_t>(ensemble->synced_followers());
+      if (server->read_only()) {
+        // As ZooKeeper's ReadOnlyZooKeeperServer: it serves, in mode "read-only".
+        env.mode = "read-only";
+        env.serving = true;
+      }
     }
     std::string data_dir = config.in_memory ? std::string() : config.data_dir;
     std::string log_dir = config.in_memory ? std::string()

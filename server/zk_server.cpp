@@ -190,7 +190,7 @@ void ZkServer::drain(ConnId id) {
 void ZkServer::handle_connect(ConnId id, Conn& c, std::string_view payload) {
   if (c.session != 0) return;  // a session is being created for this connection: ignore extras
   ++metrics_.connection_requests;
-  if (!serving()) {
+  if (!serving() && !read_only()) {
     ++metrics_.closed_not_serving;
     close_conn(id);  // as ZooKeeper's member without a quorum: the client tries another
     return;
@@ -200,6 +200,14 @@ void ZkServer::handle_connect(ConnId id, Conn& c, std::string_view payload) {
     spdlog::warn("closing {}: malformed connect request of {} bytes", who(c), payload.size());
     close_conn(id);
     return;
+  }
+  if (!serving()) {
+    if (!req->read_only.value_or(false)) {
+      ++metrics_.closed_not_serving;  // as ZooKeeper's read-only server: "not a read-only client"
+      close_conn(id);
+      return;
+    }
+    return connect_read_only(id, c, *req);
   }
   Zxid last = tree_.last_applied();
   if (req->lastZxidSeen > last) {
@@ -263,6 +271,34 @@ void ZkServer::handle_connect(ConnId id, Conn& c, std::string_view payload) {
   send_connect_response(c, timeout, s->id, s->passwd);
 }
 
+void ZkServer::connect_read_only(ConnId id, Conn& c, const wire::ConnectRequest& req) {
+  if (req.lastZxidSeen > tree_.last_applied()) {
+    close_conn(id);  // as a read-write member: this one is behind what the client has seen
+    return;
+  }
+  c.old_client = false;
+  c.read_only = true;
+  c.negotiated_timeout = std::clamp(req.timeOut, opts_.min_session_timeout_ms, opts_.max_session_timeout_ms);
+  if (req.sessionId == 0) {
+    std::string passwd(16, '\0');
+    for (auto& ch : passwd) ch = static_cast<char>(rng_());
+    SessionId s = sessions_.next_id();
+    attach(id, c, s);
+    send_connect_response(c, c.negotiated_timeout, s, passwd);
+    return;
+  }
+  ++metrics_.connection_revalidations;
+  const Session* s = sessions_.find(req.sessionId);
+  if (!s || s->closing || !req.passwd || *req.passwd != s->passwd) {
+    send_connect_response(c, 0, 0, std::string(16, '\0'));
+    close_conn(id);
+    return;
+  }
+  if (auto o = owner_.find(s->id); o != owner_.end() && o->second != id) close_conn(o->second);
+  attach(id, c, s->id);
+  send_connect_response(c, c.negotiated_timeout, s->id, s->passwd);
+}
+
 void ZkServer::attach(ConnId id, Conn& c, SessionId s) {
   c.session = s;
   c.attached = true;
@@ -274,7 +310,7 @@ void ZkServer::send_connect_response(Conn& c, int32_t timeout, SessionId s, cons
   r.timeOut = timeout;
   r.sessionId = s;
   r.passwd = passwd;
-  if (!c.old_client) r.read_only = false;
+  if (!c.old_client) r.read_only = c.read_only;
   std::string frame;
   wire::append_frame(frame, wire::encode_connect_response(r));
   send_frame(c, std::move(frame));
@@ -380,12 +416,21 @@ void ZkServer::handle_request(ConnId id, Conn& c, std::string_view payload) {
     return;
   }
   Zxid last = tree_.last_applied();
-  if (!sessions_.touch(c.session, now)) {
+  if (c.read_only) {
+    // Nothing reaches a leader from here: what would change the tree is refused, a close is
+    // this member's alone, and a ping is answered at once.
+    if (op == OpCode::closeSession) {
+      send_reply(id, h.xid, last, Err::ok);
+      return close_conn(id);
+    }
+    if (is_write(op) || op == OpCode::sync || op == OpCode::reconfig) return send_reply(id, h.xid, last, Err::notReadOnly);
+    if (op == OpCode::ping) return send_reply(id, h.xid, last, Err::ok);
+  } else if (!sessions_.touch(c.session, now)) {
     send_reply(id, h.xid, last, Err::sessionExpired);
     close_conn(id);
     return;
   }
-  if (!leads()) {
+  if (!leads() && !c.read_only) {
     touched_.push_back(c.session);  // the leader, which expires sessions, hears of it each tick
     if (wire::goes_to_leader(op)) {
       Forwarded f;
@@ -424,7 +469,7 @@ void ZkServer::handle_request(ConnId id, Conn& c, std::string_view payload) {
     handle_auth(id, c, body);
     return;
   }
-  if (opts_.linearizable_reads && hold_for_barrier(id, c, op, h.xid, payload)) return;
+  if (opts_.linearizable_reads && !c.read_only && hold_for_barrier(id, c, op, h.xid, payload)) return;
   // Everything but a write or a close is answered in this call: its latency is what it took.
   if (!is_write(op) && op != OpCode::closeSession) note_reply(c, op, h.xid, last, now);
   switch (op) {
@@ -1028,6 +1073,10 @@ void ZkServer::role_changed() {
     touched_.clear();
     return;
   }
+  std::vector<ConnId> read_only_conns;  // serving again: its read-only clients look for it anew
+  for (const auto& [id, c] : conns_)
+    if (c.read_only) read_only_conns.push_back(id);
+  for (ConnId id : read_only_conns) close_conn(id);
   if (leading) sessions_.touch_all(clock_());
 }
 

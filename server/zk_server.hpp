@@ -71,6 +71,8 @@ class Ensemble {
   virtual bool leads() const = 0;
   // Leads with a quorum, or follows (observes) a leader it is synchronised with.
   virtual bool serving() const = 0;
+  // Looking for a leader (no quorum): the one state in which read-only mode serves.
+  virtual bool looking() const { return false; }
   // Follower or observer: an encoded Forwarded (forward.hpp) to the leader, in order; false
   // when no leader can be reached (it is lost, as on a broken connection).
   virtual bool forward(std::string request) = 0;
@@ -104,6 +106,8 @@ struct ServerOptions {
   bool enforce_quota = false;
   // Config::linearizable_reads: each read waits for a no-op txn of its own (a barrier).
   bool linearizable_reads = false;
+  // Config::read_only_mode (members of an ensemble only).
+  bool read_only_mode = false;
   // Config::enforce_auth_schemes when enforce.auth.enabled; empty: no enforcement.
   std::vector<std::string> enforce_auth_schemes;
   // SASL (opcode 102): a new exchange per connection; empty: no SASL offered (answered as a
@@ -138,6 +142,14 @@ class ZkServer {
   void role_changed();
   // A member that does not serve answers no client.
   bool serving() const { return !ensemble_ || ensemble_->serving(); }
+  // Read-only mode, as ZooKeeper's ReadOnlyZooKeeperServer: a member looking for a quorum (not
+  // while it syncs: its tree is then being replaced) accepts clients whose ConnectRequest
+  // allows read-only, answers their reads from its own tree and their writes with NotReadOnly.
+  // Their sessions are this member's own (a new one is not a txn, and is forgotten once the
+  // member serves again: ZooKeeper's clients start afresh on a read-write server); a client
+  // with a session the tree knows may bring it, unchanged. Every such connection closes when
+  // the member's role changes.
+  bool read_only() const { return opts_.read_only_mode && ensemble_ && !ensemble_->serving() && ensemble_->looking(); }
 
   ConnId open(ClientLink* link);
   // A client's TLS handshake failed (or did not finish in time): counted as ZooKeeper counts
@@ -244,6 +256,7 @@ class ZkServer {
     bool attached = false;
     bool old_client = false;  // sent no readOnly byte, so gets none back
     bool closing = false;
+    bool read_only = false;  // attached in read-only mode
     bool sasl_answered = false;  // this connection was told once that the server has no SASL
     int32_t negotiated_timeout = 0;
     AuthIds auth;
@@ -323,6 +336,7 @@ class ZkServer {
   ApplyResult apply(const Txn& txn, Zxid zxid, std::vector<WatchTrigger>& triggers);
   void reply_write(const Pending& p, const Txn& txn, const ApplyResult& r, Zxid zxid);
   void attach(ConnId id, Conn& c, SessionId s);
+  void connect_read_only(ConnId id, Conn& c, const wire::ConnectRequest& req);
   void send_connect_response(Conn& c, int32_t timeout, SessionId s, const std::string& passwd);
   void send_reply(ConnId id, int32_t xid, Zxid zxid, wire::Err err);
   template <class R>

@@ -258,10 +258,10 @@ Json ZkServer::admin_command(std::string_view name, const FourLetterEnv& env, st
   } else if (primary == "ruok" || primary == "connection_stat_reset" || primary == "stat_reset") {
     if (primary != "ruok") four_letter(primary == "stat_reset" ? "srst" : "crst", 0, env);  // one reset, two doors
   } else if (primary == "is_read_only") {
-    r.set("read_only", false);
+    r.set("read_only", read_only());
   } else if (primary == "stats" || primary == "server_stats") {
     r.set("version", four_letter_version());
-    r.set("read_only", false);
+    r.set("read_only", read_only());
     r.set("server_stats", server_stats_json(env));
     r.set("client_response", buffer_stats(counters_.client_response));
     if (env.mode == "leader") r.set("proposal_stats", buffer_stats(counters_.proposals));

@@ -9,15 +9,9 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import BadVersionError, NoNodeError, NodeExistsError, NotEmptyError, RolledBackError
 
 import support
+from support import wait_until
 
 
-def wait_until(cond, timeout=10.0):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if cond():
-            return True
-        time.sleep(0.02)
-    return cond()
 
 
 def crud(c, zk):

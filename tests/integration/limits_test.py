@@ -14,6 +14,7 @@ import time
 from kazoo.client import KazooClient
 
 import support
+from support import wait_until
 from ensemble import four_letter
 from zkproto import OPEN_ACL, Session, frame, jacl, jbool, jbuf, jint, jstr, read_frame
 
@@ -28,20 +29,12 @@ def rss_mib(pid):
     return 0.0
 
 
-def wait_for(cond, seconds):
-    deadline = time.time() + seconds
-    while time.time() < deadline:
-        if cond():
-            return True
-        time.sleep(0.1)
-    return cond()
-
 
 def per_address_limit(c, server, name):
     sessions = [Session(server.port) for _ in range(3)]
     c.check(not support.handshake_ok(server.port), f"{name}: a fourth connection from 127.0.0.1 is refused")
     sessions.pop().close()
-    c.check(wait_for(lambda: support.handshake_ok(server.port), 10),
+    c.check(wait_until(lambda: support.handshake_ok(server.port), 10),
             f"{name}: once one closes, a new connection is served")
     for s in sessions:
         c.equal(s.call(3, jstr("/") + jbool(False))[0], 0, f"{name}: the sessions already open go on")
@@ -139,7 +132,7 @@ def main():
                 greedy.sock.sendall(request)
         except OSError:
             pass  # the server closed it: what we want
-        closed = wait_for(lambda: "wait unread" in w.log(), 20)
+        closed = wait_until(lambda: "wait unread" in w.log(), 20)
         c.check(closed, "the connection is closed once too much waits unread")
         grown = rss_mib(w.proc.pid) - before
         # Unbounded, the server would hold the 900 MB; bounded, 64 MiB plus what the allocator

@@ -233,6 +233,16 @@ def compile_java(workdir, classpath, *sources):
     return workdir + ":" + classpath
 
 
+def wait_until(cond, timeout=10.0, step=0.02):
+    """True once cond() holds, polled every `step` seconds for at most `timeout`."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if cond():
+            return True
+        time.sleep(step)
+    return cond()
+
+
 def run_concurrently(checks, parts, timeout=900):
     """Runs each of `parts` (functions of no arguments) in a thread of its own and waits for all
     (each within `timeout` seconds); an exception in one is a failed check naming it, and the

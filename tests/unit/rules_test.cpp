@@ -467,3 +467,28 @@ TEST_CASE("zoo.cfg: a bad ensemble names the file, the line and the reason") {
         "CFG:4: server.1=127.0.0.1:2888:3888;nohost:x: the client address 'nohost' is not an IP address");
   CHECK(err("clientPort=1\npeerType=leader\n", "1") == "CFG:4: peerType=leader: must be participant or observer");
 }
+
+TEST_CASE("JVM flags' -D properties are read as ZooKeeper reads them; zoo.cfg wins; a bad one names its flag") {
+  auto props = jvm_flag_properties(
+      {{"SERVER_JVMFLAGS", "-Xmx1g -Dreadonlymode.enabled=true -Dzookeeper.extendedTypesEnabled=true -Dno.such=1 "
+                           "-Dzookeeper.DigestAuthenticationProvider.superDigest=super:abc= -D -Dx"},
+       {"JVMFLAGS", "-Dzookeeper.nio.sessionlessCnxnTimeout='2500' garbage"}});
+  REQUIRE(props.size() == 4);
+  CHECK(props[0] == std::pair<std::string, std::string>{"SERVER_JVMFLAGS -Dreadonlymode.enabled",
+                                                        "readonlymode.enabled=true"});
+  CHECK(props[1].second == "extendedTypesEnabled=true");  // ZooKeeper's property, the key without its prefix
+  CHECK(props[2].second == "zookeeper.DigestAuthenticationProvider.superDigest=super:abc=");
+  CHECK(props[3].second == "zookeeper.nio.sessionlessCnxnTimeout=2500");
+  auto c = std::get<Config>(parse_config("dataDir=/d\nclientPort=1\n", "z.cfg", props));
+  CHECK(c.read_only_mode);
+  CHECK(c.extended_types);
+  CHECK(c.sessionless_timeout_ms == 2500);
+  CHECK(c.super_digest == "super:abc=");
+  auto file_wins = std::get<Config>(parse_config("dataDir=/d\nclientPort=1\nreadonlymode.enabled=false\n", "z.cfg", props));
+  CHECK(!file_wins.read_only_mode);
+  auto bad = parse_config("dataDir=/d\nclientPort=1\n", "z.cfg",
+                          jvm_flag_properties({{"JVMFLAGS", "-Dreadonlymode.enabled=maybe"}}));
+  REQUIRE(std::holds_alternative<std::string>(bad));
+  CHECK(std::get<std::string>(bad) ==
+        "JVMFLAGS -Dreadonlymode.enabled: readonlymode.enabled=maybe: must be true or false");
+}
