@@ -205,7 +205,12 @@ ConfigResult parse_config(std::string_view text, std::string_view file_name,
 // (zookeeper.enforceQuota). Each as (origin, "key=value"); other flags are ignored.
 std::vector<std::pair<std::string, std::string>> jvm_flag_properties(
     const std::vector<std::pair<std::string, std::string>>& variables);
-// Reads `file_name`, with the properties of SERVER_JVMFLAGS and JVMFLAGS from the environment.
+// conf/java.env as zkEnv.sh sources it, for what it sets SERVER_JVMFLAGS and JVMFLAGS to:
+// `[export] NAME=value` lines, the value quoted or not, $NAME and ${NAME} expanded (these two
+// from `flags`, others from the environment); other lines are ignored.
+void apply_java_env(std::string_view text, std::map<std::string, std::string>& flags);
+// Reads `file_name`, with the properties of SERVER_JVMFLAGS and JVMFLAGS from the environment
+// and from java.env beside the file.
 ConfigResult load_config(const std::string& file_name);
 // Reads DIR/myid into c.my_id when the file exists; an error names the file, line and reason.
 std::optional<std::string> read_my_id(Config& c);

@@ -7,12 +7,14 @@ and without them answers a new read-only session with a NotReadOnly reply header
 cannot read), `isro` says "ro" (the admin command's read_only is true), and a client that
 did not ask for read-only is refused; its peers, without the setting, refuse every client
 when alone. Once the peers are back, the member serves read-write
-again, says "rw", and the read-only client finds a read-write connection on its own. A bad value
+again, says "rw", and the read-only clients (kazoo's, and ZooKeeper's Java client with
+canBeReadOnly) find a read-write connection on their own. A bad value
 of the key stops the start naming the line."""
 import json
 import os
 import subprocess
 import tempfile
+import threading
 import time
 import urllib.request
 
@@ -55,6 +57,9 @@ def admin_read_only(port):
 
 def main():
     admin = support.free_port()
+    java_cp = support.compile_java(tempfile.mkdtemp(prefix="warden-ro-java-"),
+                                   support.java_classpath("zookeeper.jar", "zookeeper-jute.jar", "slf4j-api.jar",
+                                                          "slf4j-nop.jar"), "ReadOnlyClient.java")
     cfg = "4lw.commands.whitelist=*\n"
     with Ensemble(3, extra_cfg=cfg) as ens:
         ens.start()
@@ -116,6 +121,17 @@ def main():
 
         refused(alone.hosts, False, "a client that did not ask for read-only is refused")
 
+        # ZooKeeper's Java client (canBeReadOnly), given the whole connect string.
+        java = subprocess.Popen(["java", "-Xmx128m", "-cp", java_cp, "ReadOnlyClient", ens.connect_string, "/ro-data"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        java_lines = []
+        reader = threading.Thread(target=lambda: java_lines.extend(line.strip() for line in java.stdout), daemon=True)
+        reader.start()
+        c.check(wait_until(lambda: "WAITING" in java_lines or java.poll() is not None, 60),
+                f"the Java client reaches its read-only steps: {java_lines}")
+        c.equal(java_lines[:3], ["RO", "READ v1", "WRITE NOTREADONLY"],
+                "the Java client connects read-only, reads, and is refused a write with NotReadOnly")
+
         for m in others:
             m.start()
         ens.wait_serving(ens.members)
@@ -128,6 +144,14 @@ def main():
             c.equal(ro.get("/ro-after")[0], b"w", "and writes again")
         ro.stop()
         ro.close()
+        try:
+            java.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            java.kill()
+            java.wait()
+        reader.join(10)
+        c.equal(java_lines[4:], ["RW", "WRITE OK"], "the Java client finds a read-write member by itself and writes "
+                                                   f"({java.stderr.read()[-1500:]})")
         c.check(wait_until(lambda: early.client_state == KeeperState.CONNECTED, 60),
                 f"the first session is read-write again ({early.client_state})")
         c.equal(early.client_id[0], early_session, "still the same session")

@@ -492,3 +492,23 @@ TEST_CASE("JVM flags' -D properties are read as ZooKeeper reads them; zoo.cfg wi
   CHECK(std::get<std::string>(bad) ==
         "JVMFLAGS -Dreadonlymode.enabled: readonlymode.enabled=maybe: must be true or false");
 }
+
+TEST_CASE("conf/java.env sets the JVM flags as zkEnv.sh sources it") {
+  std::map<std::string, std::string> flags{{"SERVER_JVMFLAGS", "-Xmx1g"}};
+  apply_java_env("# comment\nexport SERVER_JVMFLAGS=\"$SERVER_JVMFLAGS -Dreadonlymode.enabled=true\"\n"
+                 "JVMFLAGS='-Dzookeeper.nio.sessionlessCnxnTimeout=3000 ${SERVER_JVMFLAGS}'\n"
+                 "OTHER=1\nnot an assignment\n$\n",
+                 flags);
+  CHECK(flags["SERVER_JVMFLAGS"] == "-Xmx1g -Dreadonlymode.enabled=true");
+  CHECK(flags["JVMFLAGS"] == "-Dzookeeper.nio.sessionlessCnxnTimeout=3000 -Xmx1g -Dreadonlymode.enabled=true");
+  CHECK(flags.size() == 2);
+  // load_config reads java.env beside zoo.cfg.
+  auto dir = std::filesystem::temp_directory_path() / ("warden-javaenv-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "zoo.cfg") << "dataDir=" << (dir / "d").string() << "\nclientPort=0\n";
+  std::ofstream(dir / "java.env") << "SERVER_JVMFLAGS=\"-Dreadonlymode.enabled=true\"\n";
+  auto loaded = load_config((dir / "zoo.cfg").string());
+  std::filesystem::remove_all(dir);
+  REQUIRE(std::holds_alternative<Config>(loaded));
+  CHECK(std::get<Config>(loaded).read_only_mode);
+}
