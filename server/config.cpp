@@ -528,68 +528,24 @@ std::optional<std::string> read_my_id(Config& c) {
   return std::nullopt;
 }
 
-void apply_java_env(std::string_view text, std::map<std::string, std::string>& flags) {
-  std::istringstream in{std::string(text)};
-  for (std::string raw; std::getline(in, raw);) {
-    std::string_view line = trim(raw);
-    if (line.rfind("export ", 0) == 0) line = trim(line.substr(7));
-    auto eq = line.find('=');
-    if (eq == std::string_view::npos) continue;
-    std::string name(line.substr(0, eq));
-    if (name != "SERVER_JVMFLAGS" && name != "JVMFLAGS") continue;
-    std::string_view value = line.substr(eq + 1);
-    if (value.size() >= 2 && (value.front() == '"' || value.front() == '\'') && value.back() == value.front())
-      value = value.substr(1, value.size() - 2);
-    // $NAME and ${NAME}: the variable's value so far (these two), else the environment's.
-    std::string out;
-    for (size_t i = 0; i < value.size(); ++i) {
-      if (value[i] != '$') {
-        out += value[i];
-        continue;
-      }
-      bool braced = i + 1 < value.size() && value[i + 1] == '{';
-      size_t start = i + (braced ? 2 : 1), end = start;
-      while (end < value.size() && (std::isalnum(static_cast<unsigned char>(value[end])) || value[end] == '_')) ++end;
-      std::string ref(value.substr(start, end - start));
-      if (braced && end < value.size() && value[end] == '}') ++end;
-      if (auto it = flags.find(ref); it != flags.end())
-        out += it->second;
-      else if (const char* e = std::getenv(ref.c_str()))
-        out += e;
-      i = end - 1;
-    }
-    flags[name] = out;
-  }
-}
-
-std::vector<std::pair<std::string, std::string>> jvm_flag_properties(
-    const std::vector<std::pair<std::string, std::string>>& variables) {
+std::vector<std::pair<std::string, std::string>> jvm_flag_properties(const std::vector<JvmProperty>& properties) {
   std::vector<std::pair<std::string, std::string>> out;
-  for (const auto& [variable, flags] : variables) {
-    std::istringstream words(flags);
-    for (std::string word; words >> word;) {
-      if (word.rfind("-D", 0) != 0) continue;
-      auto eq = word.find('=');
-      if (eq == std::string::npos || eq == 2) continue;
-      std::string name = word.substr(2, eq - 2), value = word.substr(eq + 1);
-      if (value.size() >= 2 && (value.front() == '"' || value.front() == '\'') && value.back() == value.front())
-        value = value.substr(1, value.size() - 2);
-      // A setting Warden reads: in a minimal file it is no unknown key (a bad value is an
-      // error, which the real reading then reports with the flag's origin).
-      auto known = [&](const std::string& key) {
-        auto r = parse_config("dataDir=/probe\nclientPort=0\n" + key + "=" + value + "\n", "probe");
-        const auto* c = std::get_if<Config>(&r);
-        return !c || std::none_of(c->warnings.begin(), c->warnings.end(), [](const std::string& w) {
-                 return w.find("unknown key") != std::string::npos;
-               });
-      };
-      std::string key = name;
-      if (!known(key)) {
-        if (name.rfind("zookeeper.", 0) != 0 || !known(name.substr(10))) continue;
-        key = name.substr(10);
-      }
-      out.emplace_back(variable + " -D" + name, key + "=" + value);
+  for (const auto& p : properties) {
+    // A setting Warden reads: in a minimal file it is no unknown key (a bad value is an
+    // error, which the real reading then reports with the flag's origin).
+    auto known = [&](const std::string& key) {
+      auto r = parse_config("dataDir=/probe\nclientPort=0\n" + key + "=" + p.value + "\n", "probe");
+      const auto* c = std::get_if<Config>(&r);
+      return !c || std::none_of(c->warnings.begin(), c->warnings.end(), [](const std::string& w) {
+               return w.find("unknown key") != std::string::npos;
+             });
+    };
+    std::string key = p.name;
+    if (!known(key)) {
+      if (p.name.rfind("zookeeper.", 0) != 0 || !known(p.name.substr(10))) continue;
+      key = p.name.substr(10);
     }
+    out.emplace_back(p.origin + " -D" + p.name, key + "=" + p.value);
   }
   return out;
 }
@@ -599,20 +555,9 @@ ConfigResult load_config(const std::string& file_name) {
   if (!f) return file_name + ": cannot be read";
   std::stringstream ss;
   ss << f.rdbuf();
-  std::map<std::string, std::string> flags;
-  for (const char* v : {"SERVER_JVMFLAGS", "JVMFLAGS"})
-    if (const char* value = std::getenv(v)) flags[v] = value;
-  // zkEnv.sh sources java.env from zoo.cfg's directory, which may set them further.
-  auto java_env = std::filesystem::path(file_name).parent_path() / "java.env";
-  if (std::ifstream env(java_env); env) {
-    std::stringstream text;
-    text << env.rdbuf();
-    apply_java_env(text.str(), flags);
-  }
-  std::vector<std::pair<std::string, std::string>> variables;
-  for (const char* v : {"SERVER_JVMFLAGS", "JVMFLAGS"})
-    if (auto it = flags.find(v); it != flags.end()) variables.emplace_back(v, it->second);
-  auto parsed = parse_config(ss.str(), file_name, jvm_flag_properties(variables));
+  std::string dir = std::filesystem::path(file_name).parent_path().string();
+  auto flags = launcher_properties(std::getenv("SERVER_JVMFLAGS"), std::getenv("JVMFLAGS"), dir.empty() ? "." : dir);
+  auto parsed = parse_config(ss.str(), file_name, jvm_flag_properties(flags));
   if (auto* c = std::get_if<Config>(&parsed)) {
     c->config_text = ss.str();
     if (auto why = read_my_id(*c)) return *why;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "server/admin/admin_server.hpp"
+#include "server/jvm_flags.hpp"
 #include "server/logging.hpp"
 #include "server/tls/tls_settings.hpp"
 
@@ -198,19 +199,13 @@ using ConfigResult = std::variant<Config, std::string>;
 // file's lines so that the file wins where both name a setting.
 ConfigResult parse_config(std::string_view text, std::string_view file_name,
                           const std::vector<std::pair<std::string, std::string>>& properties = {});
-// The -D properties of ZooKeeper's JVM flags, as its users set them for zkServer.sh (the
-// SERVER_JVMFLAGS and JVMFLAGS variables given, in that order) that name a setting Warden reads:
-// a property under its own name when that is a key (readonlymode.enabled,
+// The launcher's -D properties (jvm_flags.hpp) that name a setting Warden reads: a property
+// under its own name when that is a key (readonlymode.enabled,
 // zookeeper.DigestAuthenticationProvider.superDigest), or without its "zookeeper." prefix
-// (zookeeper.enforceQuota). Each as (origin, "key=value"); other flags are ignored.
-std::vector<std::pair<std::string, std::string>> jvm_flag_properties(
-    const std::vector<std::pair<std::string, std::string>>& variables);
-// conf/java.env as zkEnv.sh sources it, for what it sets SERVER_JVMFLAGS and JVMFLAGS to:
-// `[export] NAME=value` lines, the value quoted or not, $NAME and ${NAME} expanded (these two
-// from `flags`, others from the environment); other lines are ignored.
-void apply_java_env(std::string_view text, std::map<std::string, std::string>& flags);
-// Reads `file_name`, with the properties of SERVER_JVMFLAGS and JVMFLAGS from the environment
-// and from java.env beside the file.
+// (zookeeper.extendedTypesEnabled). Each as ("ORIGIN -DNAME", "key=value"); others are ignored.
+std::vector<std::pair<std::string, std::string>> jvm_flag_properties(const std::vector<JvmProperty>& properties);
+// Reads `file_name`, with the launcher's properties (SERVER_JVMFLAGS and JVMFLAGS from the
+// environment and from java.env beside the file) read first: the file wins.
 ConfigResult load_config(const std::string& file_name);
 // Reads DIR/myid into c.my_id when the file exists; an error names the file, line and reason.
 std::optional<std::string> read_my_id(Config& c);

@@ -1,6 +1,7 @@
 #include "server/auth/jaas.hpp"
 
 #include "server/config.hpp"
+#include "server/jvm_flags.hpp"
 
 #include <cctype>
 #include <fstream>
@@ -71,20 +72,6 @@ std::variant<std::vector<Token>, std::string> tokens(std::string_view s, const s
   return out;
 }
 
-std::string quoted_path_after(const std::string& flags, const std::string& key) {
-  auto at = flags.find(key);
-  if (at == std::string::npos) return {};
-  size_t from = at + key.size();
-  std::string v;
-  if (from < flags.size() && (flags[from] == '"' || flags[from] == '\'')) {
-    char q = flags[from];
-    size_t end = flags.find(q, from + 1);
-    return flags.substr(from + 1, end == std::string::npos ? std::string::npos : end - from - 1);
-  }
-  while (from < flags.size() && !std::isspace(static_cast<unsigned char>(flags[from])) && flags[from] != '"')
-    v += flags[from++];
-  return v;
-}
 }  // namespace
 
 std::variant<JaasFile, std::string> parse_jaas(std::string_view text, const std::string& file_name) {
@@ -157,29 +144,10 @@ std::variant<JaasFile, std::string> load_jaas(const std::string& file_name) {
 
 std::string find_jaas_file(const char* server_jvmflags, const char* jvmflags, const std::string& config_dir,
                            std::string* origin) {
-  static const std::string key = "-Djava.security.auth.login.config=";
-  for (auto [flags, name] : {std::pair{server_jvmflags, "SERVER_JVMFLAGS"}, std::pair{jvmflags, "JVMFLAGS"}}) {
-    if (!flags) continue;
-    std::string f = quoted_path_after(flags, key);
-    if (!f.empty()) {
-      if (origin) *origin = std::string("$") + name;
-      return f;
-    }
-  }
-  if (config_dir.empty()) return {};
-  std::string env_file = config_dir + "/java.env";
-  std::ifstream in(env_file);
-  std::string line;
-  int n = 0;
-  while (std::getline(in, line)) {
-    ++n;
-    auto hash = line.find('#');
-    if (hash != std::string::npos) line.erase(hash);
-    std::string f = quoted_path_after(line, key);
-    if (!f.empty()) {
-      if (origin) *origin = env_file + ":" + std::to_string(n);
-      return f;
-    }
+  for (const auto& p : launcher_properties(server_jvmflags, jvmflags, config_dir)) {
+    if (p.name != "java.security.auth.login.config" || p.value.empty()) continue;
+    if (origin) *origin = p.origin;
+    return p.value;
   }
   return {};
 }

@@ -35,9 +35,9 @@ struct JaasFile {
 std::variant<JaasFile, std::string> parse_jaas(std::string_view text, const std::string& file_name);
 std::variant<JaasFile, std::string> load_jaas(const std::string& file_name);
 
-// The JAAS file ZooKeeper would use: -Djava.security.auth.login.config=FILE in `server_jvmflags`
-// or else `jvmflags` (either may be null), else in the java.env in `config_dir` (none when
-// empty). Empty: none.
+// The JAAS file ZooKeeper would use: -Djava.security.auth.login.config among the launcher's
+// properties (jvm_flags.hpp: SERVER_JVMFLAGS, then JVMFLAGS, as given, then as the java.env in
+// `config_dir` sets them; either variable may be null, `config_dir` empty). Empty: none.
 // `origin` says where it was found, for messages.
 std::string find_jaas_file(const char* server_jvmflags, const char* jvmflags, const std::string& config_dir,
                            std::string* origin);

@@ -469,12 +469,12 @@ TEST_CASE("zoo.cfg: a bad ensemble names the file, the line and the reason") {
 }
 
 TEST_CASE("JVM flags' -D properties are read as ZooKeeper reads them; zoo.cfg wins; a bad one names its flag") {
-  auto props = jvm_flag_properties(
-      {{"SERVER_JVMFLAGS", "-Xmx1g -Dreadonlymode.enabled=true -Dzookeeper.extendedTypesEnabled=true -Dno.such=1 "
-                           "-Dzookeeper.DigestAuthenticationProvider.superDigest=super:abc= -D -Dx"},
-       {"JVMFLAGS", "-Dzookeeper.nio.sessionlessCnxnTimeout='2500' garbage"}});
+  auto props = jvm_flag_properties(launcher_properties(
+      "-Xmx1g -Dreadonlymode.enabled=true -Dzookeeper.extendedTypesEnabled=true -Dno.such=1 "
+      "-Dzookeeper.DigestAuthenticationProvider.superDigest=super:abc= -D -Dx",
+      "-Dzookeeper.nio.sessionlessCnxnTimeout='2500' garbage", ""));
   REQUIRE(props.size() == 4);
-  CHECK(props[0] == std::pair<std::string, std::string>{"SERVER_JVMFLAGS -Dreadonlymode.enabled",
+  CHECK(props[0] == std::pair<std::string, std::string>{"$SERVER_JVMFLAGS -Dreadonlymode.enabled",
                                                         "readonlymode.enabled=true"});
   CHECK(props[1].second == "extendedTypesEnabled=true");  // ZooKeeper's property, the key without its prefix
   CHECK(props[2].second == "zookeeper.DigestAuthenticationProvider.superDigest=super:abc=");
@@ -487,21 +487,24 @@ TEST_CASE("JVM flags' -D properties are read as ZooKeeper reads them; zoo.cfg wi
   auto file_wins = std::get<Config>(parse_config("dataDir=/d\nclientPort=1\nreadonlymode.enabled=false\n", "z.cfg", props));
   CHECK(!file_wins.read_only_mode);
   auto bad = parse_config("dataDir=/d\nclientPort=1\n", "z.cfg",
-                          jvm_flag_properties({{"JVMFLAGS", "-Dreadonlymode.enabled=maybe"}}));
+                          jvm_flag_properties(launcher_properties(nullptr, "-Dreadonlymode.enabled=maybe", "")));
   REQUIRE(std::holds_alternative<std::string>(bad));
   CHECK(std::get<std::string>(bad) ==
-        "JVMFLAGS -Dreadonlymode.enabled: readonlymode.enabled=maybe: must be true or false");
+        "$JVMFLAGS -Dreadonlymode.enabled: readonlymode.enabled=maybe: must be true or false");
 }
 
 TEST_CASE("conf/java.env sets the JVM flags as zkEnv.sh sources it") {
-  std::map<std::string, std::string> flags{{"SERVER_JVMFLAGS", "-Xmx1g"}};
+  std::map<std::string, std::string> flags{{"SERVER_JVMFLAGS", "-Xmx1g"}}, origins;
   apply_java_env("# comment\nexport SERVER_JVMFLAGS=\"$SERVER_JVMFLAGS -Dreadonlymode.enabled=true\"\n"
                  "JVMFLAGS='-Dzookeeper.nio.sessionlessCnxnTimeout=3000 ${SERVER_JVMFLAGS}'\n"
                  "OTHER=1\nnot an assignment\n$\n",
-                 flags);
+                 flags, &origins, "j.env");
   CHECK(flags["SERVER_JVMFLAGS"] == "-Xmx1g -Dreadonlymode.enabled=true");
   CHECK(flags["JVMFLAGS"] == "-Dzookeeper.nio.sessionlessCnxnTimeout=3000 -Xmx1g -Dreadonlymode.enabled=true");
   CHECK(flags.size() == 2);
+  CHECK(origins["JVMFLAGS"] == "j.env:3");
+  CHECK(jvm_properties("-Da=1 -Db=\"x y\" -c -D=2 -Dd") ==
+        std::vector<std::pair<std::string, std::string>>{{"a", "1"}, {"b", "x y"}});
   // load_config reads java.env beside zoo.cfg.
   auto dir = std::filesystem::temp_directory_path() / ("warden-javaenv-" + std::to_string(getpid()));
   std::filesystem::create_directories(dir);
