@@ -417,7 +417,7 @@ struct ServerRuntime::Impl {
     admin::Summary quorum_ack_latency{true};
     // The group committer as ZooKeeper's SyncRequestProcessor: txns waiting at each submit, each
     // txn's wait before its write began and to its write's end, each write's time.
-    admin::Summary sync_processor_queue_size{false, admin::Access::one_thread};  // fed and read on the server's
+    admin::Summary sync_processor_queue_size{false, admin::Access::one_thread};  // the server's thread only
     admin::Summary sync_processor_queue_time{true}, sync_processor_flush_time{true},
         sync_processor_queue_and_flush_time{true};
     int64_t sync_processor_queued = 0;

@@ -147,8 +147,6 @@ bool ZkServer::must_wait(const Conn& c, std::string_view payload) const {
   return !r.ok() || !is_write(static_cast<OpCode>(h.type));
 }
 
-bool ZkServer::must_wait(const Conn& c, const Conn::Held& h) const { return must_wait(c, h.payload); }
-
 void ZkServer::hold_reads(Pending& p, SessionId s) {
   if (p.kind != Kind::request || p.barrier || s == 0) return;
   p.holds_reads = s;
@@ -178,7 +176,7 @@ void ZkServer::process(ConnId id, Conn& c, std::string_view payload) {
 void ZkServer::drain(ConnId id) {
   for (;;) {
     Conn* c = conn(id);
-    if (!c || c->closing || c->held.empty() || must_wait(*c, c->held.front())) return;
+    if (!c || c->closing || c->held.empty() || must_wait(*c, c->held.front().payload)) return;
     Conn::Held h = std::move(c->held.front());
     c->held.pop_front();
     --held_total_;
@@ -201,13 +199,10 @@ void ZkServer::handle_connect(ConnId id, Conn& c, std::string_view payload) {
     close_conn(id);
     return;
   }
-  if (!serving()) {
-    if (!req->read_only.value_or(false)) {
-      ++metrics_.closed_not_serving;  // as ZooKeeper's read-only server: "not a read-only client"
-      close_conn(id);
-      return;
-    }
-    return connect_read_only(id, c, *req);
+  if (!serving() && !req->read_only.value_or(false)) {
+    ++metrics_.closed_not_serving;  // as ZooKeeper's read-only server: "not a read-only client"
+    close_conn(id);
+    return;
   }
   Zxid last = tree_.last_applied();
   if (req->lastZxidSeen > last) {
@@ -218,11 +213,16 @@ void ZkServer::handle_connect(ConnId id, Conn& c, std::string_view payload) {
   }
   int32_t timeout = std::clamp(req->timeOut, opts_.min_session_timeout_ms, opts_.max_session_timeout_ms);
   c.old_client = !req->read_only.has_value();
+  c.read_only = !serving();  // read_only() let it in above: it answers from its own tree
   c.negotiated_timeout = timeout;
   if (req->sessionId == 0) {
     SessionId s = sessions_.next_id();
     std::string passwd(16, '\0');
     for (auto& ch : passwd) ch = static_cast<char>(rng_());
+    if (c.read_only) {  // a session of this member's own: no txn, no leader to ask
+      attach(id, c, s);
+      return send_connect_response(c, timeout, s, passwd);
+    }
     c.session = s;
     if (!leads()) {
       Forwarded f;
@@ -251,6 +251,11 @@ void ZkServer::handle_connect(ConnId id, Conn& c, std::string_view payload) {
     close_conn(id);
     return;
   }
+  if (c.read_only) {  // as its tree knows it: no leader to confirm it, nor to move it here
+    if (auto o = owner_.find(s->id); o != owner_.end() && o->second != id) close_conn(o->second);
+    attach(id, c, s->id);
+    return send_connect_response(c, timeout, s->id, s->passwd);
+  }
   if (!leads()) {
     // The leader confirms the session lives and moves it here; the answer comes in order.
     Forwarded f;
@@ -269,34 +274,6 @@ void ZkServer::handle_connect(ConnId id, Conn& c, std::string_view payload) {
   sessions_.touch(s->id, clock_());
   attach(id, c, s->id);
   send_connect_response(c, timeout, s->id, s->passwd);
-}
-
-void ZkServer::connect_read_only(ConnId id, Conn& c, const wire::ConnectRequest& req) {
-  if (req.lastZxidSeen > tree_.last_applied()) {
-    close_conn(id);  // as a read-write member: this one is behind what the client has seen
-    return;
-  }
-  c.old_client = false;
-  c.read_only = true;
-  c.negotiated_timeout = std::clamp(req.timeOut, opts_.min_session_timeout_ms, opts_.max_session_timeout_ms);
-  if (req.sessionId == 0) {
-    std::string passwd(16, '\0');
-    for (auto& ch : passwd) ch = static_cast<char>(rng_());
-    SessionId s = sessions_.next_id();
-    attach(id, c, s);
-    send_connect_response(c, c.negotiated_timeout, s, passwd);
-    return;
-  }
-  ++metrics_.connection_revalidations;
-  const Session* s = sessions_.find(req.sessionId);
-  if (!s || s->closing || !req.passwd || *req.passwd != s->passwd) {
-    send_connect_response(c, 0, 0, std::string(16, '\0'));
-    close_conn(id);
-    return;
-  }
-  if (auto o = owner_.find(s->id); o != owner_.end() && o->second != id) close_conn(o->second);
-  attach(id, c, s->id);
-  send_connect_response(c, c.negotiated_timeout, s->id, s->passwd);
 }
 
 void ZkServer::attach(ConnId id, Conn& c, SessionId s) {

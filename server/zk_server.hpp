@@ -299,7 +299,6 @@ class ZkServer {
   // those of its earlier connections included (ZooKeeper orders a session's requests, not a
   // connection's), so a client that re-attaches reads what it wrote before the break.
   bool must_wait(const Conn& c, std::string_view payload) const;
-  bool must_wait(const Conn& c, const Conn::Held& h) const;
   // Counts `p` as a write of `s` in flight (Pending::holds_reads).
   void hold_reads(Pending& p, SessionId s);
   // `p` left the queue (applied, lost or aborted): it no longer holds back its session's reads.
@@ -336,7 +335,6 @@ class ZkServer {
   ApplyResult apply(const Txn& txn, Zxid zxid, std::vector<WatchTrigger>& triggers);
   void reply_write(const Pending& p, const Txn& txn, const ApplyResult& r, Zxid zxid);
   void attach(ConnId id, Conn& c, SessionId s);
-  void connect_read_only(ConnId id, Conn& c, const wire::ConnectRequest& req);
   void send_connect_response(Conn& c, int32_t timeout, SessionId s, const std::string& passwd);
   void send_reply(ConnId id, int32_t xid, Zxid zxid, wire::Err err);
   template <class R>
