@@ -9,7 +9,7 @@ export CCACHE_DIR="${CCACHE_DIR:-$HOME/.cache/ccache}"
 # Debian packages that building the server needs: all that scripts/run installs.
 RUN_PACKAGES=(cmake ninja-build g++ ccache libboost-dev libspdlog-dev libfmt-dev
               libprotobuf-dev protobuf-compiler librocksdb-dev libssl-dev
-              libsasl2-dev libsasl2-modules libsasl2-modules-gssapi-mit pkgconf libsystemd-dev zlib1g-dev)
+              libsasl2-dev libsasl2-modules libsasl2-modules-gssapi-mit pkgconf libsystemd-dev zlib1g-dev libsnappy-dev)
 # What the server binary is built from: scripts/run builds only this, with the tests left out of
 # the configuration, so that nothing the tests need has to be installed.
 RUN_TARGETS=(warden-server)

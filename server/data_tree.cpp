@@ -436,6 +436,15 @@ bool DataTree::load_node(std::string_view path, std::string_view record) {
   return true;
 }
 
+bool DataTree::relabel_acl(std::string_view path, const wire::AclList& acl) {
+  Node* n = find_mut(path);
+  if (!n) return false;
+  uint32_t old = n->acl_;
+  n->acl_ = acquire_acl(acl);  // before the release: the same list keeps its slot
+  release_acl(old);
+  return true;
+}
+
 Err DataTree::create(const CreateTxn& c, const Txn& t, Zxid zxid, std::vector<WatchTrigger>& tr) {
   if (c.path.size() < 2) return Err::nodeExists;
   auto parent_name = parent_path(c.path);

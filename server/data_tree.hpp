@@ -102,6 +102,10 @@ class DataTree {
   // damaged record.
   void start_load();
   bool load_node(std::string_view path, std::string_view record);
+  // A load's fix-up: gives the loaded node at `path` the ACL `acl` without counting a change
+  // (aversion stays), for a node whose ACL its snapshot could not name (an imported fuzzy
+  // ZooKeeper snapshot; the log's create names it). False when there is no such node.
+  bool relabel_acl(std::string_view path, const wire::AclList& acl);
   void finish_load(Zxid zxid) {
     last_applied_ = zxid;
     load_parent_ = load_last_ = nullptr;

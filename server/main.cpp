@@ -43,6 +43,9 @@ constexpr const char* usage = R"(usage:
   warden-server restore-backup FILE DIR
       Writes the backup FILE (what the AdminServer's snapshot command sends) into the data
       directory DIR, which must not hold a store yet; a server started on DIR serves its state.
+  warden-server import-zookeeper --from ZK_DATADIR [--from-log ZK_DATALOGDIR] --data-dir DIR
+      Writes the state of Apache ZooKeeper's data directory (its newest snapshot and the logs
+      after it, sessions included) into DIR, which must not hold a store yet.
 
 options:
   --standalone        run without a configuration file (requires --port and --data-dir)
@@ -129,6 +132,8 @@ int main(int argc, char** argv) {
     if (args.size() != 3) return fail("restore-backup takes a backup file and a data directory");
     return warden::server::restore_backup_into(args[1], args[2], std::cout, std::cerr);
   }
+  if (args[0] == "import-zookeeper")
+    return warden::server::import_zookeeper_command({args.begin() + 1, args.end()}, std::cout, std::cerr);
   Config config;
   warden::server::LogSettings log_flags;  // --log-*, which win over zoo.cfg's warden.log.*
   std::vector<std::string> log_set;

@@ -149,4 +149,19 @@ Zxid load_newest_snapshot(const storage::SnapshotStore& log, const SnapshotSink&
   return 0;
 }
 
+size_t write_whole_snapshot(const DataTree& tree, storage::SnapshotStore::Records sessions,
+                            storage::SnapshotStore& store, Zxid at, const std::string& summary) {
+  using Part = storage::SnapshotStore::SnapshotPart;
+  SnapshotWalk walk(tree);
+  for (;;) {
+    auto chunks = walk.next_chunks(1000, std::chrono::steady_clock::now() + std::chrono::seconds(1));
+    if (chunks.empty()) break;
+    store.put_snapshot_records(at, Part::node, std::move(chunks));
+  }
+  store.put_snapshot_records(at, Part::session, std::move(sessions));
+  store.finish_snapshot(at, summary);
+  store.install_snapshot(at);
+  return walk.written();
+}
+
 }  // namespace warden::server

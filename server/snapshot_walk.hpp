@@ -98,6 +98,13 @@ Zxid load_newest_snapshot(const storage::SnapshotStore& log, const SnapshotSink&
                           size_t progress_every = 1000000,
                           const std::function<void(const std::string& why)>& unusable = {});
 
+// Writes `tree` and the session records `sessions` into the fresh store `store` as its one
+// complete snapshot at `at`, and makes that snapshot the store's start (the log continues after
+// `at`): how the tools that make a data directory (restore-backup, import-zookeeper) end.
+// Returns how many nodes it wrote.
+size_t write_whole_snapshot(const DataTree& tree, storage::SnapshotStore::Records sessions,
+                            storage::SnapshotStore& store, Zxid at, const std::string& summary);
+
 // Whether a snapshot that snapCount's count has made due may start: the txns since the last one
 // must also number `tree_percent` percent of the tree's znodes (snapTreePercent; 0: always).
 inline bool snapshot_due(int64_t txns_since, size_t tree_nodes, int32_t tree_percent) {

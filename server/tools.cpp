@@ -10,6 +10,7 @@
 
 #include "server/backup/backup.hpp"
 #include "server/data_tree.hpp"
+#include "server/migrate/import_zookeeper.hpp"
 #include "server/session_table.hpp"
 #include "server/snapshot_walk.hpp"
 #include "server/txn.hpp"
@@ -86,6 +87,40 @@ int restore_backup_into(const std::string& file, const std::string& data_dir, st
     return 0;
   } catch (const std::exception& e) {
     err << "restore-backup: " << e.what() << "\n";
+    return 1;
+  }
+}
+
+int import_zookeeper_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  migrate::ImportOptions o;
+  for (size_t i = 0; i < args.size(); ++i) {
+    std::string* slot = args[i] == "--from"       ? &o.from
+                        : args[i] == "--from-log" ? &o.from_log
+                        : args[i] == "--data-dir" ? &o.data_dir
+                                                  : nullptr;
+    if (!slot || i + 1 >= args.size()) {
+      err << "import-zookeeper: " << (slot ? args[i] + " needs a directory" : "unknown argument " + args[i])
+          << "\nusage: warden-server import-zookeeper --from ZK_DATADIR [--from-log ZK_DATALOGDIR] --data-dir DIR\n";
+      return 2;
+    }
+    *slot = args[++i];
+  }
+  if (o.from.empty() || o.data_dir.empty()) {
+    err << "import-zookeeper: --from and --data-dir are required\n"
+           "usage: warden-server import-zookeeper --from ZK_DATADIR [--from-log ZK_DATALOGDIR] --data-dir DIR\n";
+    return 2;
+  }
+  try {
+    auto r = migrate::import_zookeeper(o);
+    for (const auto& n : r.notes) out << "note: " << n << "\n";
+    out << fmt::format("imported {} into {}: {} nodes, {} sessions, the state after txn 0x{:x} ({} from {} and {} "
+                       "txns after it); epochs {} accepted, {} current; ZooKeeper's digest {}\n",
+                       o.from, o.data_dir, r.nodes, r.sessions, static_cast<uint64_t>(r.last),
+                       r.snapshot.empty() ? "nothing" : "the snapshot", r.snapshot.empty() ? "-" : r.snapshot, r.txns,
+                       r.accepted_epoch, r.current_epoch, r.digest_checked ? "agrees" : "was not recorded");
+    return 0;
+  } catch (const std::exception& e) {
+    err << "import-zookeeper: " << e.what() << "\n";
     return 1;
   }
 }

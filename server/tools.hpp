@@ -6,6 +6,7 @@
 
 #include <iosfwd>
 #include <string>
+#include <vector>
 
 namespace warden::server {
 
@@ -23,5 +24,9 @@ std::string log_dir_of(const std::string& data_dir);
 // DIR, which must hold no store yet; a server started on DIR then serves the backup's state.
 // Refuses a damaged backup (naming the offset and the reason) and writes nothing then.
 int restore_backup_into(const std::string& file, const std::string& data_dir, std::ostream& out, std::ostream& err);
+
+// import-zookeeper --from ZK_DATADIR [--from-log ZK_DATALOGDIR] --data-dir DIR: see
+// migrate/import_zookeeper.hpp. `args` are the words after the subcommand.
+int import_zookeeper_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 
 }  // namespace warden::server

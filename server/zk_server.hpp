@@ -179,6 +179,7 @@ class ZkServer {
     return sessions_.load(key, record, clock_());
   }
   void finish_snapshot_load(Zxid at) { tree_.finish_load(at); }
+  bool relabel_loaded_acl(std::string_view path, const wire::AclList& acl) { return tree_.relabel_acl(path, acl); }
 
   // The log failed to make the txns in flight durable (and the replicator forgot them): answer
   // each waiting client with `err`, undo what prep assumed, and serve what waits behind them.

@@ -266,16 +266,8 @@ BackupInfo restore_backup(const std::string& path, const std::string& dir, Zxid 
   std::filesystem::create_directories(dir, ec);
   if (ec) throw BackupError("cannot create " + dir + ": " + ec.message());
   storage::RocksDbLogStore store(dir, true);
-  using Part = storage::SnapshotStore::SnapshotPart;
-  SnapshotWalk walk(server.tree());
-  for (;;) {
-    auto chunks = walk.next_chunks(1000, std::chrono::steady_clock::now() + std::chrono::seconds(1));
-    if (chunks.empty()) break;
-    store.put_snapshot_records(at, Part::node, std::move(chunks));
-  }
-  store.put_snapshot_records(at, Part::session, server.session_records());
-  store.finish_snapshot(at, fmt::format("{} nodes (restored from a backup of 0x{:x})", walk.written(), info.last));
-  store.install_snapshot(at);
+  write_whole_snapshot(server.tree(), server.session_records(), store, at,
+                       fmt::format("{} nodes (restored from a backup of 0x{:x})", server.tree().size(), info.last));
   auto epoch = static_cast<uint32_t>(static_cast<uint64_t>(at) >> 32);
   store.set_replica_state(storage::ReplicaState{epoch, epoch, at});
   return info;

@@ -1,0 +1,361 @@
+#include "server/migrate/import_zookeeper.hpp"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <set>
+
+#include "consensus/replicator.hpp"
+#include "server/data_tree.hpp"
+#include "server/session_table.hpp"
+#include "server/snapshot_walk.hpp"
+#include "server/zk_server.hpp"
+#include "storage/rocksdb_log_store.hpp"
+#include "storage/zookeeper_format/zookeeper_files.hpp"
+
+namespace warden::server::migrate {
+
+namespace {
+namespace fs = std::filesystem;
+namespace zkf = storage::zookeeper_format;
+
+// ZooKeeper keeps its files in `version-2` under dataDir (and dataLogDir); either may be named.
+std::string version2_of(const std::string& dir, const char* option) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) throw ImportError(fmt::format("{} {}: not a directory", option, dir));
+  fs::path v2 = fs::path(dir) / "version-2";
+  if (fs::is_directory(v2, ec)) return v2.string();
+  if (fs::path(dir).filename() == "version-2") return dir;
+  throw ImportError(fmt::format("{} {}: holds no version-2 directory (is it ZooKeeper's dataDir?)", option, dir));
+}
+
+std::string hex(Zxid z) { return fmt::format("0x{:x}", static_cast<uint64_t>(z)); }
+
+uint32_t epoch_of(Zxid z) { return static_cast<uint32_t>(static_cast<uint64_t>(z) >> 32); }
+uint32_t counter_of(Zxid z) { return static_cast<uint32_t>(static_cast<uint64_t>(z) & 0xffffffffu); }
+
+const wire::AclList& open_acl() {
+  static const wire::AclList acl{wire::Acl{31, wire::Id{"world", "anyone"}}};
+  return acl;
+}
+
+// The state being rebuilt: a server that serves nobody, its tree and session table filled as a
+// start fills them, with what import must track beside them.
+class Rebuild {
+ public:
+  Rebuild() : replicator_(scratch_, [](storage::LogEntry) {}), server_(ServerOptions{}, replicator_, [] {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+        .count();
+  }) {}
+
+  ZkServer& server() { return server_; }
+  const DataTree& tree() const { return server_.tree(); }
+
+  // Loads `file`; throws zkf::FormatError for a snapshot that does not read whole.
+  zkf::SnapshotSummary load(const zkf::SnapshotFile& file) {
+    server_.start_snapshot_load();
+    acls_.clear();
+    unresolved_.clear();
+    live_.clear();
+    SessionTable sessions(1000);
+    // Warden's own /zookeeper/config, not ZooKeeper's: its member list is the new ensemble's.
+    DataTree fresh;
+    std::string own_config;
+    fresh.append_snapshot_node(own_config, *fresh.find("/zookeeper/config"));
+    zkf::SnapshotVisitor v;
+    v.session = [&](int64_t id, int32_t timeout) {
+      sessions.add(id, timeout, zkf::session_password(id), 0);
+      live_.insert(id);
+    };
+    v.acl = [&](int64_t key, wire::AclList acl) { acls_[key] = std::move(acl); };
+    v.node = [&](zkf::SnapshotNode n) {
+      std::string record;
+      if (n.path == "/zookeeper/config") {
+        record = own_config.substr(4);
+      } else {
+        SnapshotNode s;
+        s.data = std::move(n.data);
+        if (n.acl == zkf::open_acl_key) {
+          s.acl = open_acl();
+        } else if (auto it = acls_.find(n.acl); it != acls_.end()) {
+          s.acl = it->second;
+        } else {
+          // A list first used while a fuzzy snapshot was written (ZOOKEEPER-3306): the log's
+          // create or setACL of the node names it.
+          s.acl = open_acl();
+          unresolved_[n.path] = n.acl;
+        }
+        s.czxid = n.stat.czxid;
+        s.mzxid = n.stat.mzxid;
+        s.pzxid = n.stat.pzxid;
+        s.ctime = n.stat.ctime;
+        s.mtime = n.stat.mtime;
+        s.ephemeralOwner = n.stat.ephemeralOwner;
+        s.version = n.stat.version;
+        s.creates = n.stat.cversion;
+        s.aversion = n.stat.aversion;
+        record = wire::encode(s);
+      }
+      if (!server_.load_snapshot_node(n.path, record))
+        throw zkf::FormatError(fmt::format("{}: node {} does not load", file.path, n.path));
+    };
+    auto sum = zkf::read_snapshot(file, v);
+    if (tree().size() != sum.nodes)
+      throw zkf::FormatError(fmt::format("{}: {} of its {} nodes have no parent in it: the snapshot is damaged",
+                                         file.path, sum.nodes - tree().size(), sum.nodes));
+    for (auto& [key, record] : sessions.records())
+      if (!server_.load_snapshot_session(key, record))
+        throw zkf::FormatError(fmt::format("{}: a session does not load", file.path));
+    server_.finish_snapshot_load(file.zxid);
+    return sum;
+  }
+
+  // Applies ZooKeeper's txn as Warden's own at its zxid.
+  void apply(const zkf::Txn& z) {
+    Txn t;
+    t.session = z.session;
+    t.cxid = z.cxid;
+    t.time = z.time;
+    t.type = z.type;
+    std::visit([&](const auto& b) { t.body = convert(z, b); }, z.body);
+    if (z.type == 16) {  // reconfig: ZooKeeper's member list, not Warden's (see load)
+      t.type = -1;
+      t.body = ErrorTxn{0};
+    }
+    if (std::holds_alternative<CreateSessionTxn>(t.body)) live_.insert(z.session);
+    if (std::holds_alternative<CloseSessionTxn>(t.body)) live_.erase(z.session);
+    server_.replay(z.zxid, encode_txn(t));
+    resolve_acls(z);
+  }
+
+  // ZooKeeper's start removes the ephemerals of sessions it does not hold (closed in a log it
+  // never wrote, or the snapshot's table and tree taken at different moments): so does import,
+  // at the last zxid, as ZooKeeper's start does. Returns how many sessions' nodes went.
+  size_t drop_orphan_ephemerals(Zxid at) {
+    std::vector<SessionId> owners;
+    for (const auto& [owner, paths] : tree().ephemerals())
+      if (!live_.count(owner)) owners.push_back(owner);
+    for (SessionId owner : owners) {
+      Txn t;
+      t.session = owner;
+      t.type = -11;
+      t.body = CloseSessionTxn{};
+      server_.replay(at, encode_txn(t));
+    }
+    return owners.size();
+  }
+
+  const std::map<std::string, int64_t>& unresolved() const { return unresolved_; }
+  size_t sessions() const { return live_.size(); }
+
+ private:
+  CreateTxn convert_create(const zkf::Txn& z, const zkf::CreateTxn& c) {
+    CreateTxn w;
+    w.path = c.path;
+    w.data = c.data;
+    w.acl = c.acl;
+    w.ephemeralOwner = c.ttl          ? ephemeral::ttl_owner(*c.ttl)
+                       : c.container  ? ephemeral::container
+                       : c.ephemeral  ? z.session
+                                      : 0;
+    w.parentCreates = c.parentCVersion;
+    if (c.parentCVersion == -1) {
+      // ZooKeeper 3.2's create carries no parent counter: the parent's next one.
+      std::string_view p = std::string_view(c.path).substr(0, std::max<size_t>(c.path.rfind('/'), 1));
+      const Node* parent = tree().find(p);
+      w.parentCreates = parent ? parent->creates + 1 : 0;
+    }
+    return w;
+  }
+  TxnBody convert(const zkf::Txn& z, const zkf::CreateTxn& c) { return convert_create(z, c); }
+  TxnBody convert(const zkf::Txn&, const zkf::DeleteTxn& d) { return DeleteTxn{d.path}; }
+  TxnBody convert(const zkf::Txn&, const zkf::SetDataTxn& s) { return SetDataTxn{s.path, s.data, s.version}; }
+  TxnBody convert(const zkf::Txn&, const zkf::SetAclTxn& s) { return SetAclTxn{s.path, s.acl, s.version}; }
+  TxnBody convert(const zkf::Txn& z, const zkf::CreateSessionTxn& c) {
+    return CreateSessionTxn{c.timeout, zkf::session_password(z.session)};
+  }
+  TxnBody convert(const zkf::Txn& z, const zkf::CloseSessionTxn& c) {
+    // Before 3.6 the close names nothing: ZooKeeper deletes what the session owns then.
+    return CloseSessionTxn{c.paths ? *c.paths : tree().ephemerals_of(z.session)};
+  }
+  TxnBody convert(const zkf::Txn&, const zkf::ErrorTxn& e) { return ErrorTxn{e.err}; }
+  TxnBody convert(const zkf::Txn& z, const zkf::MultiTxn& m) {
+    MultiTxn w;
+    for (const auto& op : m.ops) {
+      SubTxn s;
+      s.type = op.type;
+      std::visit(
+          [&](const auto& b) {
+            using B = std::decay_t<decltype(b)>;
+            if constexpr (std::is_same_v<B, zkf::CreateTxn>)
+              s.body = convert_create(z, b);
+            else if constexpr (std::is_same_v<B, zkf::DeleteTxn>)
+              s.body = DeleteTxn{b.path};
+            else if constexpr (std::is_same_v<B, zkf::SetDataTxn>)
+              s.body = SetDataTxn{b.path, b.data, b.version};
+            else if constexpr (std::is_same_v<B, zkf::CheckVersionTxn>)
+              s.body = CheckTxn{b.path};
+            else
+              s.body = ErrorTxn{b.err};
+          },
+          op.body);
+      w.ops.push_back(std::move(s));
+    }
+    return w;
+  }
+
+  // A node whose ACL the snapshot could not name takes it from the log: a create (the node
+  // already there, from the fuzzy snapshot) names the list it was made with, a setACL replaces
+  // it (applied already), a delete ends the question.
+  void resolve_acls(const zkf::Txn& z) {
+    if (unresolved_.empty()) return;
+    auto one = [&](const auto& b) {
+      using B = std::decay_t<decltype(b)>;
+      if constexpr (std::is_same_v<B, zkf::CreateTxn>) {
+        if (unresolved_.erase(b.path)) server_.relabel_loaded_acl(b.path, b.acl);
+      } else if constexpr (std::is_same_v<B, zkf::SetAclTxn> || std::is_same_v<B, zkf::DeleteTxn>) {
+        unresolved_.erase(b.path);
+      }
+    };
+    if (const auto* m = std::get_if<zkf::MultiTxn>(&z.body)) {
+      for (const auto& op : m->ops) std::visit(one, op.body);
+    } else {
+      std::visit(one, z.body);
+    }
+  }
+
+  storage::MemoryLogStore scratch_;
+  consensus::ZabReplicator replicator_;
+  ZkServer server_;
+  std::map<int64_t, wire::AclList> acls_;
+  std::map<std::string, int64_t> unresolved_;  // path -> the ACL key its snapshot gave
+  std::set<SessionId> live_;
+};
+
+// What the chosen snapshot left to check: its digest, once the replay reaches its zxid.
+struct DigestCheck {
+  std::optional<zkf::ZxidDigest> pending;
+  bool verified = false;  // the tree matched ZooKeeper's at one zxid: every later txn's digest counts
+};
+
+void compare_digest(const DataTree& tree, int64_t zk, Zxid at, const std::string& where) {
+  auto ours = static_cast<int64_t>(tree.zk_digest());
+  if (ours != zk)
+    throw ImportError(fmt::format("{}: the tree after txn {} is not ZooKeeper's: its digest is {}, ZooKeeper "
+                                  "recorded {} (nothing was written)",
+                                  where, hex(at), ours, zk));
+}
+}  // namespace
+
+ImportReport import_zookeeper(const ImportOptions& o) {
+  std::string snap_dir = version2_of(o.from, "--from");
+  std::string log_dir = o.from_log.empty() ? snap_dir : version2_of(o.from_log, "--from-log");
+  std::string store_dir = (fs::path(o.data_dir) / "log").string();
+  std::error_code ec;
+  if (fs::exists(store_dir, ec) && !fs::is_empty(store_dir, ec))
+    throw ImportError(fmt::format("--data-dir {}: already holds a Warden store ({}): import writes a fresh one only",
+                                  o.data_dir, store_dir));
+  ImportReport rep;
+  auto logs = zkf::list_logs(log_dir);
+  auto snaps = zkf::list_snapshots(snap_dir);
+  Rebuild state;
+  DigestCheck digest;
+  std::vector<std::string> passed_over;
+  bool loaded = false;
+  for (const auto& snap : snaps) {
+    try {
+      auto sum = state.load(snap);
+      rep.snapshot = snap.path;
+      rep.snapshot_zxid = snap.zxid;
+      if (sum.digest && sum.digest->zxid >= snap.zxid) digest.pending = sum.digest;
+      loaded = true;
+      break;
+    } catch (const zkf::FormatError& e) {
+      passed_over.push_back(e.what());
+    }
+  }
+  for (const auto& why : passed_over) rep.notes.push_back("passed over (a newer snapshot that does not read whole): " + why);
+  if (!loaded) {
+    // ZooKeeper's first start writes snapshot.0; without any, the logs must hold every txn.
+    if (logs.empty() || logs.front().first > 1)
+      throw ImportError(fmt::format("{}: no snapshot reads whole{}{}, and the logs do not start at the first txn: "
+                                    "nothing to import from",
+                                    snap_dir, passed_over.empty() ? "" : " (", passed_over.empty() ? "" : passed_over.front() + ")"));
+    state.server().finish_snapshot_load(0);
+  }
+  rep.nodes = state.tree().size();
+
+  // The logs that hold txns after the snapshot: the newest starting at or below it, and all after.
+  size_t first_log = 0;
+  for (size_t i = 0; i < logs.size(); ++i)
+    if (logs[i].first <= rep.snapshot_zxid + 1) first_log = i;
+  Zxid last = rep.snapshot_zxid;
+  auto check_digest = [&](Zxid at, const std::string& where) {
+    if (digest.pending && digest.pending->zxid == at) {
+      compare_digest(state.tree(), digest.pending->digest, at, where);
+      digest.pending.reset();
+      digest.verified = rep.digest_checked = true;
+    }
+  };
+  check_digest(last, rep.snapshot);
+  for (size_t i = first_log; i < logs.size(); ++i) {
+    auto sum = zkf::read_log(logs[i], [&](zkf::Txn t, uint64_t offset) {
+      if (t.zxid <= last) return;  // the snapshot holds it, or an older log's copy was read
+      std::string where = fmt::format("{}: offset {}", logs[i].path, offset);
+      // Within an epoch ZooKeeper numbers txns without gaps: one missing is a txn lost.
+      if (epoch_of(t.zxid) == epoch_of(last) && counter_of(t.zxid) != counter_of(last) + 1 && last != 0)
+        throw ImportError(fmt::format("{}: txn {} follows {}: the txns between are in no log (a log removed?)", where,
+                                      hex(t.zxid), hex(last)));
+      if (last == 0 && t.zxid != 1 && epoch_of(t.zxid) == 0)
+        throw ImportError(fmt::format("{}: the first txn is {}, not 0x1: earlier txns are in no log", where, hex(t.zxid)));
+      try {
+        state.apply(t);
+      } catch (const std::exception& e) {
+        throw ImportError(fmt::format("{}: txn {} does not apply: {}", where, hex(t.zxid), e.what()));
+      }
+      last = t.zxid;
+      ++rep.txns;
+      if (digest.verified && t.digest) compare_digest(state.tree(), *t.digest, t.zxid, where);
+      check_digest(t.zxid, where);
+    });
+    if (!sum.torn_tail.empty()) rep.notes.push_back(sum.torn_tail);
+  }
+  if (digest.pending)
+    throw ImportError(fmt::format("{}: its digest is of txn {}, which no log holds: txns are missing", rep.snapshot,
+                                  hex(digest.pending->zxid)));
+  rep.last = last;
+  if (size_t orphans = state.drop_orphan_ephemerals(last))
+    rep.notes.push_back(fmt::format("removed the ephemerals of {} sessions ZooKeeper no longer held, as its start does",
+                                    orphans));
+  if (!state.unresolved().empty()) {
+    const auto& [path, key] = *state.unresolved().begin();
+    throw ImportError(fmt::format("{}: node {} names ACL {}, which neither the snapshot's ACL map nor the logs "
+                                  "hold ({} such nodes; nothing was written)",
+                                  rep.snapshot, path, key, state.unresolved().size()));
+  }
+  auto accepted = zkf::read_epoch_file((fs::path(snap_dir) / "acceptedEpoch").string());
+  auto current = zkf::read_epoch_file((fs::path(snap_dir) / "currentEpoch").string());
+  rep.accepted_epoch = std::max(accepted.value_or(0), epoch_of(last));
+  rep.current_epoch = std::max(current.value_or(0), epoch_of(last));
+  rep.nodes = state.tree().size();
+  rep.sessions = state.sessions();
+
+  // Written last, so that a refusal above leaves nothing behind; a failed write removes its part.
+  bool created = !fs::exists(store_dir, ec);
+  try {
+    fs::create_directories(store_dir, ec);
+    if (ec) throw ImportError("cannot create " + store_dir + ": " + ec.message());
+    storage::RocksDbLogStore store(store_dir, true);
+    write_whole_snapshot(state.tree(), state.server().session_records(), store, last,
+                         fmt::format("{} nodes (imported from ZooKeeper's {})", rep.nodes, o.from));
+    store.set_replica_state(storage::ReplicaState{rep.accepted_epoch, rep.current_epoch, last});
+  } catch (...) {
+    if (created) fs::remove_all(store_dir, ec);
+    throw;
+  }
+  return rep;
+}
+
+}  // namespace warden::server::migrate

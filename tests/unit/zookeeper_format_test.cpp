@@ -1,0 +1,370 @@
+// Readers of ZooKeeper's files (storage/zookeeper_format): files built here byte by byte as
+// ZooKeeper lays them out, read back; every cut and many flipped bytes are refused with a
+// FormatError, never a crash. (Files ZooKeeper itself wrote: it_import_zookeeper.)
+#include <fmt/format.h>
+#include <snappy.h>
+#include <zlib.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include "storage/zookeeper_format/zookeeper_files.hpp"
+#include "wire/jute.hpp"
+
+namespace zkf = warden::storage::zookeeper_format;
+namespace fs = std::filesystem;
+
+namespace {
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    path = fs::temp_directory_path() / ("warden-zkf-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
+    fs::create_directories(path);
+  }
+  ~TempDir() { fs::remove_all(path); }
+  static inline int counter = 0;
+};
+
+void write_file(const fs::path& p, const std::string& bytes) {
+  std::ofstream(p, std::ios::binary | std::ios::trunc).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+uint32_t adler(std::string_view s) {
+  return static_cast<uint32_t>(
+      adler32(adler32(0L, Z_NULL, 0), reinterpret_cast<const Bytef*>(s.data()), static_cast<uInt>(s.size())));
+}
+
+void seal(std::string& out) {
+  warden::wire::Writer w(out);
+  w.put_long(adler(out));
+  w.put_string("/");
+}
+
+// A snapshot of a root, /a (digest ACL) and /a/e (an ephemeral of session 0x77), with two
+// sessions and ZooKeeper 3.6's trailing digest.
+std::string snapshot_bytes() {
+  std::string out;
+  warden::wire::Writer w(out);
+  w.put_int(zkf::snapshot_magic);
+  w.put_int(2);
+  w.put_long(-1);
+  w.put_int(2);  // sessions
+  w.put_long(0x77);
+  w.put_int(30000);
+  w.put_long(0x78);
+  w.put_int(4000);
+  w.put_int(1);  // the ACL map
+  w.put_long(1);
+  w.put_int(1);
+  w.put_int(31);
+  w.put_string("digest");
+  w.put_string("u:hash");
+  auto node = [&](std::string_view path, std::string_view data, int64_t acl, int64_t czxid, int64_t owner) {
+    w.put_string(path);
+    w.put_string(data);
+    w.put_long(acl);
+    w.put_long(czxid);      // czxid
+    w.put_long(czxid + 1);  // mzxid
+    w.put_long(1000);       // ctime
+    w.put_long(2000);       // mtime
+    w.put_int(3);           // version
+    w.put_int(4);           // cversion
+    w.put_int(5);           // aversion
+    w.put_long(owner);
+    w.put_long(czxid + 2);  // pzxid
+  };
+  node("", "", -1, 0, 0);
+  node("/a", "data of a", 1, 5, 0);
+  node("/a/e", "", -1, 6, 0x77);
+  w.put_string("/");
+  seal(out);
+  w.put_long(9);  // the digest: zxid, version, value
+  w.put_int(2);
+  w.put_long(0x1234);
+  seal(out);
+  return out;
+}
+
+std::string gzip(const std::string& in) {
+  z_stream z{};
+  deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY);
+  std::string out(compressBound(static_cast<uLong>(in.size())) + 64, '\0');
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
+  z.avail_in = static_cast<uInt>(in.size());
+  z.next_out = reinterpret_cast<Bytef*>(out.data());
+  z.avail_out = static_cast<uInt>(out.size());
+  deflate(&z, Z_FINISH);
+  out.resize(z.total_out);
+  deflateEnd(&z);
+  return out;
+}
+
+// snappy-java's stream: magic, version 1, compatible 1, then length-prefixed blocks (small
+// ones here, so that records straddle blocks).
+std::string snappy_java(const std::string& in) {
+  std::string out("\x82SNAPPY\0", 8);
+  warden::wire::Writer w(out);
+  w.put_int(1);
+  w.put_int(1);
+  for (size_t at = 0; at < in.size(); at += 50) {
+    std::string block;
+    snappy::Compress(in.data() + at, std::min<size_t>(50, in.size() - at), &block);
+    w.put_string(block);
+  }
+  return out;
+}
+
+zkf::SnapshotSummary read(const fs::path& p, zkf::Compression c, std::vector<zkf::SnapshotNode>* nodes = nullptr,
+                          std::vector<std::pair<int64_t, int32_t>>* sessions = nullptr) {
+  zkf::SnapshotVisitor v;
+  v.node = [&](zkf::SnapshotNode n) {
+    if (nodes) nodes->push_back(std::move(n));
+  };
+  v.session = [&](int64_t id, int32_t t) {
+    if (sessions) sessions->emplace_back(id, t);
+  };
+  return zkf::read_snapshot({p.string(), 0, c}, v);
+}
+
+std::string txn_record(int64_t zxid, int32_t type, const std::function<void(warden::wire::Writer&)>& body,
+                       bool digest = true) {
+  std::string out;
+  warden::wire::Writer w(out);
+  w.put_long(0x77);  // session
+  w.put_int(3);      // cxid
+  w.put_long(zxid);
+  w.put_long(1700000000000);
+  w.put_int(type);
+  body(w);
+  if (digest) {
+    w.put_int(2);
+    w.put_long(0xabcdef);
+  }
+  return out;
+}
+
+std::string log_bytes(const std::vector<std::string>& records, size_t zero_tail) {
+  std::string out;
+  warden::wire::Writer w(out);
+  w.put_int(zkf::log_magic);
+  w.put_int(2);
+  w.put_long(0);
+  for (const auto& r : records) {
+    w.put_long(adler(r));
+    w.put_string(r);
+    out += 'B';
+  }
+  out.append(zero_tail, '\0');
+  return out;
+}
+
+std::string create_record(int64_t zxid, const std::string& path) {
+  return txn_record(zxid, 1, [&](warden::wire::Writer& w) {
+    w.put_string(path);
+    w.put_string("x");
+    w.put_int(1);
+    w.put_int(31);
+    w.put_string("world");
+    w.put_string("anyone");
+    w.put_bool(true);
+    w.put_int(7);
+  });
+}
+}  // namespace
+
+TEST_CASE("a session's password is the one ZooKeeper's generatePasswd gives", "[zookeeper_format]") {
+  // From java.util.Random(id ^ 0xB3415C00L).nextBytes(new byte[16]) on OpenJDK 17.
+  auto hex = [](const std::string& s) {
+    std::string h;
+    for (unsigned char c : s) h += fmt::format("{:02x}", c);
+    return h;
+  };
+  CHECK(hex(zkf::session_password(0x1000001f2a30000LL)) == "3f573e3460f1961db5d1a1a2a930cd7f");
+  CHECK(hex(zkf::session_password(1)) == "054cc74a37327db215e702e20c73f005");
+  CHECK(hex(zkf::session_password(-5)) == "d47144b5e45e45c49c3b7fdcd66257ba");
+}
+
+TEST_CASE("a snapshot reads the same plain, gzip'd and snappy'd", "[zookeeper_format]") {
+  TempDir d;
+  std::string plain = snapshot_bytes();
+  write_file(d.path / "snapshot.9", plain);
+  write_file(d.path / "snapshot.9.gz", gzip(plain));
+  write_file(d.path / "snapshot.12.snappy", snappy_java(plain));
+  write_file(d.path / "snapshot.zz", "not one");
+  auto files = zkf::list_snapshots(d.path.string());
+  REQUIRE(files.size() == 3);
+  CHECK(files[0].zxid == 0x12);
+  CHECK(files[0].compression == zkf::Compression::snappy);
+  CHECK(files[1].compression == zkf::Compression::none);
+  CHECK(files[2].compression == zkf::Compression::gzip);
+  for (const auto& f : files) {
+    std::vector<zkf::SnapshotNode> nodes;
+    std::vector<std::pair<int64_t, int32_t>> sessions;
+    zkf::SnapshotVisitor v;
+    v.node = [&](zkf::SnapshotNode n) { nodes.push_back(std::move(n)); };
+    v.session = [&](int64_t id, int32_t t) { sessions.emplace_back(id, t); };
+    auto sum = zkf::read_snapshot(f, v);
+    CHECK(sum.nodes == 3);
+    CHECK(sum.acls == 1);
+    REQUIRE(sum.digest);
+    CHECK(sum.digest->zxid == 9);
+    CHECK(sum.digest->digest == 0x1234);
+    REQUIRE(nodes.size() == 3);
+    CHECK(nodes[0].path == "/");
+    CHECK(nodes[1].path == "/a");
+    CHECK(nodes[1].data == "data of a");
+    CHECK(nodes[1].acl == 1);
+    CHECK(nodes[1].stat.cversion == 4);
+    CHECK(nodes[1].stat.pzxid == 7);
+    CHECK(nodes[2].stat.ephemeralOwner == 0x77);
+    CHECK(sessions == std::vector<std::pair<int64_t, int32_t>>{{0x77, 30000}, {0x78, 4000}});
+  }
+}
+
+TEST_CASE("a snapshot before ZooKeeper 3.6 ends at its checksum", "[zookeeper_format]") {
+  TempDir d;
+  std::string s = snapshot_bytes();
+  s.resize(s.size() - (8 + 4 + 8) - (8 + 4 + 1));  // no digest, no second seal
+  write_file(d.path / "snapshot.9", s);
+  auto sum = read(d.path / "snapshot.9", zkf::Compression::none);
+  CHECK(sum.nodes == 3);
+  CHECK_FALSE(sum.digest);
+}
+
+TEST_CASE("a snapshot cut anywhere or with a flipped byte is refused, naming the offset", "[zookeeper_format]") {
+  TempDir d;
+  std::string s = snapshot_bytes();
+  auto p = d.path / "snapshot.9";
+  for (size_t cut = 0; cut < s.size(); ++cut) {
+    if (cut == s.size() - 33) continue;  // exactly a 3.5 snapshot: no digest, whole
+    write_file(p, s.substr(0, cut));
+    CHECK_THROWS_AS(read(p, zkf::Compression::none), zkf::FormatError);
+  }
+  size_t caught = 0;
+  for (size_t at = 0; at < s.size(); ++at) {
+    std::string bad = s;
+    bad[at] = static_cast<char>(bad[at] ^ 0x41);
+    write_file(p, bad);
+    try {
+      read(p, zkf::Compression::none);
+    } catch (const zkf::FormatError& e) {
+      ++caught;
+      CHECK(std::string(e.what()).find(p.string() + ": offset ") == 0);
+    }
+  }
+  // Every flip but those in the trailing digest's value (which the second seal covers too) is
+  // caught: the checksum covers every byte.
+  CHECK(caught == s.size());
+  write_file(p, gzip(s).substr(0, 40));
+  CHECK_THROWS_AS(read(p, zkf::Compression::gzip), zkf::FormatError);
+  write_file(p, snappy_java(s).substr(0, 60));
+  CHECK_THROWS_AS(read(p, zkf::Compression::snappy), zkf::FormatError);
+  write_file(p, "\x82SNAPPZ\0" + s);
+  CHECK_THROWS_WITH(read(p, zkf::Compression::snappy), Catch::Contains("not a snappy-java stream"));
+}
+
+TEST_CASE("a log's txns decode, its zero tail ends it, a torn last record is left out", "[zookeeper_format]") {
+  TempDir d;
+  std::vector<std::string> recs = {
+      create_record(0x100000001, "/a"),
+      txn_record(0x100000002, -10, [](auto& w) { w.put_int(30000); }),
+      txn_record(0x100000003, -11, [](auto& w) { w.put_int(1), w.put_string("/a"); }),
+      txn_record(0x100000004, -11, [](auto&) {}, false),
+      txn_record(0x100000005, 14,
+                 [](auto& w) {
+                   w.put_int(2);
+                   w.put_int(13);
+                   std::string check;
+                   warden::wire::Writer(check).put_string("/a");
+                   warden::wire::Writer(check).put_int(4);
+                   w.put_string(check);
+                   w.put_int(-1);
+                   std::string err;
+                   warden::wire::Writer(err).put_int(-101);
+                   w.put_string(err);
+                 }),
+  };
+  auto p = d.path / "log.100000001";
+  write_file(p, log_bytes(recs, 4096));
+  std::vector<zkf::Txn> got;
+  auto sum = zkf::read_log({p.string(), 0x100000001}, [&](zkf::Txn t, uint64_t) { got.push_back(std::move(t)); });
+  REQUIRE(got.size() == 5);
+  CHECK(sum.torn_tail.empty());
+  const auto& c = std::get<zkf::CreateTxn>(got[0].body);
+  CHECK(c.path == "/a");
+  CHECK(c.ephemeral);
+  CHECK(c.parentCVersion == 7);
+  CHECK(got[0].digest == 0xabcdef);
+  CHECK(std::get<zkf::CreateSessionTxn>(got[1].body).timeout == 30000);
+  CHECK(std::get<zkf::CloseSessionTxn>(got[2].body).paths == std::vector<std::string>{"/a"});
+  CHECK_FALSE(std::get<zkf::CloseSessionTxn>(got[3].body).paths);
+  const auto& m = std::get<zkf::MultiTxn>(got[4].body);
+  REQUIRE(m.ops.size() == 2);
+  CHECK(std::get<zkf::CheckVersionTxn>(m.ops[0].body).path == "/a");
+  CHECK(std::get<zkf::ErrorTxn>(m.ops[1].body).err == -101);
+
+  // The last record cut short (its length written, part of its bytes, zeros after).
+  std::string torn = log_bytes(recs, 0);
+  std::string last = create_record(0x100000006, "/b");
+  warden::wire::Writer(torn).put_long(adler(last));
+  warden::wire::Writer(torn).put_int(static_cast<int32_t>(last.size()));
+  torn += last.substr(0, 10);
+  torn.append(4096, '\0');
+  write_file(p, torn);
+  got.clear();
+  sum = zkf::read_log({p.string(), 0x100000001}, [&](zkf::Txn t, uint64_t) { got.push_back(std::move(t)); });
+  CHECK(got.size() == 5);
+  CHECK_THAT(sum.torn_tail, Catch::Contains("end marker"));
+
+  // The same damage with data after it is refused.
+  std::string middle = log_bytes(recs, 64);
+  middle[16 + 20] = static_cast<char>(middle[16 + 20] ^ 1);
+  write_file(p, middle);
+  CHECK_THROWS_WITH(zkf::read_log({p.string(), 0}, [](zkf::Txn, uint64_t) {}),
+                    Catch::Contains("offset 16: a record whose checksum differs") && Catch::Contains("damaged"));
+  // Txns out of order are refused.
+  write_file(p, log_bytes({recs[1], recs[0]}, 16));
+  CHECK_THROWS_WITH(zkf::read_log({p.string(), 0}, [](zkf::Txn, uint64_t) {}), Catch::Contains("out of order"));
+}
+
+TEST_CASE("garbage in a txn record or a log is refused, never a crash", "[zookeeper_format]") {
+  std::mt19937 rng(7);
+  std::string good = create_record(1, "/a");
+  size_t refused = 0;
+  for (int i = 0; i < 20000; ++i) {
+    std::string bytes = good;
+    int flips = 1 + static_cast<int>(rng() % 4);
+    for (int f = 0; f < flips; ++f) bytes[rng() % bytes.size()] = static_cast<char>(rng());
+    if (rng() % 3 == 0) bytes.resize(rng() % bytes.size());
+    try {
+      zkf::decode_txn(bytes);
+    } catch (const zkf::FormatError&) {
+      ++refused;
+    }
+  }
+  CHECK(refused > 0);
+  TempDir d;
+  auto p = d.path / "log.1";
+  std::string log = log_bytes({good, create_record(2, "/b")}, 100);
+  for (int i = 0; i < 2000; ++i) {
+    std::string bytes = log;
+    bytes[rng() % bytes.size()] = static_cast<char>(rng());
+    write_file(p, bytes);
+    try {
+      zkf::read_log({p.string(), 1}, [](zkf::Txn, uint64_t) {});
+    } catch (const zkf::FormatError& e) {
+      CHECK(std::string(e.what()).find(p.string()) == 0);
+    }
+  }
+}
+
+TEST_CASE("epoch files hold a decimal number", "[zookeeper_format]") {
+  TempDir d;
+  CHECK_FALSE(zkf::read_epoch_file((d.path / "acceptedEpoch").string()));
+  write_file(d.path / "acceptedEpoch", "12\n");
+  CHECK(zkf::read_epoch_file((d.path / "acceptedEpoch").string()) == 12u);
+  write_file(d.path / "currentEpoch", "-1");
+  CHECK_THROWS_WITH(zkf::read_epoch_file((d.path / "currentEpoch").string()), Catch::Contains("currentEpoch: offset 0"));
+}
