@@ -46,6 +46,9 @@ constexpr const char* usage = R"(usage:
   warden-server import-zookeeper --from ZK_DATADIR [--from-log ZK_DATALOGDIR] --data-dir DIR
       Writes the state of Apache ZooKeeper's data directory (its newest snapshot and the logs
       after it, sessions included) into DIR, which must not hold a store yet.
+  warden-server export-zookeeper --data-dir DIR --to ZK_DATADIR
+      Writes the state under DIR (of a running server too) as a ZooKeeper snapshot, with its
+      epoch files, into ZK_DATADIR/version-2, from which Apache ZooKeeper starts.
 
 options:
   --standalone        run without a configuration file (requires --port and --data-dir)
@@ -134,6 +137,8 @@ int main(int argc, char** argv) {
   }
   if (args[0] == "import-zookeeper")
     return warden::server::import_zookeeper_command({args.begin() + 1, args.end()}, std::cout, std::cerr);
+  if (args[0] == "export-zookeeper")
+    return warden::server::export_zookeeper_command({args.begin() + 1, args.end()}, std::cout, std::cerr);
   Config config;
   warden::server::LogSettings log_flags;  // --log-*, which win over zoo.cfg's warden.log.*
   std::vector<std::string> log_set;

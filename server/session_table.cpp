@@ -1,5 +1,7 @@
 #include "server/session_table.hpp"
 
+#include <algorithm>
+
 #include "server/txn.hpp"
 
 namespace warden::server {
@@ -31,6 +33,13 @@ std::vector<std::pair<std::string, std::string>> SessionTable::records() const {
     wire::Writer(key).put_long(id);
     out.emplace_back(std::move(key), wire::encode(SessionRecord{s.timeout_ms, s.passwd}));
   }
+  return out;
+}
+
+std::vector<std::pair<SessionId, int32_t>> SessionTable::timeouts() const {
+  std::vector<std::pair<SessionId, int32_t>> out;
+  for (const auto& [id, s] : sessions_) out.emplace_back(id, s.timeout_ms);
+  std::sort(out.begin(), out.end());
   return out;
 }
 

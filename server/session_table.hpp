@@ -55,6 +55,8 @@ class SessionTable {
   size_t size() const { return sessions_.size(); }
   // Deadline (ms) -> sessions expiring then, for the four-letter dump.
   const std::map<int64_t, std::unordered_set<SessionId>>& buckets() const { return buckets_; }
+  // Every session's id and timeout, in id order (tools: a snapshot in ZooKeeper's format).
+  std::vector<std::pair<SessionId, int32_t>> timeouts() const;
   // Every session as (8-byte big-endian id, record), and back: for snapshots.
   std::vector<std::pair<std::string, std::string>> records() const;
   bool load(std::string_view key, std::string_view record, int64_t now_ms);

@@ -10,9 +10,11 @@
 
 #include "server/backup/backup.hpp"
 #include "server/data_tree.hpp"
+#include "server/migrate/export_zookeeper.hpp"
 #include "server/migrate/import_zookeeper.hpp"
 #include "server/session_table.hpp"
 #include "server/snapshot_walk.hpp"
+#include "server/stored_state.hpp"
 #include "server/txn.hpp"
 #include "storage/rocksdb_log_store.hpp"
 
@@ -91,25 +93,38 @@ int restore_backup_into(const std::string& file, const std::string& data_dir, st
   }
 }
 
+namespace {
+// Reads "--name VALUE" pairs into the slots named; false (with the reason on `err`) for an
+// unknown name, a name without its value, or a required one missing.
+bool read_options(const std::vector<std::string>& args, const std::vector<std::pair<std::string, std::string*>>& slots,
+                  const std::vector<std::string>& required, const char* command, const char* usage, std::ostream& err) {
+  std::string problem;
+  for (size_t i = 0; i < args.size() && problem.empty(); ++i) {
+    std::string* slot = nullptr;
+    for (const auto& [name, s] : slots)
+      if (args[i] == name) slot = s;
+    if (!slot)
+      problem = "unknown argument " + args[i];
+    else if (i + 1 >= args.size())
+      problem = args[i] + " needs a directory";
+    else
+      *slot = args[++i];
+  }
+  for (const auto& name : required)
+    for (const auto& [n, s] : slots)
+      if (problem.empty() && n == name && s->empty()) problem = name + " is required";
+  if (problem.empty()) return true;
+  err << command << ": " << problem << "\nusage: warden-server " << command << " " << usage << "\n";
+  return false;
+}
+}  // namespace
+
 int import_zookeeper_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   migrate::ImportOptions o;
-  for (size_t i = 0; i < args.size(); ++i) {
-    std::string* slot = args[i] == "--from"       ? &o.from
-                        : args[i] == "--from-log" ? &o.from_log
-                        : args[i] == "--data-dir" ? &o.data_dir
-                                                  : nullptr;
-    if (!slot || i + 1 >= args.size()) {
-      err << "import-zookeeper: " << (slot ? args[i] + " needs a directory" : "unknown argument " + args[i])
-          << "\nusage: warden-server import-zookeeper --from ZK_DATADIR [--from-log ZK_DATALOGDIR] --data-dir DIR\n";
-      return 2;
-    }
-    *slot = args[++i];
-  }
-  if (o.from.empty() || o.data_dir.empty()) {
-    err << "import-zookeeper: --from and --data-dir are required\n"
-           "usage: warden-server import-zookeeper --from ZK_DATADIR [--from-log ZK_DATALOGDIR] --data-dir DIR\n";
+  if (!read_options(args, {{"--from", &o.from}, {"--from-log", &o.from_log}, {"--data-dir", &o.data_dir}},
+                    {"--from", "--data-dir"}, "import-zookeeper",
+                    "--from ZK_DATADIR [--from-log ZK_DATALOGDIR] --data-dir DIR", err))
     return 2;
-  }
   try {
     auto r = migrate::import_zookeeper(o);
     for (const auto& n : r.notes) out << "note: " << n << "\n";
@@ -125,34 +140,35 @@ int import_zookeeper_command(const std::vector<std::string>& args, std::ostream&
   }
 }
 
-namespace {
-// Loads the newest complete snapshot into `tree`; returns its zxid (0: none) and its sessions.
-Zxid load_snapshot_into(const storage::RocksDbLogStore& log, DataTree& tree, std::set<SessionId>& sessions) {
-  SessionTable table(1000);  // validates the records; its clock is of no use here
-  SnapshotSink sink{[&] { tree.start_load(); },
-                    [&](std::string_view p, std::string_view r) { return tree.load_node(p, r); },
-                    [&](std::string_view k, std::string_view r) {
-                      if (!table.load(k, r, 0)) return false;
-                      sessions.insert(wire::Reader(k).get_long());
-                      return true;
-                    }};
-  Zxid at = load_newest_snapshot(log, sink);
-  if (at) tree.finish_load(at);
-  return at;
+int export_zookeeper_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  migrate::ExportOptions o;
+  if (!read_options(args, {{"--data-dir", &o.data_dir}, {"--to", &o.to}}, {"--data-dir", "--to"}, "export-zookeeper",
+                    "--data-dir DIR --to ZK_DATADIR", err))
+    return 2;
+  try {
+    auto r = migrate::export_zookeeper(o);
+    out << fmt::format("exported {} into {}: {} nodes, {} sessions, {} ACL lists, the state after txn 0x{:x}; epochs "
+                       "{} accepted, {} current\n",
+                       o.data_dir, r.snapshot, r.nodes, r.sessions, r.acls, static_cast<uint64_t>(r.zxid),
+                       r.accepted_epoch, r.current_epoch);
+    return 0;
+  } catch (const std::exception& e) {
+    err << "export-zookeeper: " << e.what() << "\n";
+    return 1;
+  }
 }
-}  // namespace
 
 int dump_snapshot(const std::string& data_dir, std::ostream& out, std::ostream& err) {
   try {
-    auto log = storage::RocksDbLogStore::open_read_only(log_dir_of(data_dir));
-    DataTree tree;
-    std::set<SessionId> sessions;
-    Zxid at = load_snapshot_into(*log, tree, sessions);
-    if (at == 0) {
+    StoredState s;
+    load_stored_state(data_dir, s, false);
+    if (s.snapshot == 0) {
       out << "no complete snapshot\n";
       return 0;
     }
-    out << fmt::format("snapshot at 0x{:x}: {} nodes, {} sessions\n", at, tree.size(), sessions.size());
+    const DataTree& tree = s.tree;
+    auto sessions = s.sessions.timeouts();
+    out << fmt::format("snapshot at 0x{:x}: {} nodes, {} sessions\n", s.snapshot, tree.size(), sessions.size());
     for (const auto& path : tree.sorted_paths()) {
       const Node* n = tree.find(path);
       auto st = client_stat(*n);
@@ -162,7 +178,8 @@ int dump_snapshot(const std::string& data_dir, std::ostream& out, std::ostream& 
                          static_cast<uint64_t>(n->ephemeralOwner), st.numChildren, acl_text(*tree.acl_of(*n)),
                          bytes_text(n->data_bytes()));
     }
-    for (SessionId s : sessions) out << fmt::format("session 0x{:x}\n", static_cast<uint64_t>(s));
+    for (const auto& [id, timeout] : sessions)
+      out << fmt::format("session 0x{:x}\n", static_cast<uint64_t>(id));
     return 0;
   } catch (const std::exception& e) {
     err << "warden-server snapshot-dump: " << e.what() << "\n";
@@ -192,26 +209,13 @@ int dump_log(const std::string& data_dir, std::ostream& out, std::ostream& err) 
 
 int check_data_dir(const std::string& data_dir, std::ostream& out, std::ostream& err) {
   try {
-    auto log = storage::RocksDbLogStore::open_read_only(log_dir_of(data_dir));
-    DataTree tree;
-    std::set<SessionId> sessions;
-    std::vector<WatchTrigger> ignored;
-    size_t n = 0;
     auto started = std::chrono::steady_clock::now();
-    Zxid from = load_snapshot_into(*log, tree, sessions);
-    if (from) out << fmt::format("snapshot at 0x{:x}: {} nodes\n", from, tree.size());
-    log->for_each_after(from, [&](const storage::LogEntry& e) {
-      auto t = decode_txn(e.payload);
-      if (!t) throw storage::StorageError(fmt::format("record 0x{:x} does not hold a txn", e.zxid));
-      tree.apply(*t, e.zxid, ignored);
-      ignored.clear();
-      if (std::holds_alternative<CreateSessionTxn>(t->body)) sessions.insert(t->session);
-      if (std::holds_alternative<CloseSessionTxn>(t->body)) sessions.erase(t->session);
-      if (++n % 1000000 == 0) err << fmt::format("replayed {} txns...\n", n);  // progress for large logs
-    });
+    StoredState s;
+    load_stored_state(data_dir, s, true, [&](size_t n) { err << fmt::format("replayed {} txns...\n", n); });
+    if (s.snapshot) out << fmt::format("snapshot at 0x{:x}\n", s.snapshot);
     double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     out << fmt::format("ok: {} txns up to zxid 0x{:x} replay in {:.2f}s; {} nodes, {} open sessions, digest {:016x}\n",
-                       n, log->last_zxid(), secs, tree.size(), sessions.size(), tree.digest());
+                       s.txns, s.tree.last_applied(), secs, s.tree.size(), s.sessions.size(), s.tree.digest());
     return 0;
   } catch (const std::exception& e) {
     err << "warden-server check: " << e.what() << "\n";

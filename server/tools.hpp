@@ -28,5 +28,7 @@ int restore_backup_into(const std::string& file, const std::string& data_dir, st
 // import-zookeeper --from ZK_DATADIR [--from-log ZK_DATALOGDIR] --data-dir DIR: see
 // migrate/import_zookeeper.hpp. `args` are the words after the subcommand.
 int import_zookeeper_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+// export-zookeeper --data-dir DIR --to ZK_DATADIR: see migrate/export_zookeeper.hpp.
+int export_zookeeper_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 
 }  // namespace warden::server

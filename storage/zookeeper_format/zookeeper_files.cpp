@@ -4,7 +4,12 @@
 #include <snappy.h>
 #include <zlib.h>
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <charconv>
 #include <filesystem>
 #include <fstream>
@@ -409,6 +414,111 @@ SnapshotSummary read_snapshot(const SnapshotFile& file, const SnapshotVisitor& v
   if (!in.at_end()) in.fail(in.offset(), "bytes follow the snapshot's end");
   if (d.zxid > 0) sum.digest = d;
   return sum;
+}
+
+SnapshotFileWriter::SnapshotFileWriter(std::string path)
+    : path_(std::move(path)), tmp_(path_ + ".tmp"), adler_(static_cast<uint32_t>(adler32(0L, Z_NULL, 0))) {
+  fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd_ < 0) throw FormatError(fmt::format("{}: cannot be written: {}", tmp_, std::strerror(errno)));
+  std::string h;
+  wire::Writer w(h);
+  w.put_int(snapshot_magic);
+  w.put_int(file_version);
+  w.put_long(-1);  // the dbid ZooKeeper writes
+  put(h);
+}
+
+SnapshotFileWriter::~SnapshotFileWriter() {
+  if (fd_ >= 0) ::close(fd_);
+  if (!finished_) ::unlink(tmp_.c_str());
+}
+
+void SnapshotFileWriter::put(std::string_view bytes) {
+  adler_ = static_cast<uint32_t>(
+      adler32(adler_, reinterpret_cast<const Bytef*>(bytes.data()), static_cast<uInt>(bytes.size())));
+  buf_.append(bytes);
+  if (buf_.size() >= (1u << 20)) flush();
+}
+
+void SnapshotFileWriter::flush() {
+  size_t done = 0;
+  while (done < buf_.size()) {
+    ssize_t n = ::write(fd_, buf_.data() + done, buf_.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) throw FormatError(fmt::format("{}: cannot be written: {}", tmp_, std::strerror(errno)));
+    done += static_cast<size_t>(n);
+  }
+  buf_.clear();
+}
+
+void SnapshotFileWriter::sessions(const std::vector<std::pair<int64_t, int32_t>>& id_timeout) {
+  std::string b;
+  wire::Writer w(b);
+  w.put_int(static_cast<int32_t>(id_timeout.size()));
+  for (const auto& [id, timeout] : id_timeout) {
+    w.put_long(id);
+    w.put_int(timeout);
+  }
+  put(b);
+}
+
+void SnapshotFileWriter::acls(const std::vector<std::pair<int64_t, wire::AclList>>& map) {
+  std::string b;
+  wire::Writer w(b);
+  w.put_int(static_cast<int32_t>(map.size()));
+  for (const auto& [key, list] : map) {
+    w.put_long(key);
+    w(list);
+  }
+  put(b);
+}
+
+void SnapshotFileWriter::node(const SnapshotNode& n) {
+  std::string b;
+  wire::Writer w(b);
+  w.put_string(n.path == "/" ? std::string_view() : std::string_view(n.path));
+  w.put_bytes(n.data);
+  w.put_long(n.acl);
+  const auto& s = n.stat;
+  w(s.czxid, s.mzxid, s.ctime, s.mtime, s.version, s.cversion, s.aversion, s.ephemeralOwner, s.pzxid);
+  put(b);
+}
+
+void SnapshotFileWriter::finish(const std::optional<ZxidDigest>& digest) {
+  auto seal = [&] {
+    std::string b;
+    wire::Writer w(b);
+    w.put_long(adler_);
+    w.put_string("/");
+    put(b);
+  };
+  std::string end;
+  wire::Writer(end).put_string("/");
+  put(end);
+  seal();
+  if (digest) {
+    std::string b;
+    wire::Writer w(b);
+    w(digest->zxid, digest->version, digest->digest);
+    put(b);
+    seal();
+  }
+  flush();
+  if (::fsync(fd_) != 0 || ::close(fd_) != 0) {
+    fd_ = -1;
+    throw FormatError(fmt::format("{}: cannot be synced: {}", tmp_, std::strerror(errno)));
+  }
+  fd_ = -1;
+  if (::rename(tmp_.c_str(), path_.c_str()) != 0)
+    throw FormatError(fmt::format("{}: cannot be renamed to {}: {}", tmp_, path_, std::strerror(errno)));
+  finished_ = true;
+}
+
+void write_epoch_file(const std::string& path, uint32_t epoch) {
+  std::ofstream out(path, std::ios::trunc);
+  out << epoch;
+  out.flush();
+  if (!out) throw FormatError(path + ": cannot be written");
 }
 
 namespace {

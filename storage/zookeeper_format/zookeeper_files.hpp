@@ -82,6 +82,33 @@ constexpr int64_t open_acl_key = -1;
 // Reads the snapshot through `visit`, checking its magic, version, checksums and structure.
 SnapshotSummary read_snapshot(const SnapshotFile& file, const SnapshotVisitor& visit);
 
+// Writes a snapshot as ZooKeeper 3.6+ writes one, uncompressed: header, sessions, the ACL map,
+// the nodes (the root first, each parent before its children), the seal, the digest and its
+// seal. Written to PATH.tmp and renamed into place by finish(), synced: a snapshot named in the
+// directory is whole. Throws FormatError (naming the file) when the disk refuses.
+class SnapshotFileWriter {
+ public:
+  explicit SnapshotFileWriter(std::string path);
+  ~SnapshotFileWriter();  // without finish(): the partial file goes
+  SnapshotFileWriter(const SnapshotFileWriter&) = delete;
+  SnapshotFileWriter& operator=(const SnapshotFileWriter&) = delete;
+  void sessions(const std::vector<std::pair<int64_t, int32_t>>& id_timeout);
+  void acls(const std::vector<std::pair<int64_t, wire::AclList>>& map);  // open_acl_key stays out of it
+  void node(const SnapshotNode& n);
+  void finish(const std::optional<ZxidDigest>& digest);
+
+ private:
+  void put(std::string_view bytes);
+  void flush();
+  std::string path_, tmp_;
+  int fd_ = -1;
+  std::string buf_;
+  uint32_t adler_;
+  bool finished_ = false;
+};
+// Writes an epoch file (acceptedEpoch, currentEpoch) as ZooKeeper does: the number in decimal.
+void write_epoch_file(const std::string& path, uint32_t epoch);
+
 // ---- transaction logs ----
 struct CreateTxn {
   std::string path;

@@ -1,4 +1,4 @@
-"""`warden-server import-zookeeper` against the data of a real Apache ZooKeeper 3.8.
+"""`warden-server import-zookeeper` and `export-zookeeper` against a real Apache ZooKeeper 3.8.
 
 A ZooKeeper started by the test is filled through its own clients (kazoo, zkCli.sh, the raw
 protocol for containers and TTL nodes): thousands of nodes of every kind, ACLs of the world,
@@ -16,7 +16,11 @@ the log's tail matters. Then:
   same state;
 - damaged inputs (a flipped byte in a log, a snapshot cut short, a wrong magic, a garbage epoch
   file, a missing log) are refused with the file, the offset and the reason, and nothing is
-  written; a newer snapshot that does not read whole is passed over and told."""
+  written; a newer snapshot that does not read whole is passed over and told.
+
+The way back: a Warden filled the same way is exported while it serves, and ZooKeeper started on
+the export serves every node with the same data, Stat and ACL, the sessions that own ephemerals
+included, and finds the snapshot's digest its own."""
 import os
 import re
 import shutil
@@ -31,7 +35,7 @@ from kazoo.security import ACL, Id, make_digest_acl
 import support
 import zkproto
 
-c = support.Checks("import-zookeeper")
+c = support.Checks("migrate-zookeeper")
 WARDEN = os.environ.get("WARDEN_SERVER", "")
 ZK_CFG = "snapCount=400\nmaxSessionTimeout=120000\nautopurge.purgeInterval=0\n"
 DIGEST_ACL = make_digest_acl("user", "secret", read=True, write=True, create=True, delete=True, admin=True)
@@ -125,11 +129,11 @@ def tree(port):
     return out
 
 
-def compare(got, want, what):
+def compare(got, want, what, at_least=3000):
     differ = [p for p in sorted(set(got) | set(want)) if got.get(p) != want.get(p)]
     for p in differ[:5]:
         print(f"  {p}: Warden {str(got.get(p))[:300]}\n  {' ' * len(p)}  ZooKeeper {str(want.get(p))[:300]}")
-    c.check(not differ and len(got) > 3000, f"{what}: {len(got)} nodes, {len(differ)} differ")
+    c.check(not differ and len(got) > at_least, f"{what}: {len(got)} nodes, {len(differ)} differ")
 
 
 def make_zookeeper_data(work):
@@ -363,12 +367,91 @@ def refusals(work, src):
                                                                                 f"directory is refused ({r.stderr.strip()})")
 
 
+def into_ensemble(work, src):
+    """Imported into one member, the others started empty: every member serves the state."""
+    from ensemble import Ensemble
+    ens = Ensemble(3)
+    try:
+        r = run_import(src, os.path.join(ens.members[0].dir, "data"))
+        c.equal(r.returncode, 0, "importing into one member of an ensemble succeeds")
+        last = int(re.search(r"state after txn 0x([0-9a-f]+)", r.stdout).group(1), 16)
+        ens.start()
+        trees = []
+        for m in ens.members:
+            zk = KazooClient(hosts=m.hosts)
+            zk.start(timeout=30)
+            zk.sync("/")
+            zk.stop()
+            zk.close()
+            # The imported sessions' ephemerals expire on their own clock: left out.
+            trees.append({p: v for p, v in tree(m.client_port).items() if not p.startswith("/live")
+                          and p != "/"})
+        c.check(len(trees[0]) > 3000 and trees[0] == trees[1] == trees[2],
+                f"every member serves the imported tree ({[len(t) for t in trees]} nodes)")
+        zk = KazooClient(hosts=ens.connect_string)
+        zk.start(timeout=30)
+        stat = zk.set("/last", b"written on the ensemble")
+        c.check(stat.mzxid > last, f"and writes go on above the imported zxid (0x{stat.mzxid:x} > 0x{last:x})")
+        zk.stop()
+        zk.close()
+    finally:
+        ens.stop()
+
+
+def export(work):
+    wdir = os.path.join(work, "warden-src")
+    os.makedirs(wdir)
+    with support.start_warden("maxSessionTimeout=120000\n", workdir=wdir) as w:
+        zk = KazooClient(hosts=w.hosts)
+        zk.start(timeout=30)
+        zk.add_auth("digest", "user:secret")
+        fill(zk, w.port, 0)
+        out = support.run_zkcli(w.hosts, "setquota -n 100 /p0\n")
+        c.check("Exception" not in out, f"zkCli sets a quota on Warden ({out.strip()[-200:]})")
+        live = KazooClient(hosts=w.hosts, timeout=60)
+        live.start(timeout=30)
+        live.create("/live-eph", b"mine", ephemeral=True)
+        want = tree(w.port)
+        dest = os.path.join(work, "zk-from-warden")
+        r = subprocess.run([WARDEN, "export-zookeeper", "--data-dir", os.path.join(wdir, "data"),
+                            "--to", os.path.join(dest, "data")], capture_output=True, text=True, timeout=300)
+        c.equal(r.returncode, 0, f"a running Warden exports ({r.stdout.strip()} {r.stderr.strip()})")
+        again = subprocess.run([WARDEN, "export-zookeeper", "--data-dir", os.path.join(wdir, "data"),
+                                "--to", os.path.join(dest, "data")], capture_output=True, text=True, timeout=300)
+        c.check(again.returncode == 1 and "already holds ZooKeeper's files" in again.stderr,
+                f"a second export into one directory is refused ({again.stderr.strip()})")
+        live.stop()
+        live.close()
+        zk.stop()
+        zk.close()
+    # slf4j-simple: ZooKeeper logs at INFO to its output, where the digest check shows.
+    z = support.start_zookeeper(extra_cfg=ZK_CFG, workdir=dest, classpath=support.ZK_CLASSPATH + ":" + support.JAVA_LIBS
+                                + "/slf4j-simple.jar")
+    try:
+        got = tree(z.port)
+        log = z.log()
+    finally:
+        z.stop()
+    compare(got, want, "ZooKeeper started on the export serves Warden's tree", at_least=1200)
+    c.check(got.get("/live-eph", (None, (0,) * 11))[1][7] != 0, "the live session's ephemeral survives in ZooKeeper")
+    c.check("digest in the snapshot has digest version of 2" in log and "Digests are not matching" not in log,
+            "ZooKeeper reads the snapshot's digest and finds it its own"
+            + "".join(l for l in log.splitlines(True) if "igest" in l or "snapshot" in l))
+    r = subprocess.run([WARDEN, "export-zookeeper", "--data-dir", os.path.join(work, "nothing"), "--to",
+                        os.path.join(work, "x")], capture_output=True, text=True, timeout=60)
+    c.check(r.returncode == 1 and r.stderr.startswith("export-zookeeper: "),
+            f"exporting a directory without a store is refused ({r.stderr.strip()})")
+    r = subprocess.run([WARDEN, "export-zookeeper", "--to"], capture_output=True, text=True, timeout=60)
+    c.check(r.returncode == 2 and "usage" in r.stderr, f"a bad command line gets the usage ({r.stderr.strip()})")
+
+
 def main():
     def everything(work):
         pristine = round_trip(work)
+        into_ensemble(work, pristine)
         from_each_snapshot(work, pristine)
         refusals(work, pristine)
-    c.run_parts((everything,), "warden-import-zk-")
+    c.run_parts((everything, export), "warden-migrate-zk-", each_fresh=True)
 
 
 if __name__ == "__main__":
