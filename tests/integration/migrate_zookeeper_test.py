@@ -367,6 +367,46 @@ def refusals(work, src):
                                                                                 f"directory is refused ({r.stderr.strip()})")
 
 
+def while_running(work):
+    """A ZooKeeper being written to, its logs in a dataLogDir of their own, is imported from what
+    it has written whole: a prefix of its acknowledged writes, none torn."""
+    zkdir = os.path.join(work, "running")
+    os.makedirs(zkdir)
+    z = support.start_zookeeper(extra_cfg=ZK_CFG + f"dataLogDir={zkdir}/datalog\n", workdir=zkdir)
+    acked = []
+    stop = threading.Event()
+
+    def writer():
+        zk = KazooClient(hosts=z.hosts)
+        zk.start(timeout=30)
+        zk.create("/run", b"")
+        deadline = time.time() + 60
+        for i in range(100000):  # bounded in count and time
+            if stop.is_set() or time.time() > deadline:
+                break
+            zk.create(f"/run/n{i}", b"%d" % i)
+            acked.append(i)
+        zk.stop()
+        zk.close()
+    t = threading.Thread(target=writer)
+    try:
+        t.start()
+        support.wait_until(lambda: len(acked) > 500, timeout=30)
+        before = len(acked)
+        r = run_import(os.path.join(zkdir, "data"), os.path.join(work, "from-running"),
+                       log=os.path.join(zkdir, "datalog"))
+        after = len(acked)
+    finally:
+        stop.set()
+        t.join()
+        z.stop()
+    c.equal(r.returncode, 0, "a ZooKeeper being written to imports (its logs from --from-log)")
+    got = sorted(int(m) for m in re.findall(r"^/run/n(\d+) ", snapshot_dump(os.path.join(work, "from-running")),
+                                            re.M))
+    c.check(got == list(range(len(got))) and before <= len(got) <= after + 1,
+            f"with a prefix of its writes: {len(got)} nodes, {before} acknowledged before the import, {after} after")
+
+
 def into_ensemble(work, src):
     """Imported into one member, the others started empty: every member serves the state."""
     from ensemble import Ensemble
@@ -451,7 +491,7 @@ def main():
         into_ensemble(work, pristine)
         from_each_snapshot(work, pristine)
         refusals(work, pristine)
-    c.run_parts((everything, export), "warden-migrate-zk-", each_fresh=True)
+    c.run_parts((everything, while_running, export), "warden-migrate-zk-", each_fresh=True)
 
 
 if __name__ == "__main__":
