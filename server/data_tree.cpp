@@ -373,11 +373,17 @@ void DataTree::start_load() {
   quota_targets_.clear();
   load_parent_ = load_last_ = nullptr;
   last_applied_ = 0;
+  zk_digest_ = 0;
 }
 
 bool DataTree::load_node(std::string_view path, std::string_view record) {
   auto r = wire::decode<SnapshotNode>(record);
-  if (!r || !valid_path(path)) return false;
+  return r && load_node(path, *r);
+}
+
+bool DataTree::load_node(std::string_view path, const SnapshotNode& node) {
+  if (!valid_path(path)) return false;
+  const SnapshotNode* r = &node;
   // Nodes come in walk order: a node's parent is mostly the last parent or the last node.
   Node* parent = nullptr;
   if (path != "/") {
@@ -398,6 +404,7 @@ bool DataTree::load_node(std::string_view path, std::string_view record) {
   Node* n = nullptr;
   if (const Node* had = path == "/" ? root_ : parent->child(node_name(path))) {
     // There already (a damaged walk's repeat): the newer record wins, the children stay.
+    zk_digest_ -= node_zk_digest(path, *had);
     Place at = path == "/" ? Place{nullptr, root_} : Place{&parent->kids_->set, const_cast<Node*>(had)};
     n = set_data(at, r->data);
     release_acl(n->acl_);
@@ -433,6 +440,9 @@ bool DataTree::load_node(std::string_view path, std::string_view record) {
   load_last_ = n;
   load_last_path_.assign(path);
   load_last_acl_ = n->acl_;
+  // ZooKeeper's digest, kept as nodes arrive: a node's part is its own fields only, and a pass
+  // over the loaded tree afterwards would cost a start a second walk of every node.
+  zk_digest_ += node_zk_digest(path, *n);
   return true;
 }
 

@@ -102,6 +102,8 @@ class DataTree {
   // damaged record.
   void start_load();
   bool load_node(std::string_view path, std::string_view record);
+  // The same from a decoded node (a tool that reads another format).
+  bool load_node(std::string_view path, const SnapshotNode& node);
   // A load's fix-up: gives the loaded node at `path` the ACL `acl` without counting a change
   // (aversion stays), for a node whose ACL its snapshot could not name (an imported fuzzy
   // ZooKeeper snapshot; the log's create names it). False when there is no such node.
@@ -110,7 +112,6 @@ class DataTree {
     last_applied_ = zxid;
     load_parent_ = load_last_ = nullptr;
     rebuild_quotas();  // the stats of a fuzzy snapshot may be stale: counted again, as ZooKeeper does
-    zk_digest_ = zk_digest_full();
   }
   // A digest of every node's path, data, ACL and Stat, independent of insertion order: two
   // trees with the same digest hold the same nodes.

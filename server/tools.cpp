@@ -129,10 +129,12 @@ int import_zookeeper_command(const std::vector<std::string>& args, std::ostream&
     auto r = migrate::import_zookeeper(o);
     for (const auto& n : r.notes) out << "note: " << n << "\n";
     out << fmt::format("imported {} into {}: {} nodes, {} sessions, the state after txn 0x{:x} ({} from {} and {} "
-                       "txns after it); epochs {} accepted, {} current; ZooKeeper's digest {}\n",
+                       "txns after it); epochs {} accepted, {} current; ZooKeeper's digest {}; {:.2f} s to load the "
+                       "snapshot, {:.2f} s to replay, {:.2f} s to write\n",
                        o.from, o.data_dir, r.nodes, r.sessions, static_cast<uint64_t>(r.last),
                        r.snapshot.empty() ? "nothing" : "the snapshot", r.snapshot.empty() ? "-" : r.snapshot, r.txns,
-                       r.accepted_epoch, r.current_epoch, r.digest_checked ? "agrees" : "was not recorded");
+                       r.accepted_epoch, r.current_epoch, r.digest_checked ? "agrees" : "was not recorded", r.load_s,
+                       r.replay_s, r.write_s);
     return 0;
   } catch (const std::exception& e) {
     err << "import-zookeeper: " << e.what() << "\n";

@@ -1099,8 +1099,12 @@ ApplyResult ZkServer::apply(const Txn& txn, Zxid zxid, std::vector<WatchTrigger>
 void ZkServer::replay(Zxid zxid, std::string_view payload) {
   auto txn = decode_txn(payload);
   if (!txn) throw std::runtime_error(fmt::format("log record 0x{:x} does not hold a txn", zxid));
+  replay(zxid, *txn);
+}
+
+void ZkServer::replay(Zxid zxid, const Txn& txn) {
   std::vector<WatchTrigger> ignored;
-  apply(*txn, zxid, ignored);
+  apply(txn, zxid, ignored);
 }
 
 void ZkServer::abort_in_flight(Err err) {

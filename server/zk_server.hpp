@@ -167,6 +167,7 @@ class ZkServer {
   // table move on, nobody is answered. Restored sessions get their full timeout from now.
   // Throws std::runtime_error when the payload is not a txn.
   void replay(Zxid zxid, std::string_view payload);
+  void replay(Zxid zxid, const Txn& txn);  // the same, decoded already (a tool's import)
   // Snapshots: the session records to store, and loading one before replaying the log after it.
   std::vector<std::pair<std::string, std::string>> session_records() const { return sessions_.records(); }
   void start_snapshot_load() {
@@ -175,6 +176,7 @@ class ZkServer {
   }
   // False when a record is damaged (or a node's parent is missing).
   bool load_snapshot_node(std::string_view path, std::string_view record) { return tree_.load_node(path, record); }
+  bool load_snapshot_node(std::string_view path, const SnapshotNode& node) { return tree_.load_node(path, node); }
   bool load_snapshot_session(std::string_view key, std::string_view record) {
     return sessions_.load(key, record, clock_());
   }

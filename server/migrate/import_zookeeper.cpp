@@ -3,9 +3,14 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <exception>
 #include <filesystem>
 #include <map>
+#include <mutex>
 #include <set>
+#include <thread>
 
 #include "consensus/replicator.hpp"
 #include "server/data_tree.hpp"
@@ -41,6 +46,83 @@ const wire::AclList& open_acl() {
   return acl;
 }
 
+// Reads `file` on a thread of its own while the caller's visitor builds the tree from what was
+// read (in order, on the calling thread): decoding and the checksum overlap the building, on a
+// machine whose other cores an import leaves idle. At most `max_batches` batches wait.
+zkf::SnapshotSummary read_snapshot_alongside(const zkf::SnapshotFile& file, const zkf::SnapshotVisitor& visit) {
+  struct Batch {
+    std::vector<std::pair<int64_t, int32_t>> sessions;
+    std::vector<std::pair<int64_t, wire::AclList>> acls;
+    std::vector<zkf::SnapshotNode> nodes;
+  };
+  constexpr size_t nodes_per_batch = 2048, max_batches = 4;
+  struct Abandoned {};
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<Batch> queue;
+  bool done = false, abandon = false;
+  std::exception_ptr failed;
+  zkf::SnapshotSummary sum;
+  std::thread reader([&] {
+    Batch b;
+    auto push = [&] {
+      std::unique_lock lk(mu);
+      cv.wait(lk, [&] { return queue.size() < max_batches || abandon; });
+      if (abandon) throw Abandoned{};
+      queue.push_back(std::move(b));
+      b = Batch{};
+      cv.notify_all();
+    };
+    zkf::SnapshotVisitor v;
+    v.session = [&](int64_t id, int32_t t) { b.sessions.emplace_back(id, t); };
+    v.acl = [&](int64_t key, wire::AclList acl) { b.acls.emplace_back(key, std::move(acl)); };
+    v.node = [&](zkf::SnapshotNode n) {
+      b.nodes.push_back(std::move(n));
+      if (b.nodes.size() == nodes_per_batch) push();
+    };
+    try {
+      auto got = zkf::read_snapshot(file, v);
+      push();
+      std::lock_guard lk(mu);
+      sum = got;
+    } catch (const Abandoned&) {
+    } catch (...) {
+      std::lock_guard lk(mu);
+      failed = std::current_exception();
+    }
+    std::lock_guard lk(mu);
+    done = true;
+    cv.notify_all();
+  });
+  try {
+    for (;;) {
+      Batch b;
+      {
+        std::unique_lock lk(mu);
+        cv.wait(lk, [&] { return !queue.empty() || done; });
+        if (queue.empty()) break;
+        b = std::move(queue.front());
+        queue.pop_front();
+        cv.notify_all();
+      }
+      for (const auto& [id, t] : b.sessions) visit.session(id, t);
+      for (auto& [key, acl] : b.acls) visit.acl(key, std::move(acl));
+      for (auto& n : b.nodes) visit.node(std::move(n));
+    }
+  } catch (...) {
+    {
+      std::lock_guard lk(mu);
+      abandon = true;
+      cv.notify_all();
+    }
+    reader.join();
+    throw;
+  }
+  reader.join();
+  if (failed) std::rethrow_exception(failed);
+  return sum;
+}
+
 // The state being rebuilt: a server that serves nobody, its tree and session table filled as a
 // start fills them, with what import must track beside them.
 class Rebuild {
@@ -70,23 +152,29 @@ class Rebuild {
       live_.insert(id);
     };
     v.acl = [&](int64_t key, wire::AclList acl) { acls_[key] = std::move(acl); };
+    SnapshotNode s;  // one for every node: its ACL is copied only when it changes
+    int64_t last_key = 0;
+    bool have_key = false;
     v.node = [&](zkf::SnapshotNode n) {
-      std::string record;
+      bool loaded;
       if (n.path == "/zookeeper/config") {
-        record = own_config.substr(4);
+        loaded = server_.load_snapshot_node(n.path, std::string_view(own_config).substr(4));
       } else {
-        SnapshotNode s;
         s.data = std::move(n.data);
-        if (n.acl == zkf::open_acl_key) {
-          s.acl = open_acl();
-        } else if (auto it = acls_.find(n.acl); it != acls_.end()) {
-          s.acl = it->second;
-        } else {
-          // A list first used while a fuzzy snapshot was written (ZOOKEEPER-3306): the log's
-          // create or setACL of the node names it.
-          s.acl = open_acl();
-          unresolved_[n.path] = n.acl;
+        if (!have_key || n.acl != last_key) {
+          if (n.acl == zkf::open_acl_key) {
+            s.acl = open_acl();
+          } else if (auto it = acls_.find(n.acl); it != acls_.end()) {
+            s.acl = it->second;
+          } else {
+            // A list first used while a fuzzy snapshot was written (ZOOKEEPER-3306): the log's
+            // create or setACL of the node names it.
+            s.acl = open_acl();
+          }
+          last_key = n.acl;
+          have_key = true;
         }
+        if (n.acl != zkf::open_acl_key && !acls_.count(n.acl)) unresolved_[n.path] = n.acl;
         s.czxid = n.stat.czxid;
         s.mzxid = n.stat.mzxid;
         s.pzxid = n.stat.pzxid;
@@ -96,12 +184,11 @@ class Rebuild {
         s.version = n.stat.version;
         s.creates = n.stat.cversion;
         s.aversion = n.stat.aversion;
-        record = wire::encode(s);
+        loaded = server_.load_snapshot_node(n.path, s);
       }
-      if (!server_.load_snapshot_node(n.path, record))
-        throw zkf::FormatError(fmt::format("{}: node {} does not load", file.path, n.path));
+      if (!loaded) throw zkf::FormatError(fmt::format("{}: node {} does not load", file.path, n.path));
     };
-    auto sum = zkf::read_snapshot(file, v);
+    auto sum = read_snapshot_alongside(file, v);
     if (tree().size() != sum.nodes)
       throw zkf::FormatError(fmt::format("{}: {} of its {} nodes have no parent in it: the snapshot is damaged",
                                          file.path, sum.nodes - tree().size(), sum.nodes));
@@ -126,7 +213,7 @@ class Rebuild {
     }
     if (std::holds_alternative<CreateSessionTxn>(t.body)) live_.insert(z.session);
     if (std::holds_alternative<CloseSessionTxn>(t.body)) live_.erase(z.session);
-    server_.replay(z.zxid, encode_txn(t));
+    server_.replay(z.zxid, t);
     resolve_acls(z);
   }
 
@@ -142,7 +229,7 @@ class Rebuild {
       t.session = owner;
       t.type = -11;
       t.body = CloseSessionTxn{};
-      server_.replay(at, encode_txn(t));
+      server_.replay(at, t);
     }
     return owners.size();
   }
@@ -258,6 +345,9 @@ ImportReport import_zookeeper(const ImportOptions& o) {
     throw ImportError(fmt::format("--data-dir {}: already holds a Warden store ({}): import writes a fresh one only",
                                   o.data_dir, store_dir));
   ImportReport rep;
+  using Clock = std::chrono::steady_clock;
+  auto since = [](Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); };
+  auto phase = Clock::now();
   auto logs = zkf::list_logs(log_dir);
   auto snaps = zkf::list_snapshots(snap_dir);
   Rebuild state;
@@ -286,6 +376,8 @@ ImportReport import_zookeeper(const ImportOptions& o) {
     state.server().finish_snapshot_load(0);
   }
   rep.nodes = state.tree().size();
+  rep.load_s = since(phase);
+  phase = Clock::now();
 
   // The logs that hold txns after the snapshot: the newest starting at or below it, and all after.
   size_t first_log = 0;
@@ -341,6 +433,8 @@ ImportReport import_zookeeper(const ImportOptions& o) {
   rep.current_epoch = std::max(current.value_or(0), epoch_of(last));
   rep.nodes = state.tree().size();
   rep.sessions = state.sessions();
+  rep.replay_s = since(phase);
+  phase = Clock::now();
 
   // Written last, so that a refusal above leaves nothing behind; a failed write removes its part.
   bool created = !fs::exists(store_dir, ec);
@@ -351,6 +445,7 @@ ImportReport import_zookeeper(const ImportOptions& o) {
     write_whole_snapshot(state.tree(), state.server().session_records(), store, last,
                          fmt::format("{} nodes (imported from ZooKeeper's {})", rep.nodes, o.from));
     store.set_replica_state(storage::ReplicaState{rep.accepted_epoch, rep.current_epoch, last});
+    rep.write_s = since(phase);
   } catch (...) {
     if (created) fs::remove_all(store_dir, ec);
     throw;

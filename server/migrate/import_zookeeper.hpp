@@ -36,6 +36,7 @@ struct ImportReport {
   uint64_t nodes = 0, sessions = 0, txns = 0;
   uint32_t accepted_epoch = 0, current_epoch = 0;
   bool digest_checked = false;  // ZooKeeper's digest was compared, and agreed
+  double load_s = 0, replay_s = 0, write_s = 0;  // where the time went
   std::vector<std::string> notes;  // files passed over, tails left out, ephemerals removed
 };
 

@@ -679,16 +679,19 @@ namespace {
 bool zero_from(const std::string& path, uint64_t from, uint64_t& nonzero_at) {
   std::ifstream f(path, std::ios::binary);
   f.seekg(static_cast<std::streamoff>(from));
+  static const char zeros[1 << 16] = {};
   char buf[1 << 16];
   uint64_t at = from;
   while (f) {
     f.read(buf, sizeof buf);
     auto got = static_cast<size_t>(f.gcount());
-    for (size_t i = 0; i < got; ++i)
-      if (buf[i] != 0) {
-        nonzero_at = at + i;
-        return false;
-      }
+    if (std::memcmp(buf, zeros, got) != 0) {
+      for (size_t i = 0; i < got; ++i)
+        if (buf[i] != 0) {
+          nonzero_at = at + i;
+          return false;
+        }
+    }
     at += got;
   }
   return true;

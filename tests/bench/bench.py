@@ -314,6 +314,79 @@ def size_run(args):
               f"{q['p999_us']} | {float(b['ops_per_s']):.0f} | {b['p99_us']} | {b['p999_us']} | {r['snaps']} |")
 
 
+def import_run(args):
+    """A ZooKeeper directory of N znodes of 100 bytes (loaded through ZooKeeper, then stopped
+    cleanly: its snapshots plus the log after the newest) moved to Warden: the time from the
+    import's start to a serving Warden against ZooKeeper's own start on a copy of the same
+    directory, and the import's peak memory against Warden's RSS serving the tree. Each is
+    measured --import-rounds times on fresh copies; the best of each counts (the machine's noise
+    only ever adds)."""
+    import shutil
+    import tempfile
+    import time
+    work = tempfile.mkdtemp(prefix="bench-import-")
+    zk_starts, imports, starts, peaks, zk_rss, warden_rss = [], [], [], [], 0, 0
+    try:
+        zkdir = os.path.join(work, "zk")
+        os.makedirs(zkdir)
+        zk = support.start_zookeeper(extended_types=False, extra_cfg="maxClientCnxns=0\n", workdir=zkdir,
+                                     heap_mb=args.zk_heap_mb)
+        subprocess.run([args.loadgen, "--port", str(zk.port), "--op", "create", "--seconds", "900",
+                        "--connections", "16", "--depth", "32", "--max-ops", str(args.import_znodes),
+                        "--value-size", "100"], check=True, capture_output=True, timeout=1200)
+        zk.stop()
+        source = os.path.join(work, "source")
+        shutil.move(os.path.join(zkdir, "data"), source)
+        # A process of its own whose only child is the import: its peak RSS is the import's.
+        probe = ("import resource, subprocess, sys\n"
+                 "r = subprocess.run(sys.argv[1:], capture_output=True, text=True)\n"
+                 "print(r.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
+                 "sys.stderr.write(r.stdout + r.stderr)\n")
+        for _ in range(args.import_rounds):
+            # ZooKeeper's start writes a snapshot into its directory: each start gets a fresh copy.
+            shutil.rmtree(os.path.join(zkdir, "data"), ignore_errors=True)
+            shutil.copytree(source, os.path.join(zkdir, "data"))
+            t0 = time.time()
+            zk = support.start_zookeeper(extended_types=False, extra_cfg="maxClientCnxns=0\n", workdir=zkdir,
+                                         heap_mb=args.zk_heap_mb)
+            zk_starts.append(time.time() - t0)
+            zk_rss = rss_mib(zk.proc.pid)
+            zk.stop()
+            wdir = os.path.join(work, "warden")
+            shutil.rmtree(wdir, ignore_errors=True)
+            os.makedirs(wdir)
+            t0 = time.time()
+            r = subprocess.run([sys.executable, "-c", probe, os.environ["WARDEN_SERVER"], "import-zookeeper",
+                                "--from", source, "--data-dir", os.path.join(wdir, "data")],
+                               capture_output=True, text=True, timeout=1200)
+            imports.append(time.time() - t0)
+            rc, peak_kib = (int(x) for x in r.stdout.split())
+            if rc != 0:
+                raise RuntimeError(f"import failed: {r.stderr}")
+            peaks.append(peak_kib / 1024)
+            t0 = time.time()
+            w = support.start_warden("", workdir=wdir)
+            starts.append(time.time() - t0)
+            time.sleep(2)
+            warden_rss = rss_mib(w.proc.pid)
+            w.stop()
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    seq = lambda xs: ", ".join(f"{x:.2f}" for x in xs)  # noqa: E731
+    print(f"\n### moving a ZooKeeper directory of {args.import_znodes} znodes of 100 bytes "
+          f"(best of {args.import_rounds}; every round in brackets)\n")
+    print("| | seconds | memory MiB |")
+    print("|---|---|---|")
+    print(f"| ZooKeeper 3.8 starting on its directory (to its first served request) | {min(zk_starts):.2f} "
+          f"({seq(zk_starts)}) | {zk_rss:.0f} (RSS serving) |")
+    print(f"| import-zookeeper | {min(imports):.2f} ({seq(imports)}) | {max(peaks):.0f} (peak RSS) |")
+    print(f"| Warden starting on the import (to its first served request) | {min(starts):.2f} ({seq(starts)}) | "
+          f"{warden_rss:.0f} (RSS serving) |")
+    total = min(imports) + min(starts)
+    print(f"\nimport + start against ZooKeeper's start: x{total / min(zk_starts):.2f} (target at most 0.5); "
+          f"import peak against Warden serving: x{max(peaks) / warden_rss:.2f} (target at most 1.25)")
+
+
 class ZkEnsemble:
     """Apache ZooKeeper 3.8 as three QuorumPeerMain processes on loopback, with the same
     tickTime, initLimit and syncLimit as the Warden ensemble it is compared with."""
@@ -565,6 +638,9 @@ def main():
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--max-ops", type=int, default=20_000_000)
     p.add_argument("--znodes", type=int, default=1_000_000, help="for the size run; 0 skips it")
+    p.add_argument("--import-znodes", type=int, default=1_000_000,
+                   help="the ZooKeeper directory import-zookeeper moves (0 skips it)")
+    p.add_argument("--import-rounds", type=int, default=3, help="rounds of the import run (the best counts)")
     p.add_argument("--ensemble-ops", default="create,set,get,mix",
                    help="the 3-member run's ops (empty skips it)")
     p.add_argument("--ensemble-tick-ms", type=int, default=2000, help="tickTime of both ensembles")
@@ -603,6 +679,8 @@ def main():
         lock_run(args)
     if args.znodes > 0:
         size_run(args)
+    if args.import_znodes > 0:
+        import_run(args)
 
 
 if __name__ == "__main__":
