@@ -387,49 +387,6 @@ def import_run(args):
           f"import peak against Warden serving: x{max(peaks) / warden_rss:.2f} (target at most 1.25)")
 
 
-class ZkEnsemble:
-    """Apache ZooKeeper 3.8 as three QuorumPeerMain processes on loopback, with the same
-    tickTime, initLimit and syncLimit as the Warden ensemble it is compared with."""
-
-    def __init__(self, n, tick_ms, heap_mb):
-        import tempfile
-        self.dir = tempfile.mkdtemp(prefix="bench-zk-ens-")
-        self.members = []
-        ports = [(support.free_port(), support.free_port(), support.free_port()) for _ in range(n)]
-        lines = "".join(f"server.{i + 1}=127.0.0.1:{q}:{e}\n" for i, (_, q, e) in enumerate(ports))
-        for i, (client, _, _) in enumerate(ports):
-            d = os.path.join(self.dir, str(i + 1))
-            os.makedirs(os.path.join(d, "data"))
-            with open(os.path.join(d, "data", "myid"), "w") as f:
-                f.write(f"{i + 1}\n")
-            cfg = os.path.join(d, "zoo.cfg")
-            with open(cfg, "w") as f:
-                f.write(f"tickTime={tick_ms}\ninitLimit=10\nsyncLimit=5\ndataDir={d}/data\nclientPort={client}\n"
-                        f"clientPortAddress=127.0.0.1\nadmin.enableServer=false\nmaxClientCnxns=0\n"
-                        f"4lw.commands.whitelist=*\n{lines}")
-            self.members.append(dict(id=i + 1, client_port=client, cfg=cfg, dir=d, proc=None, heap=heap_mb))
-
-    def start_member(self, m):
-        m["proc"] = subprocess.Popen(["java", f"-Xmx{m['heap']}m", "-cp", support.ZK_CLASSPATH,
-                                      "org.apache.zookeeper.server.quorum.QuorumPeerMain", m["cfg"]],
-                                     stdout=open(os.path.join(m["dir"], "zk.log"), "a"), stderr=subprocess.STDOUT)
-
-    def start(self):
-        for m in self.members:
-            self.start_member(m)
-        for m in self.members:
-            support.wait_until_serving(m["client_port"], m["proc"], f"ZooKeeper {m['id']}", timeout=120)
-        return self
-
-    def stop(self):
-        import shutil
-        for m in self.members:
-            if m["proc"] and m["proc"].poll() is None:
-                m["proc"].terminate()
-                m["proc"].wait()
-        shutil.rmtree(self.dir, ignore_errors=True)
-
-
 class WardenEnsemble:
     """The same shape over tests/integration/ensemble.py."""
 
@@ -491,7 +448,7 @@ def ensemble_run(args, ops):
     import time
     results, rss, failover = {}, {}, {}
     for name in ("zk", "warden"):
-        ens = (ZkEnsemble(3, args.ensemble_tick_ms, args.zk_heap_mb) if name == "zk"
+        ens = (support.ZkEnsemble(3, args.ensemble_tick_ms, args.zk_heap_mb) if name == "zk"
                else WardenEnsemble(3, args.ensemble_tick_ms)).start()
         try:
             ports = [m["client_port"] for m in ens.members]
@@ -549,7 +506,7 @@ def join_run(args):
     import time
     took, peak = {}, {}
     for name in ("zk", "warden"):
-        ens = (ZkEnsemble(3, args.ensemble_tick_ms, args.zk_heap_mb) if name == "zk"
+        ens = (support.ZkEnsemble(3, args.ensemble_tick_ms, args.zk_heap_mb) if name == "zk"
                else WardenEnsemble(3, args.ensemble_tick_ms)).start()
         try:
             ports = [m["client_port"] for m in ens.members]

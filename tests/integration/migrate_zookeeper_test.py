@@ -34,6 +34,7 @@ from kazoo.security import ACL, Id, make_digest_acl
 
 import support
 import zkproto
+from ensemble import four_letter
 
 c = support.Checks("migrate-zookeeper")
 WARDEN = os.environ.get("WARDEN_SERVER", "")
@@ -438,6 +439,91 @@ def into_ensemble(work, src):
         ens.stop()
 
 
+def from_zk_ensemble(work):
+    """A 3-member ZooKeeper ensemble that changed leaders (epoch 2 and up), stopped: the member
+    with the highest zxid is imported with its epochs, and a Warden ensemble started from it
+    goes on numbering above them."""
+    from ensemble import Ensemble
+    zens = support.ZkEnsemble(3, 500, 256)
+    try:
+        zens.start()
+        zk = KazooClient(hosts=",".join(f"127.0.0.1:{m['client_port']}" for m in zens.members))
+        zk.start(timeout=60)
+        zk.create("/ens", b"")
+        for i in range(100):
+            zk.create(f"/ens/a{i}", b"%d" % i)
+        leader = next(m for m in zens.members if "Mode: leader" in four_letter(m["client_port"], "srvr"))
+        leader["proc"].kill()  # a new leader, a new epoch
+        leader["proc"].wait()
+        zk.retry(zk.create, "/ens/after-failover", b"")
+        for i in range(100):
+            zk.create(f"/ens/b{i}", b"%d" % i)
+        zk.stop()
+        zk.close()
+    finally:
+        zens.stop(keep=True)
+    try:
+        def last_zxid(m):
+            logs = [n for n in os.listdir(os.path.join(m["dir"], "data", "version-2")) if n.startswith("log.")]
+            return max(int(n.split(".")[1], 16) for n in logs) if logs else 0
+        src = max(zens.members, key=last_zxid)
+        v2 = os.path.join(src["dir"], "data", "version-2")
+        accepted = int(open(os.path.join(v2, "acceptedEpoch")).read())
+        current = int(open(os.path.join(v2, "currentEpoch")).read())
+        c.check(current >= 2, f"the ZooKeeper ensemble changed epochs (currentEpoch {current})")
+        ens = Ensemble(3)
+        try:
+            r = run_import(os.path.join(src["dir"], "data"), os.path.join(ens.members[0].dir, "data"))
+            c.equal(r.returncode, 0, "a ZooKeeper ensemble member's directory imports")
+            m = re.search(r"state after txn 0x([0-9a-f]+).*epochs (\d+) accepted, (\d+) current", r.stdout)
+            c.check(m and (int(m.group(2)), int(m.group(3))) == (accepted, current)
+                    and int(m.group(1), 16) >> 32 == current,
+                    f"with ZooKeeper's epochs ({accepted}, {current}): {r.stdout.strip()[-200:]}")
+            last = int(m.group(1), 16) if m else 0
+            ens.start()
+            zk = KazooClient(hosts=ens.connect_string)
+            zk.start(timeout=30)
+            kids = zk.get_children("/ens")
+            stat = zk.set("/ens", b"on Warden")
+            c.check(len(kids) == 201, f"the Warden ensemble serves every node ({len(kids)} under /ens)")
+            c.check(stat.mzxid >> 32 > last >> 32, f"and numbers its txns in a later epoch (0x{stat.mzxid:x} after "
+                                                    f"0x{last:x})")
+            zk.stop()
+            zk.close()
+        finally:
+            ens.stop()
+    finally:
+        shutil.rmtree(zens.dir, ignore_errors=True)
+
+
+def older_formats(work):
+    """ZooKeeper 3.8 told to write as 3.5 did (no digests, closeSession without its paths): the
+    import reads those files too and serves what that ZooKeeper serves."""
+    zkdir = os.path.join(work, "older")
+    os.makedirs(zkdir)
+    flags = ["-Dzookeeper.digest.enabled=false", "-Dzookeeper.closeSessionTxn.enabled=false"]
+    z = support.start_zookeeper(extra_cfg=ZK_CFG, workdir=zkdir, jvm_flags=flags)
+    zk = KazooClient(hosts=z.hosts)
+    zk.start(timeout=30)
+    zk.add_auth("digest", "user:secret")
+    fill(zk, z.port, 1)
+    zk.stop()
+    zk.close()
+    z.proc.kill()
+    z.proc.wait()
+    r = run_import(os.path.join(zkdir, "data"), os.path.join(work, "w", "data"))
+    c.check(r.returncode == 0 and "digest was not recorded" in r.stdout,
+            f"files without digests import ({r.stdout.strip()[-160:]} {r.stderr.strip()})")
+    z = support.start_zookeeper(extra_cfg=ZK_CFG, workdir=zkdir, jvm_flags=flags)
+    try:
+        want = tree(z.port)
+    finally:
+        z.stop()
+    with support.start_warden("", workdir=os.path.join(work, "w")) as w:
+        got = tree(w.port)
+    compare(got, want, "and Warden serves what that ZooKeeper serves", at_least=1200)
+
+
 def export(work):
     wdir = os.path.join(work, "warden-src")
     os.makedirs(wdir)
@@ -491,7 +577,8 @@ def main():
         into_ensemble(work, pristine)
         from_each_snapshot(work, pristine)
         refusals(work, pristine)
-    c.run_parts((everything, while_running, export), "warden-migrate-zk-", each_fresh=True)
+    c.run_parts((everything, while_running, older_formats, from_zk_ensemble, export), "warden-migrate-zk-",
+                each_fresh=True)
 
 
 if __name__ == "__main__":

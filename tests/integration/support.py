@@ -175,6 +175,50 @@ def start_zookeeper(extended_types=True, extra_cfg="", workdir=None, heap_mb=512
     return Server(proc, port, workdir, log_path, keep)
 
 
+class ZkEnsemble:
+    """Apache ZooKeeper 3.8 as `n` QuorumPeerMain processes on loopback (initLimit=10,
+    syncLimit=5): the reference for ensemble behaviour and the benchmarks' other side. Members
+    are dicts (id, client_port, cfg, dir, proc); each one's dataDir is `dir`/data."""
+
+    def __init__(self, n, tick_ms, heap_mb, jvm_flags=()):
+        self.dir = tempfile.mkdtemp(prefix="zk-ens-")
+        self.jvm_flags = list(jvm_flags)
+        self.members = []
+        ports = [(free_port(), free_port(), free_port()) for _ in range(n)]
+        lines = "".join(f"server.{i + 1}=127.0.0.1:{q}:{e}\n" for i, (_, q, e) in enumerate(ports))
+        for i, (client, _, _) in enumerate(ports):
+            d = os.path.join(self.dir, str(i + 1))
+            os.makedirs(os.path.join(d, "data"))
+            with open(os.path.join(d, "data", "myid"), "w") as f:
+                f.write(f"{i + 1}\n")
+            cfg = os.path.join(d, "zoo.cfg")
+            with open(cfg, "w") as f:
+                f.write(f"tickTime={tick_ms}\ninitLimit=10\nsyncLimit=5\ndataDir={d}/data\nclientPort={client}\n"
+                        f"clientPortAddress=127.0.0.1\nadmin.enableServer=false\nmaxClientCnxns=0\n"
+                        f"4lw.commands.whitelist=*\n{lines}")
+            self.members.append(dict(id=i + 1, client_port=client, cfg=cfg, dir=d, proc=None, heap=heap_mb))
+
+    def start_member(self, m):
+        m["proc"] = subprocess.Popen(["java", f"-Xmx{m['heap']}m", *self.jvm_flags, "-cp", ZK_CLASSPATH,
+                                      "org.apache.zookeeper.server.quorum.QuorumPeerMain", m["cfg"]],
+                                     stdout=open(os.path.join(m["dir"], "zk.log"), "a"), stderr=subprocess.STDOUT)
+
+    def start(self):
+        for m in self.members:
+            self.start_member(m)
+        for m in self.members:
+            wait_until_serving(m["client_port"], m["proc"], f"ZooKeeper {m['id']}", timeout=120)
+        return self
+
+    def stop(self, keep=False):
+        for m in self.members:
+            if m["proc"] and m["proc"].poll() is None:
+                m["proc"].terminate()
+                m["proc"].wait()
+        if not keep:
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+
 def run_zkcli(hosts, script, timeout=120):
     """Runs a zkCli.sh script (one command a line) against `hosts`; returns what it printed
     (zkCli prints results on stdout and errors on stderr: both count)."""
