@@ -1,6 +1,7 @@
 // Readers of ZooKeeper's files (storage/zookeeper_format): files built here byte by byte as
 // ZooKeeper lays them out, read back; every cut and many flipped bytes are refused with a
-// FormatError, never a crash. (Files ZooKeeper itself wrote: it_import_zookeeper.)
+// FormatError, never a crash; and the import's handling of what only crafted files show.
+// (Files ZooKeeper itself wrote: it_migrate_zookeeper.)
 #include <fmt/format.h>
 #include <snappy.h>
 #include <zlib.h>
@@ -10,6 +11,8 @@
 #include <fstream>
 #include <random>
 
+#include "server/migrate/import_zookeeper.hpp"
+#include "server/stored_state.hpp"
 #include "storage/zookeeper_format/zookeeper_files.hpp"
 #include "wire/jute.hpp"
 
@@ -367,4 +370,66 @@ TEST_CASE("epoch files hold a decimal number", "[zookeeper_format]") {
   CHECK(zkf::read_epoch_file((d.path / "acceptedEpoch").string()) == 12u);
   write_file(d.path / "currentEpoch", "-1");
   CHECK_THROWS_WITH(zkf::read_epoch_file((d.path / "currentEpoch").string()), Catch::Contains("currentEpoch: offset 0"));
+}
+
+namespace {
+// A ZooKeeper directory whose snapshot (at 0x5) names ACL 7 for /b, which its map lacks (a
+// list first used while the fuzzy snapshot was written), and whose log holds txn 0x6 creating
+// `created` with an ip ACL.
+void fuzzy_acl_directory(const fs::path& dir, const std::string& created) {
+  fs::create_directories(dir / "version-2");
+  {
+    zkf::SnapshotFileWriter w((dir / "version-2" / "snapshot.5").string());
+    w.sessions({});
+    warden::wire::AclList digest{warden::wire::Acl{31, warden::wire::Id{"digest", "u:x"}}};
+    w.acls({{1, digest}});
+    auto node = [&](const std::string& path, int64_t acl, int64_t czxid, int32_t creates) {
+      zkf::SnapshotNode n;
+      n.path = path;
+      n.data = std::string();
+      n.acl = acl;
+      n.stat = {czxid, czxid, 1000, 1000, 0, creates, 0, 0, czxid};
+      w.node(n);
+    };
+    node("/", -1, 0, 2);
+    node("/zookeeper", -1, 0, 0);
+    node("/zookeeper/quota", -1, 0, 0);
+    node("/a", 1, 5, 0);
+    node("/b", 7, 6, 0);
+    w.finish(std::nullopt);
+  }
+  std::string rec = txn_record(6, 1, [&](warden::wire::Writer& w) {
+    w.put_string(created);
+    w.put_string("");
+    w.put_int(1);
+    w.put_int(31);
+    w.put_string("ip");
+    w.put_string("127.0.0.1");
+    w.put_bool(false);
+    w.put_int(2);
+  });
+  write_file(dir / "version-2" / "log.6", log_bytes({rec}, 512));
+}
+}  // namespace
+
+TEST_CASE("an ACL a fuzzy snapshot's map lacks is taken from the log's create, or refused by name",
+          "[zookeeper_format]") {
+  TempDir d;
+  fuzzy_acl_directory(d.path / "zk", "/b");
+  warden::server::migrate::ImportOptions o{(d.path / "zk").string(), "", (d.path / "warden").string()};
+  auto r = warden::server::migrate::import_zookeeper(o);
+  CHECK(r.last == 6);
+  warden::server::StoredState s;
+  warden::server::load_stored_state(o.data_dir, s, true);
+  const auto* b = s.tree.find("/b");
+  REQUIRE(b);
+  CHECK(*s.tree.acl_of(*b) == warden::wire::AclList{warden::wire::Acl{31, warden::wire::Id{"ip", "127.0.0.1"}}});
+  CHECK(s.tree.acl_of(*s.tree.find("/a"))->at(0).id.scheme == "digest");
+
+  TempDir e;
+  fuzzy_acl_directory(e.path / "zk", "/c");
+  o = {(e.path / "zk").string(), "", (e.path / "warden").string()};
+  CHECK_THROWS_WITH(warden::server::migrate::import_zookeeper(o),
+                    Catch::Contains("node /b names ACL 7") && Catch::Contains("nothing was written"));
+  CHECK_FALSE(fs::exists(e.path / "warden" / "log"));
 }
