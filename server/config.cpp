@@ -144,6 +144,65 @@ std::string shown(std::string_view s) {
   return s.size() > 40 ? out + "..." : out;
 }
 
+namespace {
+// A server.N line, from zoo.cfg or the dynamic file; the reason when it is refused.
+std::optional<std::string> add_server(Config& c, const std::string& key, std::string_view value,
+                                      const std::string& origin) {
+  auto id = parse_number<int64_t>(std::string_view(key).substr(7));
+  if (!id || *id < 0 || *id > 254) return "the server id must be a number from 0 to 254";
+  PeerEntry e;
+  e.id = *id;
+  e.origin = origin;
+  if (auto why = parse_peer(value, e)) return *why;
+  if (c.servers.count(*id)) return "server id " + std::to_string(*id) + " is given twice";
+  c.servers[*id] = e;
+  return std::nullopt;
+}
+
+// ZooKeeper 3.5+'s dynamic configuration file (zoo.cfg.dynamic.<version>): the members, as
+// server.N lines, and the configuration's version; nothing else belongs there.
+std::optional<std::string> read_dynamic_config(Config& c, const std::string& set_at) {
+  const std::string& path = c.dynamic_config_file;
+  if (!c.servers.empty())
+    return set_at + "dynamicConfigFile=" + path + ": the server.N lines belong in " + path +
+           " alone, and this file has them too (" + c.servers.begin()->second.origin + ")";
+  std::ifstream f(path);
+  if (!f) return set_at + "dynamicConfigFile=" + path + ": cannot be read";
+  std::string raw;
+  int line_no = 0;
+  bool have_version = false;
+  while (std::getline(f, raw)) {
+    ++line_no;
+    std::string where = path + ":" + std::to_string(line_no) + ": ";
+    std::string_view line = trim(raw);
+    if (line.empty() || line.front() == '#' || line.front() == '!') continue;
+    auto eq = line.find('=');
+    if (eq == std::string_view::npos) return where + "expected key=value, got '" + shown(line) + "'";
+    std::string key(trim(line.substr(0, eq)));
+    std::string_view value = trim(line.substr(eq + 1));
+    if (key.rfind("server.", 0) == 0) {
+      if (auto why = add_server(c, key, value, path + ":" + std::to_string(line_no)))
+        return where + key + "=" + std::string(value) + ": " + *why;
+    } else if (key == "version") {
+      uint64_t v = 0;
+      auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), v, 16);
+      if (ec != std::errc() || p != value.data() + value.size() || value.empty() || have_version)
+        return where + "version=" + shown(value) + ": " +
+               (have_version ? "given twice" : "not a hexadecimal version (as zoo.cfg.dynamic.100000000 has)");
+      c.config_version = v;
+      have_version = true;
+    } else if (key.rfind("group.", 0) == 0 || key.rfind("weight.", 0) == 0) {
+      return where + key + ": hierarchical quorums (group.N, weight.N) are not supported";
+    } else {
+      return where + "'" + shown(key) + "' does not belong in a dynamic configuration file (server.N and version "
+                     "only; the rest goes in zoo.cfg)";
+    }
+  }
+  if (c.servers.empty()) return path + ": names no server.N (the members belong here)";
+  return std::nullopt;
+}
+}  // namespace
+
 ConfigResult parse_config(std::string_view text, std::string_view file_name,
                           const std::vector<std::pair<std::string, std::string>>& properties) {
   Config c;
@@ -152,6 +211,7 @@ ConfigResult parse_config(std::string_view text, std::string_view file_name,
   int line_no = 0;
   size_t next_property = 0;
   std::string origin;  // a property's origin; empty: the file's line
+  std::string dynamic_origin;  // where dynamicConfigFile was set
   auto where = [&] {
     return origin.empty() ? std::string(file_name) + ":" + std::to_string(line_no) + ": " : origin + ": ";
   };
@@ -384,19 +444,18 @@ ConfigResult parse_config(std::string_view text, std::string_view file_name,
                                  c.quorum_tls, tls_error)) {
       if (tls_error) err = where() + *tls_error;
     } else if (key.rfind("server.", 0) == 0) {
-      auto id = parse_number<int64_t>(std::string_view(key).substr(7));
-      if (!id || *id < 0 || *id > 254) return bad("the server id must be a number from 0 to 254");
-      PeerEntry e;
-      e.id = *id;
-      e.origin = std::string(file_name) + ":" + std::to_string(line_no);
-      if (auto why = parse_peer(value, e)) return bad(*why);
-      if (c.servers.count(*id)) return bad("server id " + std::to_string(*id) + " is given twice");
-      c.servers[*id] = e;
+      if (auto why = add_server(c, key, value, std::string(file_name) + ":" + std::to_string(line_no)))
+        return bad(*why);
+    } else if (key == "dynamicConfigFile") {
+      c.dynamic_config_file = std::string(value);
+      dynamic_origin = where();
     } else if (!known_unused(key)) {
       c.warnings.push_back(where() + "unknown key '" + key + "' ignored");
     }
     if (err) return *err;
   }
+  if (!c.dynamic_config_file.empty())
+    if (auto why = read_dynamic_config(c, dynamic_origin)) return *why;
   if ((c.ssl_quorum || c.quorum_port_unification) && !c.quorum_tls.has_key_store())
     return std::string(file_name) + ": " + (c.ssl_quorum ? "sslQuorum=true" : "portUnification=true") +
            " needs TLS between members: set ssl.quorum.keyStore.location (and ssl.quorum.trustStore.location)";

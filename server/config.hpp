@@ -168,6 +168,10 @@ struct Config {
   // Four-letter words that run (4lw.commands.whitelist); "*" for all. ZooKeeper's default.
   std::vector<std::string> four_letter_whitelist{"srvr"};
   std::map<int64_t, PeerEntry> servers;
+  // dynamicConfigFile (ZooKeeper 3.5+): the server.N lines live in that file, with the
+  // configuration's version (its `version=` line, hex; 0 when absent).
+  std::string dynamic_config_file;
+  uint64_t config_version = 0;
   // peerType: this server's role, which its own server.N line decides in the end (as ZooKeeper).
   std::string peer_type = "participant";
   // An ensemble: more than one server.N line (one alone runs standalone, as ZooKeeper does

@@ -518,4 +518,25 @@ with Ensemble(3, observers=1) as ens:
     kl.stop()
     c.equal(ens.stop_cleanly(), [], "every member exits cleanly on SIGTERM")
 
+# ---- members configured as ZooKeeper 3.5+ writes them: the server.N lines in dynamicConfigFile
+with Ensemble(3) as ens:
+    for m in ens.members:
+        with open(m.cfg) as f:
+            servers = [line for line in f.read().splitlines() if line.startswith("server.")]
+        dynamic = os.path.join(m.dir, "zoo.cfg.dynamic.100000000")
+        with open(dynamic, "w") as f:
+            f.write("\n".join(servers) + "\nversion=100000000\n")
+        m.rewrite_cfg(f"reconfigEnabled=true\nstandaloneEnabled=false\ndynamicConfigFile={dynamic}\n", ("server.",))
+    ens.start()
+    k = client(ens.connect_string)
+    k.create("/from-dynamic-config", b"d")
+    for m in ens.members:
+        km = client(m.hosts)
+        km.sync("/")
+        c.equal(km.get("/from-dynamic-config")[0], b"d", f"member {m.id}, its members from zoo.cfg.dynamic, serves "
+                                                        "the ensemble's write")
+        km.stop()
+    k.stop()
+    c.equal(ens.stop_cleanly(), [], "every member exits cleanly on SIGTERM")
+
 c.finish()

@@ -515,3 +515,51 @@ TEST_CASE("conf/java.env sets the JVM flags as zkEnv.sh sources it") {
   REQUIRE(std::holds_alternative<Config>(loaded));
   CHECK(std::get<Config>(loaded).read_only_mode);
 }
+
+TEST_CASE("zoo.cfg: the members from ZooKeeper 3.5's dynamicConfigFile, its errors by file and line") {
+  auto with_dynamic = [](const std::string& dynamic, const std::string& extra = "") {
+    auto d = std::make_unique<EnsembleDir>("reconfigEnabled=true\nstandaloneEnabled=false\n" + extra, "2");
+    std::ofstream(d->dir / "zoo.cfg.dynamic.100000000") << dynamic;
+    std::ofstream(d->cfg(), std::ios::app) << "dynamicConfigFile=" << (d->dir / "zoo.cfg.dynamic.100000000").string()
+                                           << "\n";
+    return d;
+  };
+  const std::string members =
+      "server.1=127.0.0.1:2888:3888:participant;127.0.0.1:2181\n"
+      "server.2=127.0.0.2:2888:3888:participant;127.0.0.2:2181\n"
+      "server.3=127.0.0.3:2888:3888:participant;127.0.0.3:2181\nversion=100000000\n";
+  {
+    auto d = with_dynamic(members);
+    auto c = std::get<Config>(d->load());
+    CHECK(c.ensemble());
+    CHECK(c.servers.size() == 3);
+    CHECK(c.config_version == 0x100000000ULL);
+    REQUIRE(c.self());
+    CHECK(c.client_port == 2181);
+    CHECK(c.client_port_address == "127.0.0.2");
+    CHECK(c.servers[3].origin == (d->dir / "zoo.cfg.dynamic.100000000").string() + ":3");
+  }
+  auto error = [&](const std::string& dynamic, const std::string& extra = "") {
+    auto d = with_dynamic(dynamic, extra);
+    auto r = d->load();
+    REQUIRE(std::holds_alternative<std::string>(r));
+    return std::get<std::string>(r);
+  };
+  std::string file = "zoo.cfg.dynamic.100000000:";
+  CHECK_THAT(error(members + "server.4=nonsense\n"), Catch::Contains(file + "5: server.4=nonsense: expected"));
+  CHECK_THAT(error(members + "tickTime=5\n"), Catch::Contains(file + "5: 'tickTime' does not belong"));
+  CHECK_THAT(error("server.1=127.0.0.1:2888:3888\nversion=zz\n"), Catch::Contains(file + "2: version=zz: not a "
+                                                                                   "hexadecimal"));
+  CHECK_THAT(error(members + "group.1=1:2:3\n"), Catch::Contains("hierarchical quorums"));
+  CHECK_THAT(error("\x01\x02garbage\n"), Catch::Contains(file + "1: expected key=value"));
+  CHECK_THAT(error("# nobody\n"), Catch::Contains("names no server.N"));
+  CHECK_THAT(error(members, "server.9=127.0.0.9:2888:3888\n"),
+             Catch::Contains("the server.N lines belong in") && Catch::Contains("zoo.cfg:5"));
+  {
+    EnsembleDir d("dynamicConfigFile=/nonexistent/zoo.cfg.dynamic\n", "1");
+    auto r = d.load();
+    REQUIRE(std::holds_alternative<std::string>(r));
+    CHECK_THAT(std::get<std::string>(r), Catch::Contains("zoo.cfg:3: dynamicConfigFile=/nonexistent/zoo.cfg.dynamic: "
+                                                         "cannot be read"));
+  }
+}
