@@ -160,7 +160,7 @@ std::optional<std::string> add_server(Config& c, const std::string& key, std::st
 }
 
 // ZooKeeper 3.5+'s dynamic configuration file (zoo.cfg.dynamic.<version>): the members, as
-// server.N lines, and the configuration's version; nothing else belongs there.
+// server.N lines; the configuration's version is the name's hex suffix. Nothing else belongs.
 std::optional<std::string> read_dynamic_config(Config& c, const std::string& set_at) {
   const std::string& path = c.dynamic_config_file;
   if (!c.servers.empty())
@@ -168,9 +168,14 @@ std::optional<std::string> read_dynamic_config(Config& c, const std::string& set
            " alone, and this file has them too (" + c.servers.begin()->second.origin + ")";
   std::ifstream f(path);
   if (!f) return set_at + "dynamicConfigFile=" + path + ": cannot be read";
+  // The version is the name's last part, in hex (zoo.cfg.dynamic.100000000); 0 without one.
+  std::string_view name(path);
+  std::string_view suffix = name.substr(name.rfind('.') == std::string_view::npos ? name.size() : name.rfind('.') + 1);
+  uint64_t version = 0;
+  auto [vp, vec] = std::from_chars(suffix.data(), suffix.data() + suffix.size(), version, 16);
+  c.config_version = vec == std::errc() && vp == suffix.data() + suffix.size() ? version : 0;
   std::string raw;
   int line_no = 0;
-  bool have_version = false;
   while (std::getline(f, raw)) {
     ++line_no;
     std::string where = path + ":" + std::to_string(line_no) + ": ";
@@ -184,18 +189,13 @@ std::optional<std::string> read_dynamic_config(Config& c, const std::string& set
       if (auto why = add_server(c, key, value, path + ":" + std::to_string(line_no)))
         return where + key + "=" + std::string(value) + ": " + *why;
     } else if (key == "version") {
-      uint64_t v = 0;
-      auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), v, 16);
-      if (ec != std::errc() || p != value.data() + value.size() || value.empty() || have_version)
-        return where + "version=" + shown(value) + ": " +
-               (have_version ? "given twice" : "not a hexadecimal version (as zoo.cfg.dynamic.100000000 has)");
-      c.config_version = v;
-      have_version = true;
+      return where + "version=" + shown(value) + ": the version belongs in the file's name (zoo.cfg.dynamic." +
+             shown(value) + "), not inside it, as ZooKeeper requires";
     } else if (key.rfind("group.", 0) == 0 || key.rfind("weight.", 0) == 0) {
       return where + key + ": hierarchical quorums (group.N, weight.N) are not supported";
     } else {
-      return where + "'" + shown(key) + "' does not belong in a dynamic configuration file (server.N and version "
-                     "only; the rest goes in zoo.cfg)";
+      return where + "'" + shown(key) + "' does not belong in a dynamic configuration file (server.N lines only; "
+                     "the rest goes in zoo.cfg)";
     }
   }
   if (c.servers.empty()) return path + ": names no server.N (the members belong here)";
@@ -492,6 +492,24 @@ ConfigResult parse_config(std::string_view text, std::string_view file_name,
     return *why;
   }
   return c;
+}
+
+std::string config_node_text(const Config& c) {
+  if (!c.ensemble()) return {};
+  auto host = [](const std::string& h) { return h.find(':') == std::string::npos ? h : "[" + h + "]"; };
+  std::string out;
+  for (const auto& [id, e] : c.servers) {
+    out += "server." + std::to_string(id) + "=" + host(e.host) + ":" + std::to_string(e.quorum_port) + ":" +
+           std::to_string(e.election_port) + ":" + e.role;
+    // A client address given on the line is part of it (0.0.0.0 when only a port is given);
+    // one from clientPort is not, as in ZooKeeper.
+    if (e.client_port >= 0)
+      out += ";" + host(e.client_host.empty() ? "0.0.0.0" : e.client_host) + ":" + std::to_string(e.client_port);
+    out += "\n";
+  }
+  char version[24];
+  std::snprintf(version, sizeof version, "%llx", static_cast<unsigned long long>(c.config_version));
+  return out + "version=" + version;
 }
 
 std::optional<std::string> check_ensemble(Config& c) {

@@ -168,8 +168,8 @@ struct Config {
   // Four-letter words that run (4lw.commands.whitelist); "*" for all. ZooKeeper's default.
   std::vector<std::string> four_letter_whitelist{"srvr"};
   std::map<int64_t, PeerEntry> servers;
-  // dynamicConfigFile (ZooKeeper 3.5+): the server.N lines live in that file, with the
-  // configuration's version (its `version=` line, hex; 0 when absent).
+  // dynamicConfigFile (ZooKeeper 3.5+): the server.N lines live in that file; the
+  // configuration's version is its name's hex suffix (zoo.cfg.dynamic.100000000; 0 without).
   std::string dynamic_config_file;
   uint64_t config_version = 0;
   // peerType: this server's role, which its own server.N line decides in the end (as ZooKeeper).
@@ -216,6 +216,11 @@ std::optional<std::string> read_my_id(Config& c);
 // For an ensemble: myid present and one of the server.N lines, no address used twice, this
 // member's client port known. Adds ZooKeeper's warnings (an even number of voters, a peerType
 // its server line contradicts) to c.warnings. An error names the file, the line and the reason.
+// What ZooKeeper 3.5+ keeps in /zookeeper/config for an ensemble (its QuorumVerifier's text):
+// a "server.N=host:quorumPort:electionPort:role[;clientHost:clientPort]" line for each member
+// in id order, then "version=<hex>"; empty for a standalone server, whose node stays empty.
+std::string config_node_text(const Config& c);
+
 std::optional<std::string> check_ensemble(Config& c);
 // Checks a config assembled from command-line options as well as from a file.
 std::optional<std::string> validate_config(const Config& c, std::string_view origin);

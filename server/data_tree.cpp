@@ -446,6 +446,15 @@ bool DataTree::load_node(std::string_view path, const SnapshotNode& node) {
   return true;
 }
 
+void DataTree::set_config_node(std::string_view data, Zxid version, int64_t now_ms) {
+  Place at = locate("/zookeeper/config");
+  if (!at.node) return;  // a tree loaded without it: nothing to write into
+  Node* n = set_data(at, std::string(data));
+  n->mzxid = version;
+  n->mtime = now_ms;
+  n->version = -1;
+}
+
 bool DataTree::relabel_acl(std::string_view path, const wire::AclList& acl) {
   Node* n = find_mut(path);
   if (!n) return false;

@@ -108,6 +108,10 @@ class DataTree {
   // (aversion stays), for a node whose ACL its snapshot could not name (an imported fuzzy
   // ZooKeeper snapshot; the log's create names it). False when there is no such node.
   bool relabel_acl(std::string_view path, const wire::AclList& acl);
+  // /zookeeper/config as ZooKeeper writes it outside the log (initConfigInZKDatabase): `data`,
+  // mzxid the configuration's version, mtime `now_ms`, version -1. Under /zookeeper/, so no
+  // digest counts it.
+  void set_config_node(std::string_view data, Zxid version, int64_t now_ms);
   void finish_load(Zxid zxid) {
     last_applied_ = zxid;
     load_parent_ = load_last_ = nullptr;

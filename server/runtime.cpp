@@ -542,6 +542,8 @@ struct ServerRuntime::Impl {
     o.sasl_acls = c.sasl_provider;
     if (c.enforce_auth) o.enforce_auth_schemes = c.enforce_auth_schemes;
     o.server_id = static_cast<uint8_t>(c.session_id_byte());
+    o.config_node = config_node_text(c);
+    o.config_version = static_cast<Zxid>(c.config_version);
     return o;
   }
 

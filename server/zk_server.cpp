@@ -57,9 +57,14 @@ ZkServer::ZkServer(ServerOptions opts, consensus::Replicator& replicator, Clock 
       sessions_(opts.tick_ms),
       rng_(opts.random_seed ? *opts.random_seed : std::random_device{}()) {
   tree_.enable_zk_digest(opts.digest_enabled);
+  write_config_node();
   sessions_.seed_ids(clock_(), opts_.server_id);
   replicator_.set_commit_handler([this](Zxid z, std::string_view p) { on_commit(z, p); });
   next_container_check_ = clock_() + opts_.container_check_interval_ms;
+}
+
+void ZkServer::write_config_node() {
+  if (!opts_.config_node.empty()) tree_.set_config_node(opts_.config_node, opts_.config_version, clock_());
 }
 
 ZkServer::Conn* ZkServer::conn(ConnId id) {

@@ -91,6 +91,10 @@ struct ServerOptions {
   // ZooKeeper's tree digest (zookeeper.digest.enabled, on by default as in ZooKeeper 3.6+): kept
   // as txns apply and logged for the hash command; off, hash lists none.
   bool digest_enabled = true;
+  // /zookeeper/config's data for an ensemble (config_node_text) and the configuration's
+  // version, which ZooKeeper gives the node as its mzxid; empty: the node stays empty.
+  std::string config_node;
+  Zxid config_version = 0;
   int32_t min_session_timeout_ms = 4000;
   int32_t max_session_timeout_ms = 40000;
   bool extended_types = false;
@@ -180,7 +184,10 @@ class ZkServer {
   bool load_snapshot_session(std::string_view key, std::string_view record) {
     return sessions_.load(key, record, clock_());
   }
-  void finish_snapshot_load(Zxid at) { tree_.finish_load(at); }
+  void finish_snapshot_load(Zxid at) {
+    tree_.finish_load(at);
+    write_config_node();  // each member's own, as ZooKeeper writes it after every load
+  }
   bool relabel_loaded_acl(std::string_view path, const wire::AclList& acl) { return tree_.relabel_acl(path, acl); }
 
   // The log failed to make the txns in flight durable (and the replicator forgot them): answer
@@ -233,6 +240,9 @@ class ZkServer {
   std::pair<admin::Json, admin::Json> connection_infos(bool brief) const;
 
  private:
+  // Puts opts_.config_node into /zookeeper/config, outside the log (ZooKeeper's
+  // initConfigInZKDatabase): mzxid the configuration's version, mtime now, version -1.
+  void write_config_node();
   // Request latencies in ms, as the four-letter words report them.
   struct Latency {
     int64_t min = -1, max = 0, total = 0, count = 0;

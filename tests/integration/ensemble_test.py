@@ -15,6 +15,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NodeExistsError
 
 from ensemble import Ensemble, four_letter
+import support
 from support import Checks
 import zkproto as zp
 
@@ -518,14 +519,58 @@ with Ensemble(3, observers=1) as ens:
     kl.stop()
     c.equal(ens.stop_cleanly(), [], "every member exits cleanly on SIGTERM")
 
-# ---- members configured as ZooKeeper 3.5+ writes them: the server.N lines in dynamicConfigFile
+# ---- members configured as ZooKeeper 3.5+ writes them: the server.N lines in dynamicConfigFile,
+# and /zookeeper/config as ZooKeeper fills it from them (checked against ZooKeeper 3.8 itself)
+def config_text(server_lines, version):
+    """ZooKeeper's QuorumVerifier text for these server.N lines: each gains its role."""
+    out = []
+    for line in server_lines:
+        key, value = line.split("=", 1)
+        addr, _, client = value.partition(";")
+        if not addr.endswith((":participant", ":observer")):
+            addr += ":participant"
+        out.append(f"{key}={addr}" + (f";{client}" if client else ""))
+    return "\n".join(out) + f"\nversion={version}"
+
+
+def to_dynamic(cfg_path, dynamic_path, client_port_of=None):
+    """Moves zoo.cfg's server.N lines (and its clientPort, into them) to a dynamic file."""
+    with open(cfg_path) as f:
+        lines = f.read().splitlines()
+    servers = [line for line in lines if line.startswith("server.")]
+    if client_port_of:
+        servers = [f"{line};127.0.0.1:{client_port_of(int(line.split('=')[0][7:]))}" for line in servers]
+    with open(dynamic_path, "w") as f:
+        f.write("\n".join(servers) + "\n")  # the version is in the name, as ZooKeeper requires
+    rest = [line for line in lines if not line.startswith(("server.", "clientPort=", "clientPortAddress="))]
+    with open(cfg_path, "w") as f:
+        f.write("\n".join(rest) + f"\nreconfigEnabled=true\nstandaloneEnabled=false\ndynamicConfigFile={dynamic_path}\n")
+    return servers
+
+
+if support.with_reference():
+    zens = support.ZkEnsemble(3, 500, 256)
+    try:
+        ports = {m["id"]: m["client_port"] for m in zens.members}
+        zk_servers = [to_dynamic(m["cfg"], os.path.join(m["dir"], "zoo.cfg.dynamic.100000000"), ports.get)
+                      for m in zens.members][0]
+        zens.start()
+        kz = client(f"127.0.0.1:{zens.members[0]['client_port']}")
+        data, stat = kz.get("/zookeeper/config")
+        c.equal(data.decode(), config_text(zk_servers, "100000000"), "ZooKeeper 3.8's /zookeeper/config is the "
+                                                                       "rule this test checks Warden against")
+        c.equal((stat.mzxid, stat.version, stat.aversion), (0x100000000, -1, -1), "ZooKeeper's config node stat")
+        kz.stop()
+    finally:
+        zens.stop()
+
 with Ensemble(3) as ens:
     for m in ens.members:
         with open(m.cfg) as f:
             servers = [line for line in f.read().splitlines() if line.startswith("server.")]
         dynamic = os.path.join(m.dir, "zoo.cfg.dynamic.100000000")
         with open(dynamic, "w") as f:
-            f.write("\n".join(servers) + "\nversion=100000000\n")
+            f.write("\n".join(servers) + "\n")
         m.rewrite_cfg(f"reconfigEnabled=true\nstandaloneEnabled=false\ndynamicConfigFile={dynamic}\n", ("server.",))
     ens.start()
     k = client(ens.connect_string)
@@ -535,8 +580,14 @@ with Ensemble(3) as ens:
         km.sync("/")
         c.equal(km.get("/from-dynamic-config")[0], b"d", f"member {m.id}, its members from zoo.cfg.dynamic, serves "
                                                         "the ensemble's write")
+        data, stat = km.get("/zookeeper/config")
+        c.equal(data.decode(), config_text(servers, "100000000"), f"member {m.id}'s /zookeeper/config is "
+                                                                  "ZooKeeper's text of its members")
+        c.equal((stat.mzxid, stat.version, stat.aversion), (0x100000000, -1, -1), f"member {m.id}'s config node stat")
         km.stop()
     k.stop()
+    out = support.run_zkcli(ens.members[0].hosts, "config\n")
+    c.check(config_text(servers, "100000000") in out, f"zkCli.sh's config prints the members ({out.strip()[-300:]})")
     c.equal(ens.stop_cleanly(), [], "every member exits cleanly on SIGTERM")
 
 c.finish()
