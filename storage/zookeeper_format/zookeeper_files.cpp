@@ -699,6 +699,14 @@ bool zero_from(const std::string& path, uint64_t from, uint64_t& nonzero_at) {
 }  // namespace
 
 LogSummary read_log(const LogFile& file, const std::function<void(Txn txn, uint64_t offset)>& fn) {
+  std::error_code size_ec;
+  if (fs::file_size(file.path, size_ec) < 16 && !size_ec) {
+    // ZooKeeper creates a log file when its first txn comes and writes the header with it: a
+    // running server's newest log may not have its header yet. Its txns, if any, come after.
+    LogSummary empty;
+    empty.torn_tail = file.path + ": offset 0: no whole header yet (ZooKeeper was creating it); it holds no txn";
+    return empty;
+  }
   {
     JuteIn header(std::make_unique<PlainSource>(file.path), file.path, false);
     check_header(header, log_magic, "transaction log");

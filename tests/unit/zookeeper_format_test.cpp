@@ -327,6 +327,11 @@ TEST_CASE("a log's txns decode, its zero tail ends it, a torn last record is lef
   write_file(p, middle);
   CHECK_THROWS_WITH(zkf::read_log({p.string(), 0}, [](zkf::Txn, uint64_t) {}),
                     Catch::Contains("offset 16: a record whose checksum differs") && Catch::Contains("damaged"));
+  // A log ZooKeeper has created and not yet written (a running server's newest) holds nothing.
+  write_file(p, "ZKL");
+  sum = zkf::read_log({p.string(), 0}, [](zkf::Txn, uint64_t) { FAIL("no txn expected"); });
+  CHECK(sum.txns == 0);
+  CHECK_THAT(sum.torn_tail, Catch::Contains("no whole header yet"));
   // Txns out of order are refused.
   write_file(p, log_bytes({recs[1], recs[0]}, 16));
   CHECK_THROWS_WITH(zkf::read_log({p.string(), 0}, [](zkf::Txn, uint64_t) {}), Catch::Contains("out of order"));
