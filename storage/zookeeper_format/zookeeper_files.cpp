@@ -121,12 +121,14 @@ class SnappySource final : public Source {
   bool next_block() {
     static constexpr char magic[8] = {'\x82', 'S', 'N', 'A', 'P', 'P', 'Y', '\0'};
     char head[8];
-    if (!exact(head, header_ ? 4 : 8, header_)) return false;
-    if (!header_ || (std::equal(head, head + 4, magic) && offset_ >= 4)) {
-      // The stream's header (snappy-java also accepts one again where streams were joined).
-      if (header_) exact(head + 4, 4, false);
+    uint64_t at = offset_;
+    if (!exact(head, 4, header_)) return false;
+    // The stream's header first; snappy-java also takes one again where streams were joined
+    // (a block length never starts as the magic does: it would be past max_snappy_block).
+    if (!header_ || std::equal(head, head + 4, magic)) {
+      exact(head + 4, 4, false);
       if (!std::equal(head, head + 8, magic))
-        throw FormatError(fmt::format("{}: offset 0: not a snappy-java stream (its magic differs)", path_));
+        throw FormatError(fmt::format("{}: offset {}: not a snappy-java stream (its magic differs)", path_, at));
       char versions[8];
       exact(versions, 8, false);
       header_ = true;
