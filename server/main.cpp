@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 #include <systemd/sd-daemon.h>
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <charconv>
@@ -110,6 +111,19 @@ void ask_for_huge_pages(char** argv) {
   std::string v = tunables ? std::string(tunables) + ":" : std::string();
   v += "glibc.malloc.hugetlb=1";
   if (setenv("GLIBC_TUNABLES", v.c_str(), 1) == 0) execv("/proc/self/exe", argv);
+}
+}  // namespace
+
+namespace {
+// Every client holds a descriptor: the soft limit goes up to the hard one, as the JVM raises it
+// for ZooKeeper (its MaxFDLimit), so that a fleet's connections are not refused at 1,024.
+void raise_descriptor_limit() {
+  rlimit lim{};
+  if (getrlimit(RLIMIT_NOFILE, &lim) != 0 || lim.rlim_cur >= lim.rlim_max) return;
+  rlim_t was = lim.rlim_cur;
+  lim.rlim_cur = lim.rlim_max;
+  if (setrlimit(RLIMIT_NOFILE, &lim) != 0)
+    spdlog::warn("cannot raise the descriptor limit from {}: {}", static_cast<uint64_t>(was), std::strerror(errno));
 }
 }  // namespace
 
@@ -230,6 +244,7 @@ int main(int argc, char** argv) {
     config.jaas_file = warden::server::auth::find_jaas_file(std::getenv("SERVER_JVMFLAGS"), std::getenv("JVMFLAGS"),
                                                             dir, &config.jaas_origin);
   }
+  raise_descriptor_limit();
   try {
     warden::server::ServerRuntime runtime(config);
     runtime.bind();
