@@ -9,11 +9,13 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <charconv>
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <thread>
 
 namespace warden::storage::zookeeper_format {
 
@@ -729,6 +731,21 @@ LogSummary read_log(const LogFile& file, const std::function<void(Txn txn, uint6
   f.seekg(static_cast<std::streamoff>(at));
   std::string bytes;
   Zxid prev = 0;
+  // A running ZooKeeper writes on while this reads: what looks like damage (data after the end
+  // or after a bad record) may be a record arriving. When the file changed since it was opened,
+  // the record is read again once, a moment later, before it is called damage.
+  uint64_t reread = UINT64_MAX;
+  auto written = fs::last_write_time(file.path, ec);
+  auto read_again = [&](uint64_t from, const std::string& why) {
+    auto now = fs::last_write_time(file.path, ec);
+    if (reread == from || now == written) fail(from, why);
+    reread = from;
+    written = now;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    size = fs::file_size(file.path, ec);
+    f.clear();
+    f.seekg(static_cast<std::streamoff>(from));
+  };
   for (;;) {
     // A record: the Adler-32 of its bytes (a long), the bytes (an int length first), 'B'.
     char head[12];
@@ -745,9 +762,12 @@ LogSummary read_log(const LogFile& file, const std::function<void(Txn txn, uint6
     uint64_t nonzero = 0;
     if (len == 0) {
       // ZooKeeper's end of a log: its preallocated zeros. Anything else after it is damage.
-      if (!zero_from(file.path, at, nonzero))
-        fail(at, fmt::format("the log's end (a zero length) is followed by data at offset {}: the log is damaged",
-                             nonzero));
+      if (!zero_from(file.path, at, nonzero)) {
+        read_again(at, fmt::format("the log's end (a zero length) is followed by data at offset {}: the log is "
+                                   "damaged",
+                                   nonzero));
+        continue;
+      }
       break;
     }
     if (len < 0 || len > max_record) fail(at + 8, fmt::format("a record of {} bytes", len));
@@ -771,8 +791,10 @@ LogSummary read_log(const LogFile& file, const std::function<void(Txn txn, uint6
       std::string why = !end_ok ? "a record without its end marker 'B'"
                                 : fmt::format("a record whose checksum differs (stored 0x{:x}, computed 0x{:x})", crc,
                                               static_cast<uint64_t>(computed));
-      if (!zero_from(file.path, next, nonzero))
-        fail(at, why + fmt::format(", and data follows at offset {}: the log is damaged", nonzero));
+      if (!zero_from(file.path, next, nonzero)) {
+        read_again(at, why + fmt::format(", and data follows at offset {}: the log is damaged", nonzero));
+        continue;
+      }
       sum.torn_tail = fmt::format("{}: offset {}: {}, and only zeros follow: a write cut short, left out", file.path,
                                   at, why);
       break;

@@ -401,11 +401,24 @@ def while_running(work):
         stop.set()
         t.join()
         z.stop()
-    c.equal(r.returncode, 0, "a ZooKeeper being written to imports (its logs from --from-log)")
+    c.equal(r.returncode, 0, f"a ZooKeeper being written to imports (its logs from --from-log) ({r.stderr.strip()})")
     got = sorted(int(m) for m in re.findall(r"^/run/n(\d+) ", snapshot_dump(os.path.join(work, "from-running")),
                                             re.M))
     c.check(got == list(range(len(got))) and before <= len(got) <= after + 1,
             f"with a prefix of its writes: {len(got)} nodes, {before} acknowledged before the import, {after} after")
+
+
+def start_from_imported(ens):
+    """Starts the imported member first and the empty ones once it is in the election (its log
+    says it recovered), as docs/operations.md says to: two empty members started before it
+    would elect one of themselves and truncate the import away, in ZooKeeper as in Warden."""
+    first = ens.members[0]
+    first.start()
+    ok = support.wait_until(lambda: "recovered up to zxid" in first.log() or not first.alive(), timeout=120)
+    c.check(ok and first.alive(), "the imported member loads its state and looks for its ensemble")
+    for m in ens.members[1:]:
+        m.start()
+    ens.wait_serving(ens.members, timeout=120)
 
 
 def into_ensemble(work, src):
@@ -416,7 +429,7 @@ def into_ensemble(work, src):
         r = run_import(src, os.path.join(ens.members[0].dir, "data"))
         c.equal(r.returncode, 0, "importing into one member of an ensemble succeeds")
         last = int(re.search(r"state after txn 0x([0-9a-f]+)", r.stdout).group(1), 16)
-        ens.start()
+        start_from_imported(ens)
         trees = []
         for m in ens.members:
             zk = KazooClient(hosts=m.hosts)
@@ -480,7 +493,7 @@ def from_zk_ensemble(work):
                     and int(m.group(1), 16) >> 32 == current,
                     f"with ZooKeeper's epochs ({accepted}, {current}): {r.stdout.strip()[-200:]}")
             last = int(m.group(1), 16) if m else 0
-            ens.start()
+            start_from_imported(ens)
             zk = KazooClient(hosts=ens.connect_string)
             zk.start(timeout=30)
             kids = zk.get_children("/ens")
