@@ -110,8 +110,9 @@ void ZkServer::closed(ConnId id) {
   }
   for (auto& p : pending_)
     if (p.conn == id) p.conn = 0;  // its replies have nowhere to go
-  held_total_ -= it->second.held.size();
-  metrics_.stale_requests += static_cast<int64_t>(it->second.held.size());
+  size_t waiting = it->second.held.size() + it->second.after_writes.size();
+  held_total_ -= waiting;
+  metrics_.stale_requests += static_cast<int64_t>(waiting);
   conns_.erase(it);
 }
 
@@ -129,37 +130,83 @@ void ZkServer::receive(ConnId id, std::string_view payload) {
   ++packets_received_;
   metrics_.bytes_received += static_cast<int64_t>(payload.size()) + 4;
   metrics_.prep_queue_size.add_zero_or(static_cast<int64_t>(c->held.size()));
-  if (!c->held.empty() || must_wait(*c, payload)) {
-    if (c->held.size() >= max_held_frames) {
-      spdlog::warn("closing connection of {}: {} requests wait behind its writes", who(*c), c->held.size());
-      close_conn(id);
-      return;
-    }
-    c->held.push_back(Conn::Held{std::string(payload), clock_()});
-    ++held_total_;
+  Route to = c->held.empty() ? route(*c, payload) : Route::hold;
+  if (to == Route::now) {
+    metrics_.prep_queue_time.add_zero_or(0);
+    process(id, *c, payload);
     return;
   }
-  metrics_.prep_queue_time.add_zero_or(0);
-  process(id, *c, payload);
+  if (c->held.size() + c->after_writes.size() >= max_held_frames) {
+    spdlog::warn("closing connection of {}: {} requests wait behind its writes", who(*c),
+                 c->held.size() + c->after_writes.size());
+    close_conn(id);
+    return;
+  }
+  ++held_total_;
+  if (to == Route::after_write)
+    c->after_writes.push_back(Conn::Attached{c->last_write, Conn::Held{std::string(payload), clock_()}});
+  else
+    c->held.push_back(Conn::Held{std::string(payload), clock_()});
 }
 
-bool ZkServer::must_wait(const Conn& c, std::string_view payload) const {
-  if (!c.attached) return c.session != 0;  // its session is being created
-  if (c.in_flight == 0 && !session_writes_.count(c.session)) return false;
+ZkServer::Route ZkServer::route(const Conn& c, std::string_view payload) const {
+  if (!c.attached) return c.session != 0 ? Route::hold : Route::now;  // its session is being created
+  if (c.in_flight == 0 && !session_writes_.count(c.session)) return Route::now;
   wire::Reader r(payload);
   wire::RequestHeader h;
   h.visit(r);
-  return !r.ok() || !is_write(static_cast<OpCode>(h.type));
+  if (!r.ok()) return Route::hold;
+  auto op = static_cast<OpCode>(h.type);
+  if (is_write(op)) return Route::now;
+  // A linearizable read has a barrier of its own to wait for (hold_for_barrier); a read whose
+  // session has writes in flight on another connection waits for all of them.
+  if (!reads_tree(op) || opts_.linearizable_reads || c.read_only || c.writes == 0) return Route::hold;
+  auto it = session_writes_.find(c.session);
+  return it != session_writes_.end() && it->second == c.writes ? Route::after_write : Route::hold;
+}
+
+bool ZkServer::reads_tree(OpCode op) {
+  switch (op) {
+    case OpCode::exists:
+    case OpCode::getData:
+    case OpCode::getChildren:
+    case OpCode::getChildren2:
+    case OpCode::getACL:
+    case OpCode::multiRead:
+    case OpCode::getAllChildrenNumber:
+    case OpCode::getEphemerals:
+      return true;
+    default:
+      return false;
+  }
 }
 
 void ZkServer::hold_reads(Pending& p, SessionId s) {
   if (p.kind != Kind::request || p.barrier || s == 0) return;
   p.holds_reads = s;
   ++session_writes_[s];
+  if (Conn* c = p.conn ? conn(p.conn) : nullptr) {
+    ++c->writes;
+    c->last_write = p.seq;
+  }
 }
 
 void ZkServer::release_reads(const Pending& p) {
   if (p.holds_reads == 0) return;
+  if (Conn* c = p.conn ? conn(p.conn) : nullptr) {
+    --c->writes;
+    // The reads that came between this write and the next are answered now, at their point
+    // in the apply order: after it, before the next of the session's writes applies.
+    while (!c->closing && !c->after_writes.empty() && c->after_writes.front().after == p.seq) {
+      Conn::Held h = std::move(c->after_writes.front().frame);
+      c->after_writes.pop_front();
+      --held_total_;
+      metrics_.prep_queue_time.add(std::max<int64_t>(0, clock_() - h.arrived_ms));
+      process(p.conn, *c, h.payload);
+      c = conn(p.conn);
+      if (!c) break;
+    }
+  }
   auto it = session_writes_.find(p.holds_reads);
   if (it == session_writes_.end() || --it->second > 0) return;
   session_writes_.erase(it);
@@ -181,9 +228,15 @@ void ZkServer::process(ConnId id, Conn& c, std::string_view payload) {
 void ZkServer::drain(ConnId id) {
   for (;;) {
     Conn* c = conn(id);
-    if (!c || c->closing || c->held.empty() || must_wait(*c, c->held.front().payload)) return;
+    if (!c || c->closing || c->held.empty()) return;
+    Route to = route(*c, c->held.front().payload);
+    if (to == Route::hold) return;
     Conn::Held h = std::move(c->held.front());
     c->held.pop_front();
+    if (to == Route::after_write) {
+      c->after_writes.push_back(Conn::Attached{c->last_write, std::move(h)});
+      continue;
+    }
     --held_total_;
     metrics_.prep_queue_time.add(std::max<int64_t>(0, clock_() - h.arrived_ms));
     process(id, *c, h.payload);
@@ -789,9 +842,9 @@ void ZkServer::handle_set_watches(ConnId id, Conn& c, int32_t xid, std::string_v
 
 void ZkServer::submit(Txn txn, Pending p) {
   if (Conn* c = p.conn ? conn(p.conn) : nullptr) ++c->in_flight;
-  hold_reads(p, txn.session);
   p.prep_mark = prep_.mark();
   p.seq = ++submitted_;
+  hold_reads(p, txn.session);
   // Queued before proposing (its zxid unknown yet): a synchronous log commits it from inside
   // propose(), and a commit while the front's zxid is unknown is that one.
   pending_.push_back(p);
@@ -879,11 +932,9 @@ void ZkServer::on_commit(Zxid zxid, std::string_view payload) {
     reply_write(p, *txn, r, zxid);
   }
   metrics_.write_final_time.add(std::max<int64_t>(0, clock_() - started));
-  if (Conn* c = p.conn ? conn(p.conn) : nullptr) {
-    --c->in_flight;
-    drain(p.conn);
-  }
+  if (Conn* c = p.conn ? conn(p.conn) : nullptr) --c->in_flight;
   release_reads(p);
+  if (p.conn) drain(p.conn);
 }
 
 void ZkServer::count_writes(const Txn& txn) {
@@ -906,19 +957,7 @@ void ZkServer::count_writes(const Txn& txn) {
 }
 
 bool ZkServer::hold_for_barrier(ConnId id, Conn& c, OpCode op, int32_t xid, std::string_view payload) {
-  switch (op) {
-    case OpCode::exists:
-    case OpCode::getData:
-    case OpCode::getChildren:
-    case OpCode::getChildren2:
-    case OpCode::getACL:
-    case OpCode::multiRead:
-    case OpCode::getAllChildrenNumber:
-    case OpCode::getEphemerals:
-      break;
-    default:
-      return false;
-  }
+  if (!reads_tree(op)) return false;
   if (c.barrier_passed) {
     c.barrier_passed = false;
     return false;
@@ -1120,9 +1159,11 @@ void ZkServer::abort_in_flight(Err err) {
   Zxid last = tree_.last_applied();
   std::vector<ConnId> touched;
   for (const auto& p : aborted) {
-    release_reads(p);
     Conn* c = p.conn ? conn(p.conn) : nullptr;
-    if (!c) continue;  // internal txns are tried again by later ticks
+    if (!c) {
+      release_reads(p);
+      continue;  // internal txns are tried again by later ticks
+    }
     --c->in_flight;
     touched.push_back(p.conn);
     if (p.kind == Kind::connect) {
@@ -1130,6 +1171,7 @@ void ZkServer::abort_in_flight(Err err) {
     } else {
       send_reply(p.conn, p.xid, last, err);
     }
+    release_reads(p);  // after the reply: the reads that came after it follow it
   }
   for (ConnId id : touched) drain(id);
 }

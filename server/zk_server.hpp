@@ -3,10 +3,12 @@
 // answer on; time comes from the injected clock.
 //
 // A write goes prep -> replicator.propose -> (commit) apply to the tree -> watch events ->
-// reply. A read is answered from the tree at once, unless the same connection has writes in
-// flight: then it, and every frame after it, waits in `held` until they are applied, so a
-// session's replies leave in request order and its reads see its own writes. Writes need not
-// wait: prep sees the changes in flight. Every call into ZkServer comes from one thread, the
+// reply. A read is answered from the tree at once, unless the session has writes in flight:
+// then, when they are all this connection's, it is answered at its exact point in the apply
+// order (right after the write before it applies, before the next one does: `after_writes`),
+// and the frames after it go on; otherwise it, and every frame after it, waits in `held` until
+// they are applied. Either way a session's replies leave in request order and its reads see its
+// own writes and none of its later ones. Writes need not wait: prep sees the changes in flight. Every call into ZkServer comes from one thread, the
 // server's (the io_context that owns the tree), and a watch event always leaves before the reply
 // whose result announced it. One other thread reads the tree: the snapshot writer's walk, which
 // the runtime lets in only between commits (runtime.cpp's tree lock); nothing else is shared.
@@ -280,6 +282,15 @@ class ZkServer {
       int64_t arrived_ms = 0;  // prep_processor_queue_time_ms runs from here
     };
     std::deque<Held> held;          // frames waiting behind them, in arrival order
+    // Reads that came while this connection's writes were in flight (and no other connection's
+    // of the session), each answered when the write before it (`after`, its seq) is done.
+    struct Attached {
+      uint64_t after = 0;
+      Held frame;
+    };
+    std::deque<Attached> after_writes;
+    int writes = 0;           // this connection's writes in flight that hold reads back
+    uint64_t last_write = 0;  // the seq of the newest of them
     bool barrier_passed = false;    // the read at the front of `held` had its barrier applied
   };
   // Frames one connection may have waiting behind its in-flight writes; past it the client is
@@ -308,13 +319,20 @@ class ZkServer {
     SessionId holds_reads = 0;
   };
 
-  // Whether a frame must wait behind writes in flight: a read waits for the session's writes,
-  // those of its earlier connections included (ZooKeeper orders a session's requests, not a
-  // connection's), so a client that re-attaches reads what it wrote before the break.
-  bool must_wait(const Conn& c, std::string_view payload) const;
+  // Where a frame goes while it may not be answered at once: a read waits for the session's
+  // writes, those of its earlier connections included (ZooKeeper orders a session's requests,
+  // not a connection's), so a client that re-attaches reads what it wrote before the break.
+  // now: processed at once (a write, or nothing in flight); after_write: a plain read answered
+  // right after the connection's newest write in flight; hold: it and all after it wait.
+  enum class Route { now, after_write, hold };
+  Route route(const Conn& c, std::string_view payload) const;
+  // A read answered from the tree alone (what a linearizable read's barrier and a read's place
+  // after its session's write apply to).
+  static bool reads_tree(wire::OpCode op);
   // Counts `p` as a write of `s` in flight (Pending::holds_reads).
   void hold_reads(Pending& p, SessionId s);
-  // `p` left the queue (applied, lost or aborted): it no longer holds back its session's reads.
+  // `p` left the queue (applied, lost or aborted), its reply sent: the reads that waited for
+  // it are answered now, and it no longer holds back its session's reads.
   void release_reads(const Pending& p);
   // linearizable_reads: sends the read's barrier and holds the read behind it; false when the
   // read may be answered now (its barrier was applied).
@@ -423,7 +441,7 @@ class ZkServer {
   uint64_t submitted_ = 0;
   ConnId next_conn_ = 1;
   int64_t packets_received_ = 0, packets_sent_ = 0;
-  size_t held_total_ = 0;  // frames in every connection's `held`
+  size_t held_total_ = 0;  // frames in every connection's `held` and `after_writes`
   Latency latency_;
   ServerCounters counters_;
   int64_t trace_mask_ = trace_mask::initial;

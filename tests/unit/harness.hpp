@@ -81,6 +81,8 @@ struct Harness {
     std::vector<storage::LogEntry> rest(unsynced.end() - static_cast<std::ptrdiff_t>(keep), unsynced.end());
     unsynced.resize(unsynced.size() - keep);
     sync();
+    // What the commits made the server propose meanwhile comes after the ones kept back.
+    rest.insert(rest.end(), std::make_move_iterator(unsynced.begin()), std::make_move_iterator(unsynced.end()));
     unsynced = std::move(rest);
   }
   // The log failed to write the deferred proposals: they are taken back, as runtime.cpp does.
@@ -178,15 +180,21 @@ class Client {
     FAIL("no reply was sent");
     return {};
   }
-  // Collects events sent without a request (triggered by another client).
-  void drain() {
+  // Collects events sent without a request (triggered by another client); returns how many
+  // other frames (replies) it dropped.
+  int drain() {
+    int others = 0;
     while (!link_.frames.empty()) {
       auto f = pop();
       wire::Reader r(f);
       wire::ReplyHeader h;
       h.visit(r);
-      if (h.xid == wire::xid::notification) events.push_back(*wire::decode<wire::WatcherEvent>(f.substr(16)));
+      if (h.xid == wire::xid::notification)
+        events.push_back(*wire::decode<wire::WatcherEvent>(f.substr(16)));
+      else
+        ++others;
     }
+    return others;
   }
 
   Reply create(const std::string& path, std::string data = "", int32_t flags = 0,
