@@ -497,6 +497,94 @@ def ensemble_run(args, ops):
           f"fail-over x{med['warden'] / med['zk']:.2f} (median; lower is better)")
 
 
+def session_mix_run(args):
+    """Issue 26, point 6: sessions that mix reads and writes (90% getData, 10% setData), each with
+    many requests in flight, standalone (fsync off, then durable) and on 3-member ensembles
+    (durable): ZooKeeper and Warden in the same run. Every read is answered at its session's
+    point in the apply order (tests/integration/session_order_test.py checks the values)."""
+    import copy
+    a = copy.copy(args)
+    a.connections, a.depth = args.mix_sessions, args.mix_depth
+    results = {}
+    for sync in (False, True):
+        r = run_mode(a, ["mix"], sync)
+        results[("zk", "standalone, " + ("durable" if sync else "forceSync=no"))] = r[("zk", "mix")]
+        results[("warden", "standalone, " + ("durable" if sync else "forceSync=no"))] = r[("warden", "mix")]
+    for name in ("zk", "warden"):
+        ens = (support.ZkEnsemble(3, args.ensemble_tick_ms, args.zk_heap_mb) if name == "zk"
+               else WardenEnsemble(3, args.ensemble_tick_ms)).start()
+        try:
+            ports = [m["client_port"] for m in ens.members]
+            loadgen(a.loadgen, ports, "mix", a, a.warmup)
+            before = sum(cpu_of(m["proc"].pid) for m in ens.members)
+            r = loadgen(a.loadgen, ports, "mix", a, a.seconds)
+            cpu = sum(cpu_of(m["proc"].pid) for m in ens.members) - before
+            n = int(r["ops"])
+            results[(name, "3 members, durable")] = {
+                "ops_s": float(r["ops_per_s"]), "p50": int(r["p50_us"]), "p99": int(r["p99_us"]),
+                "p999": int(r["p999_us"]), "cpu_us": cpu / n * 1e6 if n else 0.0,
+                "client_cpu_us": float(r["client_cpu_s"]) / n * 1e6 if n else 0.0, "errors": int(r["errors"])}
+        finally:
+            ens.stop()
+    cells = ["standalone, forceSync=no", "standalone, durable", "3 members, durable"]
+    table(f"Sessions mixing reads and writes: {a.connections} sessions x {a.depth} in flight, "
+          "90% getData / 10% setData (the op column names the setting)", cells, results)
+    worst = min(results[("warden", x)]["ops_s"] / results[("zk", x)]["ops_s"] for x in cells)
+    print(f"\nmixed sessions, Warden against ZooKeeper: lowest throughput ratio x{worst:.2f} (target at least 5)")
+
+
+def fanout_run(args):
+    """Issue 26, point 1: N sessions each holding a data watch on one node (then a child watch
+    on one parent), one change: the time from sending the write to the last notification, and
+    the notifications' p50/p99, median of --fanout-rounds rounds; durable (defaults) on both,
+    maxClientCnxns=0, a fresh server for each N (a session left behind would weigh on the next)."""
+    import resource
+    counts = [int(x) for x in args.fanout_watchers.split(",") if x]
+    # Each process (server, loadgen) holds a descriptor per watcher: the limit is raised for this
+    # process and what it starts (root may raise the hard limit too), or the larger counts skipped.
+    need = max(counts) + 5000
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    try:
+        if soft < need:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (need, max(hard, need)))
+    except (ValueError, OSError):
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+        print(f"\nfan-out: the descriptor limit is {hard} and cannot be raised; counts above it skipped")
+        counts = [n for n in counts if n + 5000 <= hard]
+    rows = {}
+    for n in counts:
+        for name in ("zk", "warden"):
+            starter = ((lambda: support.start_zookeeper(extended_types=False, extra_cfg="maxClientCnxns=0\n",
+                                                        heap_mb=args.zk_heap_mb))
+                       if name == "zk" else (lambda: support.start_warden("maxClientCnxns=0\n")))
+            with starter() as server:
+                for kind in ("data", "child"):
+                    out = subprocess.run([args.loadgen, "--port", str(server.port), "--op", "fanout", "--connections",
+                                          str(n), "--rounds", str(args.fanout_rounds), "--fan-kind", kind],
+                                         capture_output=True, text=True, timeout=900)
+                    if out.returncode != 0 and "missing" not in out.stdout:
+                        raise RuntimeError(f"fanout loadgen failed: {out.stderr}")
+                    rows[(n, kind, name)] = dict(kv.split("=", 1) for kv in out.stdout.split())
+    print(f"\n### Watch fan-out: one change, N watchers (durable on both, median of {args.fanout_rounds} rounds)\n")
+    print("| watchers | watch | server | last notification ms | p50 us | p99 us | per watcher us | missing | "
+          "duplicates | loadgen CPU s (all rounds) |")
+    print("|" + "---|" * 10)
+    for n in counts:
+        for kind in ("data", "child"):
+            for name in ("zk", "warden"):
+                r = rows[(n, kind, name)]
+                print(f"| {n} | {kind} | {'ZooKeeper 3.8' if name == 'zk' else 'Warden'} | "
+                      f"{float(r['last_ms_median']):.1f} | {r['p50_us']} | {r['p99_us']} | "
+                      f"{float(r['per_watcher_us']):.2f} | {r['missing']} | {r['duplicates']} | {r['client_cpu_s']} |")
+    print("\n| watchers | watch | last notification x | p99 x |")
+    print("|---|---|---|---|")
+    for n in counts:
+        for kind in ("data", "child"):
+            z, w = rows[(n, kind, "zk")], rows[(n, kind, "warden")]
+            print(f"| {n} | {kind} | {float(w['last_ms_median']) / float(z['last_ms_median']):.2f} | "
+                  f"{int(w['p99_us']) / max(1, int(z['p99_us'])):.2f} |")
+
+
 def join_run(args):
     """A follower wiped but for its myid rejoins a 3-member ensemble whose log holds --join-mb
     setData of 1 MB (defaults on both: fsync, snapCount 100000): seconds from its start to its
@@ -611,6 +699,10 @@ def main():
     p.add_argument("--tls", type=int, default=1, help="the TLS run (0 skips it)")
     p.add_argument("--tls-connections", type=int, default=5000, help="TLS sessions opened at once")
     p.add_argument("--tls-ec", type=int, default=1, help="ECDSA P-256 certificates (0: RSA 2048)")
+    p.add_argument("--fanout-watchers", default="1000,10000,50000", help="the fan-out run's watcher counts (empty skips it)")
+    p.add_argument("--fanout-rounds", type=int, default=5, help="rounds of each fan-out cell (the median counts)")
+    p.add_argument("--mix-sessions", type=int, default=8, help="the mixed-session run's sessions (0 skips it)")
+    p.add_argument("--mix-depth", type=int, default=64, help="requests each mixed session keeps in flight")
     p.add_argument("--observed-ops", default="get,set,mix", help="the observed run's ops (empty skips it)")
     p.add_argument("--observed-rounds", type=int, default=3, help="rounds of each, plain and observed")
     args = p.parse_args()
@@ -626,6 +718,10 @@ def main():
     ensemble_ops = [o for o in args.ensemble_ops.split(",") if o]
     if ensemble_ops:
         ensemble_run(args, ensemble_ops)
+    if args.fanout_watchers:
+        fanout_run(args)
+    if args.mix_sessions > 0:
+        session_mix_run(args)
     if args.tls:
         tls_run(args)
     if args.observed_ops:

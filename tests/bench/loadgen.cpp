@@ -7,7 +7,9 @@
 // --tls-ca FILE [--tls-cert FILE --tls-key FILE] speaks TLS (OpenSSL, non-blocking, TLS 1.2
 // as ZooKeeper 3.8's Java client). --op connect opens --connections sessions at once (TCP,
 // TLS, the session handshake, all in flight together) and reports the time until the last is
-// established.
+// established. --op fanout opens --connections watchers, arms a data (or, with --fan-kind
+// child, a child) watch on each, and times one change's notifications to all of them, over
+// --rounds rounds.
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -50,6 +52,8 @@ struct Options {
   double seconds = 5;
   long max_ops = 5'000'000;  // a bound on the run whatever its duration
   int value_size = 100;
+  int rounds = 5;                  // --op fanout: rounds
+  std::string fan_kind = "data";   // --op fanout: data or child watches
   std::string tls_ca, tls_cert, tls_key;
 };
 
@@ -243,30 +247,44 @@ static void run_group(std::vector<Conn*> conns, const Options& o, Clock::time_po
 
 static double cpu_seconds();
 
-// --op connect: every connection at once, non-blocking: TCP connect, TLS handshake (if asked),
-// the session handshake; the time until the last session is established.
-static int connect_storm(const Options& o) {
+struct StormConn {
+  enum Stage { tcp, handshake, send, receive, done, failed };
+  int fd = -1;
+  SSL* ssl = nullptr;
+  Stage stage = tcp;
+  short want = POLLOUT;
+  std::string out, in;
+};
+
+// Opens `n` sessions at once, non-blocking: TCP connect, TLS handshake (if asked), the session
+// handshake; returns them (stage done or failed) when the last is settled or after 120 s. Past
+// 25,000 connections each further 25,000 come from the next loopback source address
+// (127.0.0.2, ...), as one address has about 28,000 ephemeral ports to one server port; `first`:
+// how many this process opened before (the index the count starts from).
+static std::vector<StormConn> storm(const Options& o, size_t n, int32_t timeout_ms = 30000, size_t first = 0) {
   rlimit lim{};
   if (getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur < lim.rlim_max) {
     lim.rlim_cur = lim.rlim_max;
     setrlimit(RLIMIT_NOFILE, &lim);
   }
-  enum Stage { tcp, handshake, send, receive, done, failed };
-  struct S {
-    int fd = -1;
-    SSL* ssl = nullptr;
-    Stage stage = tcp;
-    short want = POLLOUT;
-    std::string out, in;
-  };
-  std::vector<S> all(static_cast<size_t>(o.connections));
-  std::string hello = frame_of(encode_connect_request(ConnectRequest{0, 0, 30000, 0, std::string(16, '\0'), false}));
-  double cpu0 = cpu_seconds();
+  using S = StormConn;
+  using enum StormConn::Stage;
+  std::vector<S> all(n);
+  std::string hello = frame_of(encode_connect_request(ConnectRequest{0, 0, timeout_ms, 0, std::string(16, '\0'), false}));
   auto start = Clock::now();
   for (size_t i = 0; i < all.size(); ++i) {
     S& s = all[i];
     s.fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
     if (s.fd < 0) throw std::runtime_error("out of file descriptors at connection " + std::to_string(i));
+    if (first + n > 25000 && o.host == "127.0.0.1") {
+      sockaddr_in src{};
+      src.sin_family = AF_INET;
+      src.sin_addr.s_addr = htonl(0x7f000001u + static_cast<uint32_t>((first + i) / 25000));
+      if (bind(s.fd, reinterpret_cast<sockaddr*>(&src), sizeof src) != 0)
+        throw std::runtime_error("cannot bind a loopback source address");
+    }
+    int one = 1;
+    setsockopt(s.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     sockaddr_in a{};
     a.sin_family = AF_INET;
     a.sin_port = htons(static_cast<uint16_t>(o.ports[i % o.ports.size()]));
@@ -296,7 +314,7 @@ static int connect_storm(const Options& o) {
       size_t idx = events[static_cast<size_t>(k)].data.u64;
       S& s = all[idx];
       short before = s.want;
-      Stage stage_before = s.stage;
+      StormConn::Stage stage_before = s.stage;
       struct Rewatch {
         std::function<void()> f;
         ~Rewatch() { f(); }
@@ -365,11 +383,19 @@ static int connect_storm(const Options& o) {
     }
   }
   close(ep);
+  return all;
+}
+
+// --op connect: every connection at once (storm); the time until the last session is established.
+static int connect_storm(const Options& o) {
+  double cpu0 = cpu_seconds();
+  auto start = Clock::now();
+  std::vector<StormConn> all = storm(o, static_cast<size_t>(o.connections));
   double secs = std::chrono::duration<double>(Clock::now() - start).count();
   size_t ok = 0, bad = 0;
   for (auto& s : all) {
-    ok += s.stage == done;
-    bad += s.stage != done;
+    ok += s.stage == StormConn::done;
+    bad += s.stage != StormConn::done;
   }
   std::printf("op=connect connections=%zu established=%zu failed=%zu seconds=%.3f client_cpu_s=%.3f\n", all.size(), ok,
               bad, secs, cpu_seconds() - cpu0);
@@ -378,6 +404,156 @@ static int connect_storm(const Options& o) {
     if (s.fd >= 0) close(s.fd);
   }
   return 0;  // failures are counted in the output, for the reader
+}
+
+// Writes all of `b` to a non-blocking socket, waiting for room when it is full.
+static void write_all_nonblocking(int fd, const std::string& b) {
+  size_t off = 0;
+  while (off < b.size()) {
+    ssize_t n = write(fd, b.data() + off, b.size() - off);
+    if (n > 0) {
+      off += static_cast<size_t>(n);
+    } else if (n < 0 && errno == EAGAIN) {
+      pollfd p{fd, POLLOUT, 0};
+      poll(&p, 1, 1000);
+    } else {
+      throw std::runtime_error("write failed");
+    }
+  }
+}
+
+// --op fanout: --connections watchers (opened at once, as storm), each with a data watch on one
+// node (--fan-kind data) or a child watch on one parent (--fan-kind child); a writer session
+// changes it once; the time from sending that write to each notification's arrival, over
+// --rounds rounds (every watch armed again, with a ping, before each). Plaintext only.
+static int fanout(const Options& o) {
+  // Opened 50 at a time (the storm is --op connect's business, not this one's: ZooKeeper's
+  // accept queue is 50 deep, and a SYN it drops is sent again only a second later), the ones
+  // that failed tried again, every session pinged every 5 s meanwhile so that none expires.
+  std::vector<StormConn> w;
+  std::string ping = frame_of(encode(RequestHeader{xid::ping, static_cast<int32_t>(OpCode::ping)}));
+  auto pinged = Clock::now();
+  for (int failures = 0; static_cast<int>(w.size()) < o.connections && failures < 1000;) {
+    if (Clock::now() - pinged > std::chrono::seconds(5)) {
+      for (auto& c : w) write_all_nonblocking(c.fd, ping);
+      pinged = Clock::now();
+    }
+    size_t want = std::min<size_t>(50, static_cast<size_t>(o.connections) - w.size());
+    for (auto& c : storm(o, want, 40000, w.size())) {
+      if (c.stage == StormConn::done) {
+        c.in.clear();
+        w.push_back(std::move(c));
+      } else {
+        ++failures;
+        if (c.fd >= 0) close(c.fd);
+      }
+    }
+  }
+  if (static_cast<int>(w.size()) != o.connections)
+    throw std::runtime_error(std::to_string(o.connections - static_cast<int>(w.size())) + " watchers could not connect");
+  SSL* none = nullptr;
+  int writer = open_session(o, o.ports[0], &none);
+  bool child = o.fan_kind == "child";
+  call(writer, nullptr, OpCode::create, encode(CreateRequest{"/bench", std::string(), open_acl(), 0}));
+  call(writer, nullptr, OpCode::create, encode(CreateRequest{"/bench/fan", std::string("v"), open_acl(), 0}));
+  call(writer, nullptr, OpCode::create, encode(CreateRequest{"/bench/fanp", std::string(), open_acl(), 0}));
+  std::string arm = ping + request(1, child ? OpCode::getChildren : OpCode::getData, encode(PathWatchRequest{child ? "/bench/fanp" : "/bench/fan", true}));
+  int ep = epoll_create1(0);
+  for (size_t i = 0; i < w.size(); ++i) {
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.u64 = i;
+    epoll_ctl(ep, EPOLL_CTL_ADD, w[i].fd, &ev);
+  }
+  std::vector<epoll_event> events(4096);
+  std::vector<int> got(w.size());
+  char buf[64 * 1024];
+  // Reads what is ready for up to `ms`; `on` gets (watcher, xid) per frame. False on a closed socket.
+  auto pump = [&](int ms, const std::function<void(size_t, int32_t)>& on) {
+    int ready = epoll_wait(ep, events.data(), static_cast<int>(events.size()), ms);
+    for (int k = 0; k < ready; ++k) {
+      size_t i = events[static_cast<size_t>(k)].data.u64;
+      for (;;) {
+        ssize_t r = read(w[i].fd, buf, sizeof buf);
+        if (r < 0 && errno == EAGAIN) break;
+        if (r <= 0) throw std::runtime_error("the server closed a watcher's connection");
+        w[i].in.append(buf, static_cast<size_t>(r));
+      }
+      size_t off = 0;
+      for (;;) {
+        auto f = scan_frame(std::string_view(w[i].in).substr(off), default_max_buffer);
+        if (f.status != FrameStatus::complete) break;
+        off += f.consumed;
+        Reader rd(f.payload);
+        ReplyHeader h;
+        h.visit(rd);
+        on(i, h.xid);
+      }
+      w[i].in.erase(0, off);
+    }
+  };
+  std::vector<double> lasts;
+  std::vector<uint32_t> lat;
+  long missing = 0, duplicates = 0;
+  double fire_cpu = 0;
+  for (int round = 0; round < o.rounds; ++round) {
+    for (auto& c : w) write_all_nonblocking(c.fd, arm);
+    size_t armed = 0;
+    auto deadline = Clock::now() + std::chrono::seconds(120);
+    while (armed < w.size() && Clock::now() < deadline)
+      pump(1000, [&](size_t, int32_t x) { armed += x == 1; });
+    if (armed < w.size()) throw std::runtime_error("watches were not all armed within 120 s");
+    std::fill(got.begin(), got.end(), 0);
+    size_t heard = 0, frames = 0;
+    std::string tag = std::to_string(round);
+    std::string change = child ? request(2, OpCode::create, encode(CreateRequest{"/bench/fanp/c" + tag, std::string(), open_acl(), 0}))
+                               : request(2, OpCode::setData, encode(SetDataRequest{"/bench/fan", tag, -1}));
+    double cpu0 = cpu_seconds();
+    auto t0 = Clock::now();
+    write_all(writer, nullptr, change);
+    Clock::time_point last = t0;
+    auto on_event = [&](size_t i, int32_t x) {
+      if (x != xid::notification) return;
+      auto now = Clock::now();
+      ++frames;
+      if (got[i]++ == 0) {
+        ++heard;
+        last = now;
+        lat.push_back(static_cast<uint32_t>(std::chrono::duration_cast<std::chrono::microseconds>(now - t0).count()));
+      }
+    };
+    deadline = t0 + std::chrono::seconds(60);
+    while (heard < w.size() && Clock::now() < deadline) pump(1000, on_event);
+    fire_cpu += cpu_seconds() - cpu0;
+    auto settle = Clock::now() + std::chrono::milliseconds(50);  // a duplicate would follow at once
+    while (Clock::now() < settle) pump(10, on_event);
+    if (read_frame_blocking(writer, nullptr).empty()) throw std::runtime_error("the write had no reply");
+    lasts.push_back(std::chrono::duration<double, std::milli>(last - t0).count());
+    missing += static_cast<long>(w.size() - heard);
+    duplicates += static_cast<long>(frames - heard);
+  }
+  close(ep);
+  std::vector<double> sorted = lasts;
+  std::sort(sorted.begin(), sorted.end());
+  auto pct = [&](double p) -> uint32_t {
+    if (lat.empty()) return 0;
+    size_t k = std::min(lat.size() - 1, static_cast<size_t>(p * static_cast<double>(lat.size())));
+    std::nth_element(lat.begin(), lat.begin() + static_cast<long>(k), lat.end());
+    return lat[k];
+  };
+  std::string each;
+  for (double l : lasts) {
+    if (!each.empty()) each += ',';
+    each += std::to_string(l);
+  }
+  double median = sorted.empty() ? 0 : sorted[sorted.size() / 2];
+  std::printf("op=fanout kind=%s watchers=%zu rounds=%d last_ms_median=%.3f last_ms_min=%.3f last_ms_each=%s "
+              "p50_us=%u p99_us=%u per_watcher_us=%.3f missing=%ld duplicates=%ld client_cpu_s=%.3f\n",
+              child ? "child" : "data", w.size(), o.rounds, median, sorted.empty() ? 0 : sorted[0], each.c_str(),
+              pct(0.5), pct(0.99), median * 1000 / static_cast<double>(w.size()), missing, duplicates, fire_cpu);
+  close(writer);
+  for (auto& c : w) close(c.fd);
+  return missing || duplicates ? 1 : 0;
 }
 
 static double cpu_seconds() {
@@ -407,6 +583,8 @@ int main(int argc, char** argv) {
       else if (k == "--seconds") o.seconds = std::stod(v);
       else if (k == "--max-ops") o.max_ops = std::stol(v);
       else if (k == "--value-size") o.value_size = std::stoi(v);
+      else if (k == "--rounds") o.rounds = std::stoi(v);
+      else if (k == "--fan-kind") o.fan_kind = v;
       else if (k == "--tls-ca") o.tls_ca = v;
       else if (k == "--tls-cert") o.tls_cert = v;
       else if (k == "--tls-key") o.tls_key = v;
@@ -421,16 +599,18 @@ int main(int argc, char** argv) {
   }
   if (o.ports.empty() && o.port > 0) o.ports.push_back(o.port);
   if (o.ports.empty() || o.connections < 1 || o.depth < 1 || o.threads < 1 || o.seconds <= 0 ||
-      (o.op != "create" && o.op != "set" && o.op != "get" && o.op != "exists" && o.op != "mix" && o.op != "connect")) {
+      (o.op != "create" && o.op != "set" && o.op != "get" && o.op != "exists" && o.op != "mix" && o.op != "connect" &&
+       o.op != "fanout") || o.rounds < 1 || (o.fan_kind != "data" && o.fan_kind != "child")) {
     std::fprintf(stderr,
-                 "usage: warden-loadgen --port N|--ports N,N,... [--host A] --op create|set|get|exists|mix|connect\n"
+                 "usage: warden-loadgen --port N|--ports N,N,... [--host A] --op create|set|get|exists|mix|connect|fanout\n"
                  "       [--connections N] [--depth N] [--threads N] [--seconds S] [--max-ops N] [--value-size N]\n"
-                 "       [--tls-ca FILE [--tls-cert FILE --tls-key FILE]]\n");
+                 "       [--tls-ca FILE [--tls-cert FILE --tls-key FILE]] [--rounds N] [--fan-kind data|child]\n");
     return 2;
   }
   try {
     if (!o.tls_ca.empty()) tls_context = make_tls_context(o);
     if (o.op == "connect") return connect_storm(o);
+    if (o.op == "fanout") return fanout(o);
     std::string value(static_cast<size_t>(o.value_size), 'v');
     std::vector<Conn> conns(static_cast<size_t>(o.connections));
     for (int i = 0; i < o.connections; ++i) {
