@@ -254,6 +254,10 @@ struct StormConn {
   Stage stage = tcp;
   short want = POLLOUT;
   std::string out, in;
+  size_t port = 0;  // index into Options::ports
+  int64_t session = 0;
+  int32_t timeout = 0;  // as the server negotiated it
+  std::string passwd;
 };
 
 // Opens `n` sessions at once, non-blocking: TCP connect, TLS handshake (if asked), the session
@@ -287,7 +291,8 @@ static std::vector<StormConn> storm(const Options& o, size_t n, int32_t timeout_
     setsockopt(s.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     sockaddr_in a{};
     a.sin_family = AF_INET;
-    a.sin_port = htons(static_cast<uint16_t>(o.ports[i % o.ports.size()]));
+    s.port = (first + i) % o.ports.size();
+    a.sin_port = htons(static_cast<uint16_t>(o.ports[s.port]));
     inet_pton(AF_INET, o.host.c_str(), &a.sin_addr);
     if (connect(s.fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 && errno != EINPROGRESS) s.stage = failed;
   }
@@ -378,6 +383,12 @@ static std::vector<StormConn> storm(const Options& o, size_t n, int32_t timeout_
         if (f.status == FrameStatus::complete) {
           auto resp = decode_connect_response(f.payload);
           s.stage = resp && resp->sessionId != 0 ? done : failed;
+          if (s.stage == done) {
+            s.session = resp->sessionId;
+            s.timeout = resp->timeOut;
+            s.passwd = resp->passwd.value_or("");
+            s.in.erase(0, f.consumed);
+          }
         }
       }
     }
@@ -426,22 +437,26 @@ static void write_all_nonblocking(int fd, const std::string& b) {
 // node (--fan-kind data) or a child watch on one parent (--fan-kind child); a writer session
 // changes it once; the time from sending that write to each notification's arrival, over
 // --rounds rounds (every watch armed again, with a ping, before each). Plaintext only.
-static int fanout(const Options& o) {
-  // Opened 50 at a time (the storm is --op connect's business, not this one's: ZooKeeper's
-  // accept queue is 50 deep, and a SYN it drops is sent again only a second later), the ones
-  // that failed tried again, every session pinged every 5 s meanwhile so that none expires.
+static const std::string& ping_frame() {
+  static const std::string f = frame_of(encode(RequestHeader{xid::ping, static_cast<int32_t>(OpCode::ping)}));
+  return f;
+}
+
+// Opens --connections sessions 50 at a time (the storm is --op connect's business, not this
+// one's: ZooKeeper's accept queue is 50 deep, and a SYN it drops is sent again only a second
+// later), the ones that failed tried again, every session pinged every 5 s meanwhile so that
+// none expires. Spread over --ports in turn.
+static std::vector<StormConn> open_sessions(const Options& o, int32_t timeout_ms) {
   std::vector<StormConn> w;
-  std::string ping = frame_of(encode(RequestHeader{xid::ping, static_cast<int32_t>(OpCode::ping)}));
   auto pinged = Clock::now();
   for (int failures = 0; static_cast<int>(w.size()) < o.connections && failures < 1000;) {
     if (Clock::now() - pinged > std::chrono::seconds(5)) {
-      for (auto& c : w) write_all_nonblocking(c.fd, ping);
+      for (auto& c : w) write_all_nonblocking(c.fd, ping_frame());
       pinged = Clock::now();
     }
     size_t want = std::min<size_t>(50, static_cast<size_t>(o.connections) - w.size());
-    for (auto& c : storm(o, want, 40000, w.size())) {
+    for (auto& c : storm(o, want, timeout_ms, w.size())) {
       if (c.stage == StormConn::done) {
-        c.in.clear();
         w.push_back(std::move(c));
       } else {
         ++failures;
@@ -450,7 +465,13 @@ static int fanout(const Options& o) {
     }
   }
   if (static_cast<int>(w.size()) != o.connections)
-    throw std::runtime_error(std::to_string(o.connections - static_cast<int>(w.size())) + " watchers could not connect");
+    throw std::runtime_error(std::to_string(o.connections - static_cast<int>(w.size())) + " sessions could not connect");
+  return w;
+}
+
+static int fanout(const Options& o) {
+  std::vector<StormConn> w = open_sessions(o, 40000);
+  const std::string& ping = ping_frame();
   SSL* none = nullptr;
   int writer = open_session(o, o.ports[0], &none);
   bool child = o.fan_kind == "child";
@@ -556,6 +577,168 @@ static int fanout(const Options& o) {
   return missing || duplicates ? 1 : 0;
 }
 
+// --op failover: --connections sessions spread over --ports, pinged every third of their
+// timeout; prints "ready" once all are open and then waits (up to --seconds) for their
+// connections to drop (a member is killed): each dropped session re-attaches with its id and
+// password on the next member, trying the members in turn every 50 ms until one answers. The
+// answer tells: re-attached (a timeout), or expired (timeout 0, as ZooKeeper tells an expired
+// session). Prints the time from the first drop to the last re-attach and the counts; ends
+// when every dropped session is settled and nothing dropped for 2 s.
+static int failover(const Options& o) {
+  const int32_t timeout_ms = 30000;
+  std::vector<StormConn> all = open_sessions(o, timeout_ms);
+  int32_t negotiated = timeout_ms;  // pinged at a third of the shortest the servers granted
+  for (auto& c : all) negotiated = std::min(negotiated, c.timeout);
+  enum State { live, waiting, connecting, handshaking, reattached_gone, expired };
+  struct Track {
+    State state = live;
+    bool dropped = false;
+    Clock::time_point next_try;
+  };
+  std::vector<Track> t(all.size());
+  int ep = epoll_create1(0);
+  auto watch = [&](size_t i, uint32_t events, int op) {
+    epoll_event ev{};
+    ev.events = events;
+    ev.data.u64 = i;
+    epoll_ctl(ep, op, all[i].fd, &ev);
+  };
+  for (size_t i = 0; i < all.size(); ++i) watch(i, EPOLLIN, EPOLL_CTL_ADD);
+  std::printf("ready sessions=%zu\n", all.size());
+  std::fflush(stdout);
+  double cpu0 = cpu_seconds();
+  auto start = Clock::now();
+  auto deadline = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o.seconds));
+  Clock::time_point first_drop{}, last_attach{}, last_change = start;
+  long drops = 0, reattached = 0, expired_n = 0, attempts = 0;
+  auto drop = [&](size_t i, Clock::time_point now) {
+    epoll_ctl(ep, EPOLL_CTL_DEL, all[i].fd, nullptr);
+    close(all[i].fd);
+    all[i].fd = -1;
+    all[i].in.clear();
+    if (t[i].state == live) {
+      ++drops;
+      if (first_drop == Clock::time_point{}) first_drop = now;
+      t[i].dropped = true;
+    }
+    all[i].port = (all[i].port + 1) % o.ports.size();
+    // A live session tries the next member at once; a failed attempt waits 50 ms first.
+    t[i].next_try = now + std::chrono::milliseconds(t[i].state == live ? 0 : 50);
+    t[i].state = waiting;
+    last_change = now;
+  };
+  auto pinged = Clock::now();
+  std::vector<epoll_event> events(4096);
+  char buf[16 * 1024];
+  for (;;) {
+    auto now = Clock::now();
+    if (now > deadline) break;
+    size_t unsettled = 0;
+    for (auto& x : t) unsettled += x.state == waiting || x.state == connecting || x.state == handshaking;
+    if (drops > 0 && unsettled == 0 && now - last_change > std::chrono::seconds(2)) break;
+    if (now - pinged > std::chrono::milliseconds(negotiated / 3)) {
+      for (size_t i = 0; i < all.size(); ++i)
+        if (t[i].state == live && write(all[i].fd, ping_frame().data(), ping_frame().size()) < 0 && errno != EAGAIN) drop(i, now);
+      pinged = now;
+    }
+    for (size_t i = 0; i < all.size(); ++i) {
+      if (t[i].state != waiting || now < t[i].next_try) continue;
+      ++attempts;
+      int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+      if (fd < 0) throw std::runtime_error("out of file descriptors while re-attaching");
+      if (all.size() > 25000 && o.host == "127.0.0.1") {
+        sockaddr_in src{};
+        src.sin_family = AF_INET;
+        src.sin_addr.s_addr = htonl(0x7f000001u + static_cast<uint32_t>(i / 25000));
+        bind(fd, reinterpret_cast<sockaddr*>(&src), sizeof src);
+      }
+      int one = 1;
+      setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+      sockaddr_in a{};
+      a.sin_family = AF_INET;
+      a.sin_port = htons(static_cast<uint16_t>(o.ports[all[i].port]));
+      inet_pton(AF_INET, o.host.c_str(), &a.sin_addr);
+      all[i].fd = fd;
+      t[i].state = connecting;
+      if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 && errno != EINPROGRESS) {
+        watch(i, EPOLLOUT, EPOLL_CTL_ADD);
+        drop(i, now);
+        continue;
+      }
+      watch(i, EPOLLOUT, EPOLL_CTL_ADD);
+    }
+    int ready = epoll_wait(ep, events.data(), static_cast<int>(events.size()), 10);
+    now = Clock::now();
+    for (int k = 0; k < ready; ++k) {
+      size_t i = events[static_cast<size_t>(k)].data.u64;
+      if (all[i].fd < 0) continue;
+      if (t[i].state == connecting) {
+        int err = 0;
+        socklen_t len = sizeof err;
+        getsockopt(all[i].fd, SOL_SOCKET, SO_ERROR, &err, &len);
+        if (err) {
+          drop(i, now);
+          continue;
+        }
+        std::string hello = frame_of(encode_connect_request(
+            ConnectRequest{0, 0, timeout_ms, all[i].session, all[i].passwd, false}));
+        if (write(all[i].fd, hello.data(), hello.size()) != static_cast<ssize_t>(hello.size())) {
+          drop(i, now);
+          continue;
+        }
+        t[i].state = handshaking;
+        watch(i, EPOLLIN, EPOLL_CTL_MOD);
+        continue;
+      }
+      for (;;) {
+        ssize_t r = read(all[i].fd, buf, sizeof buf);
+        if (r < 0 && errno == EAGAIN) break;
+        if (r <= 0) {
+          drop(i, now);
+          break;
+        }
+        all[i].in.append(buf, static_cast<size_t>(r));
+      }
+      if (all[i].fd < 0) continue;
+      if (t[i].state == handshaking) {
+        auto f = scan_frame(all[i].in, default_max_buffer);
+        if (f.status != FrameStatus::complete) continue;
+        auto resp = decode_connect_response(f.payload);
+        all[i].in.erase(0, f.consumed);
+        last_change = now;
+        if (resp && resp->timeOut > 0 && resp->sessionId == all[i].session) {
+          t[i].state = live;
+          ++reattached;
+          last_attach = now;
+        } else {
+          ++expired_n;
+          t[i].state = expired;
+          epoll_ctl(ep, EPOLL_CTL_DEL, all[i].fd, nullptr);
+          close(all[i].fd);
+          all[i].fd = -1;
+        }
+      } else {
+        all[i].in.clear();  // ping replies
+      }
+    }
+  }
+  close(ep);
+  long failed = 0, never_dropped = 0;
+  for (auto& x : t) {
+    failed += x.state == waiting || x.state == connecting || x.state == handshaking;
+    never_dropped += !x.dropped;
+  }
+  double secs = first_drop == Clock::time_point{} || last_attach < first_drop
+                    ? 0
+                    : std::chrono::duration<double>(last_attach - first_drop).count();
+  std::printf("op=failover sessions=%zu dropped=%ld reattached=%ld expired=%ld failed=%ld never_dropped=%ld "
+              "attempts=%ld seconds=%.3f client_cpu_s=%.3f\n",
+              all.size(), drops, reattached, expired_n, failed, never_dropped, attempts, secs, cpu_seconds() - cpu0);
+  for (auto& c : all)
+    if (c.fd >= 0) close(c.fd);
+  return 0;
+}
+
 static double cpu_seconds() {
   rusage u{};
   getrusage(RUSAGE_SELF, &u);
@@ -600,9 +783,9 @@ int main(int argc, char** argv) {
   if (o.ports.empty() && o.port > 0) o.ports.push_back(o.port);
   if (o.ports.empty() || o.connections < 1 || o.depth < 1 || o.threads < 1 || o.seconds <= 0 ||
       (o.op != "create" && o.op != "set" && o.op != "get" && o.op != "exists" && o.op != "mix" && o.op != "connect" &&
-       o.op != "fanout") || o.rounds < 1 || (o.fan_kind != "data" && o.fan_kind != "child")) {
+       o.op != "fanout" && o.op != "failover") || o.rounds < 1 || (o.fan_kind != "data" && o.fan_kind != "child")) {
     std::fprintf(stderr,
-                 "usage: warden-loadgen --port N|--ports N,N,... [--host A] --op create|set|get|exists|mix|connect|fanout\n"
+                 "usage: warden-loadgen --port N|--ports N,N,... [--host A] --op create|set|get|exists|mix|connect|fanout|failover\n"
                  "       [--connections N] [--depth N] [--threads N] [--seconds S] [--max-ops N] [--value-size N]\n"
                  "       [--tls-ca FILE [--tls-cert FILE --tls-key FILE]] [--rounds N] [--fan-kind data|child]\n");
     return 2;
@@ -611,6 +794,7 @@ int main(int argc, char** argv) {
     if (!o.tls_ca.empty()) tls_context = make_tls_context(o);
     if (o.op == "connect") return connect_storm(o);
     if (o.op == "fanout") return fanout(o);
+    if (o.op == "failover") return failover(o);
     std::string value(static_cast<size_t>(o.value_size), 'v');
     std::vector<Conn> conns(static_cast<size_t>(o.connections));
     for (int i = 0; i < o.connections; ++i) {

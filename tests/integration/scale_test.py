@@ -7,6 +7,9 @@ sessions speaking the protocol from one thread that polls their sockets.
   setData and one create: every session hears each event exactly once.
 - The server raises its soft descriptor limit to the hard one at start, as the JVM does for
   ZooKeeper.
+- A leader's death: WARDEN_SCALE_FAILOVER (1,000) sessions spread over a 3-member ensemble by
+  warden-loadgen's failover op, the leader SIGKILLed: every session's connection drops, and every
+  one re-attaches on a live member (trying them in turn), none expired, none left out.
 - An expiry storm: 1,000 sessions own an ephemeral each, watched by the other 1,000; the owners'
   client dies at once (sockets closed, no closeSession): every ephemeral is deleted and every
   watcher hears NodeDeleted exactly once, within the session timeout plus two ticks and a margin
@@ -151,8 +154,33 @@ def descriptor_limit_raised():
         shutil.rmtree(work, ignore_errors=True)
 
 
+def leader_killed():
+    import signal
+    from ensemble import Ensemble
+    n = int(os.environ.get("WARDEN_SCALE_FAILOVER", "1000"))
+    with Ensemble(3, tick_ms=2000, extra_cfg="maxClientCnxns=0").start() as ens:
+        ports = ",".join(str(m.client_port) for m in ens.members)
+        lg = subprocess.Popen([os.environ["WARDEN_LOADGEN"], "--ports", ports, "--op", "failover", "--connections",
+                               str(n), "--seconds", "120"], stdout=subprocess.PIPE, text=True)
+        try:
+            ready = lg.stdout.readline()
+            c.check(ready.startswith("ready"), f"{n} sessions open on 3 members ({ready.strip()!r})")
+            leader = ens.leader()
+            leader.kill()
+            out, _ = lg.communicate(timeout=300)
+        finally:
+            if lg.poll() is None:
+                lg.kill()
+                lg.wait()
+        r = dict(kv.split("=", 1) for kv in out.split()) if out.startswith("op=failover") else {}
+        got = tuple(int(r.get(k, -1)) for k in ("dropped", "reattached", "expired", "failed"))
+        c.equal(got, (n, n, 0, 0), f"the leader killed: (dropped, re-attached, expired, not re-attached) "
+                                   f"after {r.get('seconds', '?')} s")
+
+
 def main():
     descriptor_limit_raised()
+    leader_killed()
     limit = raise_fd_limit(N + 512)
     if limit < N + 100:
         print(f"the descriptor limit is {limit}: {N} sessions do not fit")
