@@ -66,6 +66,10 @@ class DataTree {
 
   const Node* find(std::string_view path) const;
   size_t size() const { return size_; }
+  // Memory kept for nodes this tree no longer holds, and giving back what whole blocks of it
+  // are (NodePool::trim; the number of blocks).
+  size_t spare_node_bytes() const { return pool_.free_bytes(); }
+  size_t trim_spare_nodes() { return pool_.trim(); }
   // How many nodes were ever removed from this tree (a snapshot walk's check: see SnapshotWalk).
   uint64_t removed() const { return removed_; }
   Zxid last_applied() const { return last_applied_; }

@@ -500,8 +500,9 @@ struct ServerRuntime::Impl {
   std::unique_ptr<storage::SnapshotWriter> snapshot_writer;
   std::mt19937_64 rng{std::random_device{}()};
   asio::steady_timer purge_timer{io};
-  bool heap_to_trim = false;         // a snapshot was written since the last trim
+  bool heap_to_trim = false;         // a snapshot was written, or node blocks freed, since the last trim
   int64_t packets_at_last_check = -1;
+  size_t spare_at_last_node_trim = 0;  // the tree's spare node bytes after the last try
   // Snapshots are encoded on the snapshot writer's thread, which holds `tree_mutex` while it
   // reads the tree; the server thread holds it while it applies commits (the only changes
   // of the tree once recovery is over) and reads the tree without it, as the writer only
@@ -1434,10 +1435,35 @@ struct ServerRuntime::Impl {
   // back (about 25 MiB at 1M znodes). Asking takes ~15 ms at that size and holds the heap's
   // lock, so it is done at start and otherwise only once the server is idle (no request
   // since the last tick check), never in the middle of a busy period.
+  //
+  // Znodes deleted by the hundred thousand leave their pool blocks free; once requests are few
+  // (a quiet check, as a client fleet's pings never stop) and at least `node_trim_step` more of
+  // them are spare than at the last try, the blocks wholly free go back (NodePool::trim walks
+  // the free nodes: ~0.1 s at a million) and the heap is trimmed after them.
   static void return_free_memory() { malloc_trim(0); }
+  static constexpr int64_t quiet_packets = 200;  // per check (a quarter tick)
+  static constexpr size_t node_trim_step = 16u << 20;
   void trim_when_idle() {
     int64_t seen = server->packets_received();
-    if (heap_to_trim && seen == packets_at_last_check) {
+    bool quiet = packets_at_last_check >= 0 && seen - packets_at_last_check < quiet_packets;
+    size_t spare = server->tree().spare_node_bytes();
+    spare_at_last_node_trim = std::min(spare_at_last_node_trim, spare);
+    if (quiet && spare >= spare_at_last_node_trim + node_trim_step) {
+      size_t blocks = 0;
+      auto started = std::chrono::steady_clock::now();
+      {
+        std::lock_guard<std::mutex> hold(tree_mutex);
+        blocks = server->trim_spare_nodes();
+      }
+      spare_at_last_node_trim = server->tree().spare_node_bytes();
+      if (blocks > 0) {
+        heap_to_trim = true;
+        spdlog::info("gave back {} MiB of deleted znodes' memory in {} ms", blocks * NodePool::block_bytes >> 20,
+                     std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started)
+                         .count());
+      }
+    }
+    if (heap_to_trim && quiet) {
       return_free_memory();
       heap_to_trim = false;
     }

@@ -200,6 +200,9 @@ class ZkServer {
   void leadership_lost();
 
   const DataTree& tree() const { return tree_; }
+  // After a mass delete: gives back the node memory whole blocks of freed nodes hold (the
+  // runtime calls it when requests are few, with the tree's lock held).
+  size_t trim_spare_nodes() { return tree_.trim_spare_nodes(); }
   int64_t packets_received() const { return packets_received_; }
   size_t session_count() const { return sessions_.size(); }
   size_t connection_count() const { return conns_.size(); }

@@ -662,6 +662,47 @@ def storm_run(args):
           f"expired: Warden {fails['warden']['expired']} (target 0), ZooKeeper {fails['zk']['expired']}")
 
 
+def churn_run(args):
+    """Issue 26, point 3's memory half: a server holding --churn-live znodes of 100 bytes (RSS
+    3 s later: fresh) takes --churn-znodes more and has them all deleted; its RSS is then read
+    every 5 s for a minute. Durable on both; ZooKeeper the same way, for reference."""
+    import time
+    rows = {}
+    for name in ("zk", "warden"):
+        starter = (support.start_zookeeper(extended_types=False, heap_mb=args.zk_heap_mb) if name == "zk"
+                   else support.start_warden())
+        with starter as server:
+            def run(op, n, prefix):
+                out = subprocess.run([args.loadgen, "--port", str(server.port), "--op", op, "--seconds", "900",
+                                      "--connections", "16", "--depth", "32", "--max-ops", str(n), "--value-size",
+                                      "100", "--prefix", prefix], capture_output=True, text=True, timeout=1200)
+                if out.returncode != 0:
+                    raise RuntimeError(f"loadgen {op} failed: {out.stderr}")
+            run("create", args.churn_live, "/live")
+            time.sleep(3)
+            fresh = rss_mib(server.proc.pid)
+            run("create", args.churn_znodes, "/churn")
+            full = rss_mib(server.proc.pid)
+            run("delete", 2 * args.churn_znodes, "/churn")
+            samples = []
+            for _ in range(12):
+                time.sleep(5)
+                samples.append(rss_mib(server.proc.pid))
+            rows[name] = dict(fresh=fresh, full=full, samples=samples)
+    print(f"\n### Memory after churn: {args.churn_live} znodes live, {args.churn_znodes} more created and deleted "
+          "(durable on both)\n")
+    print("| server | RSS MiB fresh | with the churn | after the deletes, every 5 s for a minute | after a minute "
+          "against fresh |")
+    print("|---|---|---|---|---|")
+    for name in ("zk", "warden"):
+        r = rows[name]
+        print(f"| {'ZooKeeper 3.8' if name == 'zk' else 'Warden'} | {r['fresh']:.0f} | {r['full']:.0f} | "
+              f"{', '.join(f'{x:.0f}' for x in r['samples'])} | x{r['samples'][-1] / r['fresh']:.2f} |")
+    w = rows["warden"]
+    print(f"\nWarden after a minute: x{w['samples'][-1] / w['fresh']:.2f} of its fresh RSS (target at most 1.5); "
+          f"RSS against ZooKeeper's after a minute: x{w['samples'][-1] / rows['zk']['samples'][-1]:.2f}")
+
+
 def join_run(args):
     """A follower wiped but for its myid rejoins a 3-member ensemble whose log holds --join-mb
     setData of 1 MB (defaults on both: fsync, snapCount 100000): seconds from its start to its
@@ -780,6 +821,8 @@ def main():
     p.add_argument("--fanout-rounds", type=int, default=5, help="rounds of each fan-out cell (the median counts)")
     p.add_argument("--storm-sessions", type=int, default=10000, help="the storm and failover runs' sessions (0 skips)")
     p.add_argument("--storm-rounds", type=int, default=3, help="rounds of the connection storm (the median counts)")
+    p.add_argument("--churn-znodes", type=int, default=1_000_000, help="the churn run's created and deleted znodes (0 skips)")
+    p.add_argument("--churn-live", type=int, default=200_000, help="the churn run's live tree")
     p.add_argument("--mix-sessions", type=int, default=8, help="the mixed-session run's sessions (0 skips it)")
     p.add_argument("--mix-depth", type=int, default=64, help="requests each mixed session keeps in flight")
     p.add_argument("--observed-ops", default="get,set,mix", help="the observed run's ops (empty skips it)")
@@ -801,6 +844,8 @@ def main():
         fanout_run(args)
     if args.storm_sessions > 0:
         storm_run(args)
+    if args.churn_znodes > 0:
+        churn_run(args)
     if args.mix_sessions > 0:
         session_mix_run(args)
     if args.tls:

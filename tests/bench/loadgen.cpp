@@ -54,6 +54,7 @@ struct Options {
   int value_size = 100;
   int rounds = 5;                  // --op fanout: rounds
   std::string fan_kind = "data";   // --op fanout: data or child watches
+  std::string prefix = "/bench";   // the node under which each connection has its own
   std::string tls_ca, tls_cert, tls_key;
 };
 
@@ -174,6 +175,8 @@ struct Conn {
   std::deque<Clock::time_point> sent;
   long issued = 0;
   std::string primary, secondary;  // the pre-encoded requests
+  std::string node;                 // --op delete: the parent whose n-<seq> children it deletes
+  bool exhausted = false;           // --op delete: a NoNode came back, nothing is left
 };
 
 struct Result {
@@ -186,9 +189,17 @@ static void run_group(std::vector<Conn*> conns, const Options& o, Clock::time_po
                       std::atomic<long>& budget, Result& res) {
   for (auto* c : conns) fcntl(c->fd, F_SETFL, fcntl(c->fd, F_GETFL) | O_NONBLOCK);
   auto issue = [&](Conn& c) {
-    while (static_cast<int>(c.sent.size()) < o.depth && Clock::now() < end && budget.fetch_sub(1) > 0) {
+    while (static_cast<int>(c.sent.size()) < o.depth && !c.exhausted && Clock::now() < end &&
+           budget.fetch_sub(1) > 0) {
       bool mix_write = o.op == "mix" && c.issued % 10 == 9;  // 90% reads
-      c.out += mix_write ? c.secondary : c.primary;
+      if (o.op == "delete") {
+        // The children --op create made, in their sequence order (persistent-sequential, from 0).
+        char name[32];
+        std::snprintf(name, sizeof name, "/n-%010ld", c.issued);
+        c.out += request(2, OpCode::remove, encode(DeleteRequest{c.node + name, -1}));
+      } else {
+        c.out += mix_write ? c.secondary : c.primary;
+      }
       c.sent.push_back(Clock::now());
       ++c.issued;
     }
@@ -232,7 +243,8 @@ static void run_group(std::vector<Conn*> conns, const Options& o, Clock::time_po
           ReplyHeader h;
           h.visit(r);
           if (h.xid < 0) continue;  // a notification or ping
-          if (h.err != 0) ++res.errors;
+          if (h.err == static_cast<int32_t>(Err::noNode) && o.op == "delete") c.exhausted = true;
+          else if (h.err != 0) ++res.errors;
           auto us = std::chrono::duration_cast<std::chrono::microseconds>(now - c.sent.front()).count();
           c.sent.pop_front();
           res.lat_us.push_back(static_cast<uint32_t>(us));
@@ -768,6 +780,7 @@ int main(int argc, char** argv) {
       else if (k == "--value-size") o.value_size = std::stoi(v);
       else if (k == "--rounds") o.rounds = std::stoi(v);
       else if (k == "--fan-kind") o.fan_kind = v;
+      else if (k == "--prefix") o.prefix = v;
       else if (k == "--tls-ca") o.tls_ca = v;
       else if (k == "--tls-cert") o.tls_cert = v;
       else if (k == "--tls-key") o.tls_key = v;
@@ -783,11 +796,12 @@ int main(int argc, char** argv) {
   if (o.ports.empty() && o.port > 0) o.ports.push_back(o.port);
   if (o.ports.empty() || o.connections < 1 || o.depth < 1 || o.threads < 1 || o.seconds <= 0 ||
       (o.op != "create" && o.op != "set" && o.op != "get" && o.op != "exists" && o.op != "mix" && o.op != "connect" &&
-       o.op != "fanout" && o.op != "failover") || o.rounds < 1 || (o.fan_kind != "data" && o.fan_kind != "child")) {
+       o.op != "fanout" && o.op != "failover" && o.op != "delete") || o.prefix.empty() || o.prefix[0] != '/' || o.rounds < 1 || (o.fan_kind != "data" && o.fan_kind != "child")) {
     std::fprintf(stderr,
-                 "usage: warden-loadgen --port N|--ports N,N,... [--host A] --op create|set|get|exists|mix|connect|fanout|failover\n"
+                 "usage: warden-loadgen --port N|--ports N,N,... [--host A] --op create|set|get|exists|mix|delete|connect|fanout|failover\n"
                  "       [--connections N] [--depth N] [--threads N] [--seconds S] [--max-ops N] [--value-size N]\n"
-                 "       [--tls-ca FILE [--tls-cert FILE --tls-key FILE]] [--rounds N] [--fan-kind data|child]\n");
+                 "       [--tls-ca FILE [--tls-cert FILE --tls-key FILE]] [--rounds N] [--fan-kind data|child]\n"
+                 "       [--prefix /PATH]\n");
     return 2;
   }
   try {
@@ -800,8 +814,9 @@ int main(int argc, char** argv) {
     for (int i = 0; i < o.connections; ++i) {
       Conn& c = conns[static_cast<size_t>(i)];
       c.fd = open_session(o, o.ports[static_cast<size_t>(i) % o.ports.size()], &c.ssl);
-      std::string node = "/bench/c" + std::to_string(i);
-      call(c.fd, c.ssl, OpCode::create, encode(CreateRequest{"/bench", std::string(), open_acl(), 0}));
+      std::string node = o.prefix + "/c" + std::to_string(i);
+      c.node = node;
+      call(c.fd, c.ssl, OpCode::create, encode(CreateRequest{o.prefix, std::string(), open_acl(), 0}));
       call(c.fd, c.ssl, OpCode::create, encode(CreateRequest{node, value, open_acl(), 0}));
       std::string set = request(2, OpCode::setData, encode(SetDataRequest{node, value, -1}));
       if (o.op == "create") {
