@@ -14,7 +14,7 @@ using warden::server::NodePool;
 
 namespace {
 // The process's resident bytes (statm's second field, in pages).
-size_t resident_bytes() {
+[[maybe_unused]] size_t resident_bytes() {
   std::ifstream f("/proc/self/statm");
   size_t total = 0, resident = 0;
   f >> total >> resident;
