@@ -7,7 +7,8 @@ later one), every reply must come back in request order, and every setData's ver
 the session's count of writes. A quarter of the reads are of other sessions' nodes, and now and
 then a sync comes between (it and all after it wait for the session's writes). Run on a
 standalone server and on a 3-member ensemble with the sessions spread over every member (a
-follower forwards its writes and answers its reads at their point in the commit order).
+follower forwards its writes and answers its reads at their point in the commit order), and on
+ZooKeeper 3.8 standalone, the reference.
 
 Behaviour only, bounded in count and time: WARDEN_ORDER_REQUESTS per session (3,000 default)."""
 import os
@@ -162,6 +163,15 @@ def standalone(_work):
         drive([w.port], "standalone", 1)
 
 
+def zookeeper(_work):
+    """The same load on ZooKeeper 3.8, the reference: it keeps a session's order the same way."""
+    if not support.with_reference():
+        return
+    with support.start_zookeeper(extended_types=False, extra_cfg="maxClientCnxns=0\n") as zk:
+        prepare(zk.port)
+        drive([zk.port], "ZooKeeper 3.8 standalone", 1)
+
+
 def ensemble(_work):
     with Ensemble(3).start() as ens:
         ports = [m.client_port for m in ens.members]
@@ -169,4 +179,4 @@ def ensemble(_work):
         drive(ports, "3 members, sessions on each", 2)
 
 
-c.run_parts([standalone, ensemble], "warden-order-")
+c.run_parts([standalone, ensemble, zookeeper], "warden-order-")
