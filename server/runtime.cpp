@@ -746,8 +746,10 @@ struct ServerRuntime::Impl {
     backup_running = true;
     if (backup_worker.joinable()) backup_worker.join();
     if (snapshot) {
-      // The state after the last txn both applied here and in this member's log.
-      Zxid upto = std::min(server->tree().last_applied(), log->last_zxid());
+      // Everything applied here, which this server's clients may have read: a follower applies a
+      // txn the quorum committed while its own log may still be writing it, so the worker waits
+      // (bounded) for the log to hold it; past the bound, the state both hold.
+      Zxid upto = server->tree().last_applied();
       bool streaming = req.query.find("streaming=false") == std::string::npos;
       std::string file = config.data_dir + "/admin-snapshot-" + std::to_string(getpid()) + ".tmp";
       spdlog::info("AdminServer: writing a backup of the state at 0x{:x} for {}", upto, req.peer);
@@ -755,6 +757,10 @@ struct ServerRuntime::Impl {
         std::string error;
         backup::BackupInfo info;
         try {
+          auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+          while (log->last_zxid() < upto && std::chrono::steady_clock::now() < deadline)
+            std::this_thread::sleep_for(std::chrono::milliseconds(2));
+          upto = std::min(upto, log->last_zxid());
           info = backup::write_backup(*log, upto, file);
         } catch (const std::exception& e) {
           error = e.what();
