@@ -70,10 +70,17 @@ constexpr size_t read_chunk = 64 * 1024;
 
 class Connection;
 
-// Bytes one connection may have queued for sending. A client that sends requests and never
-// reads its replies would otherwise grow the server's memory without bound; past this its
-// connection is closed. Far above any healthy backlog (a reply is at most jute.maxbuffer).
+// Bytes one connection may have queued for sending. Requests are not taken from a connection
+// while its replies wait unsent (output_high_water), so what grows past this is what the server
+// sends unasked (watch events) to a client that does not read: its connection is closed.
 constexpr size_t max_queued_output = 64u << 20;
+
+// A connection whose unsent replies reach this much takes no further request until they drain
+// below half of it: a client reading large replies slowly (or never) holds the server's memory
+// to about this, plus one reply, plus what its requests already in the pipeline answer.
+size_t output_high_water(int32_t max_buffer) {
+  return std::max<size_t>(4u << 20, 2 * static_cast<size_t>(max_buffer));
+}
 
 struct Registry {
   std::unordered_map<Connection*, std::shared_ptr<Connection>> live;
@@ -255,18 +262,26 @@ class Connection final : public ClientLink, public std::enable_shared_from_this<
       if (ec) return self->finish();
       self->in_.append(self->chunk_.data(), n);
       self->consume();
-      if (self->done_ || self->close_requested_) return;
-      if (self->registry_.over_limit && self->registry_.over_limit())
-        self->registry_.paused.push_back(self);  // resume_reading() reads again
-      else
-        self->read();
+      self->read_on();
     });
   }
+
+  // Reads again unless the replies wait unsent (flush() takes up when they drain) or too many
+  // requests are in flight (the pipeline's resume_reading() does).
+  void read_on() {
+    if (done_ || close_requested_ || held_) return;
+    if (registry_.over_limit && registry_.over_limit())
+      registry_.paused.push_back(weak_from_this());
+    else
+      read();
+  }
+
+  size_t backlog() const { return out_pending_.size() + out_writing_.size(); }
 
  public:
   // After a pause for too many requests in flight.
   void resume() {
-    if (!done_ && !close_requested_) read();
+    if (!done_ && !close_requested_ && !held_) read();
   }
 
  private:
@@ -294,6 +309,10 @@ class Connection final : public ClientLink, public std::enable_shared_from_this<
     }
     size_t off = 0;
     while (!close_requested_ && !done_) {
+      if (backlog() >= output_high_water(max_buffer_)) {
+        held_ = true;  // the rest of in_ waits for the replies to drain
+        break;
+      }
       auto scan = wire::scan_frame(std::string_view(in_).substr(off), max_buffer_);
       if (scan.status == wire::FrameStatus::incomplete) break;
       if (scan.status == wire::FrameStatus::bad_length) {
@@ -308,6 +327,8 @@ class Connection final : public ClientLink, public std::enable_shared_from_this<
     in_.erase(0, off);
   }
 
+  static constexpr size_t keep_buffer = 256u << 10;
+
   void flush() {
     writing_ = true;
     out_writing_.swap(out_pending_);
@@ -315,11 +336,19 @@ class Connection final : public ClientLink, public std::enable_shared_from_this<
     queued_ = 0;
     auto done = [self = shared_from_this()](boost::system::error_code ec, size_t) {
       self->writing_ = false;
+      // A large reply's buffer is not kept for the connection's life.
+      if (self->out_writing_.capacity() > keep_buffer) std::string().swap(self->out_writing_);
       self->out_writing_.clear();
       if (ec || self->overflowed_) return self->finish();
-      if (!self->out_pending_.empty())
+      if (self->held_ && self->out_pending_.size() < output_high_water(self->max_buffer_) / 2) {
+        self->held_ = false;
+        self->consume();
+        self->read_on();
+        if (self->done_) return;
+      }
+      if (!self->out_pending_.empty() && !self->writing_)
         self->flush();
-      else if (self->close_requested_)
+      else if (self->close_requested_ && !self->writing_)
         self->finish();
     };
     if (tls_)
@@ -348,6 +377,7 @@ class Connection final : public ClientLink, public std::enable_shared_from_this<
   std::string in_;
   std::string out_pending_, out_writing_;
   bool writing_ = false, close_requested_ = false, done_ = false;
+  bool held_ = false;  // requests wait in in_ while the replies drain (output_high_water)
 };
 }  // namespace
 
