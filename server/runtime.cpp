@@ -33,6 +33,7 @@
 #include "server/auth/quorum_sasl.hpp"
 #include "server/auth/sasl_server.hpp"
 #include "server/four_letter.hpp"
+#include "server/send_queue.hpp"
 #include "server/snapshot_walk.hpp"
 #include "server/tls/tls_context.hpp"
 #include "server/tls/x509_name.hpp"
@@ -127,17 +128,17 @@ class Connection final : public ClientLink, public std::enable_shared_from_this<
 
   void send(std::string frame) override {
     if (done_ || overflowed_) return;
-    if (out_pending_.size() + out_writing_.size() + frame.size() > max_queued_output) {
+    if (backlog() + frame.size() > max_queued_output) {
       spdlog::warn("closing {}: more than {} MiB of replies wait unread", server_.describe(id_),
                    max_queued_output >> 20);
       overflowed_ = true;
-      out_pending_.clear();
+      pending_.clear();
       close_requested_ = true;
       // Not from inside the pipeline's call: it may be iterating its connections.
       asio::post(raw().get_executor(), [self = shared_from_this()] { self->finish(); });
       return;
     }
-    out_pending_ += frame;
+    pending_.push(std::move(frame));
     ++queued_;
     if (!writing_) flush();
   }
@@ -145,7 +146,7 @@ class Connection final : public ClientLink, public std::enable_shared_from_this<
   void close() override {
     if (done_) return;
     close_requested_ = true;
-    if (!writing_ && out_pending_.empty())
+    if (!writing_ && pending_.empty())
       asio::post(raw().get_executor(), [self = shared_from_this()] { self->finish(); });
   }
 
@@ -276,7 +277,7 @@ class Connection final : public ClientLink, public std::enable_shared_from_this<
       read();
   }
 
-  size_t backlog() const { return out_pending_.size() + out_writing_.size(); }
+  size_t backlog() const { return pending_.bytes() + sending_bytes_; }
 
  public:
   // After a pause for too many requests in flight.
@@ -327,34 +328,35 @@ class Connection final : public ClientLink, public std::enable_shared_from_this<
     in_.erase(0, off);
   }
 
-  static constexpr size_t keep_buffer = 256u << 10;
-
+  // Writes everything queued, as one gathered write.
   void flush() {
     writing_ = true;
-    out_writing_.swap(out_pending_);
-    out_pending_.clear();
+    sending_bytes_ = pending_.bytes();
+    pending_.take(sending_);
     queued_ = 0;
+    iov_.clear();
+    for (const auto& b : sending_) iov_.emplace_back(b.data(), b.size());
     auto done = [self = shared_from_this()](boost::system::error_code ec, size_t) {
       self->writing_ = false;
-      // A large reply's buffer is not kept for the connection's life.
-      if (self->out_writing_.capacity() > keep_buffer) std::string().swap(self->out_writing_);
-      self->out_writing_.clear();
+      self->sending_bytes_ = 0;
+      for (auto& b : self->sending_) self->pending_.recycle(std::move(b));
+      self->sending_.clear();
       if (ec || self->overflowed_) return self->finish();
-      if (self->held_ && self->out_pending_.size() < output_high_water(self->max_buffer_) / 2) {
+      if (self->held_ && self->pending_.bytes() < output_high_water(self->max_buffer_) / 2) {
         self->held_ = false;
         self->consume();
         self->read_on();
         if (self->done_) return;
       }
-      if (!self->out_pending_.empty() && !self->writing_)
+      if (!self->pending_.empty() && !self->writing_)
         self->flush();
       else if (self->close_requested_ && !self->writing_)
         self->finish();
     };
     if (tls_)
-      asio::async_write(*tls_, asio::buffer(out_writing_), std::move(done));
+      asio::async_write(*tls_, iov_, std::move(done));
     else
-      asio::async_write(socket_, asio::buffer(out_writing_), std::move(done));
+      asio::async_write(socket_, iov_, std::move(done));
   }
 
   tcp::socket socket_;  // moved into tls_ once a handshake starts
@@ -375,7 +377,10 @@ class Connection final : public ClientLink, public std::enable_shared_from_this<
   bool overflowed_ = false;
   std::vector<char> chunk_;
   std::string in_;
-  std::string out_pending_, out_writing_;
+  SendQueue pending_;                  // frames not yet written
+  std::vector<std::string> sending_;  // the buffers the write in progress sends
+  size_t sending_bytes_ = 0;
+  std::vector<asio::const_buffer> iov_;
   bool writing_ = false, close_requested_ = false, done_ = false;
   bool held_ = false;  // requests wait in in_ while the replies drain (output_high_water)
 };

@@ -25,10 +25,13 @@ Txn marker_txn(SessionId session, int32_t cxid, int64_t time, int32_t type, Err 
   return t;
 }
 
-// Writes a reply frame: a length prefix, the header, then whatever `body` writes.
+// Writes a reply frame: a length prefix, the header, then whatever `body` writes; `reserve`:
+// about how many bytes that is, when large (one allocation, no copying as the frame grows).
 template <class BodyWriter>
-std::string reply_frame(const wire::ReplyHeader& h, BodyWriter&& body) {
-  std::string out(4, '\0');
+std::string reply_frame(const wire::ReplyHeader& h, BodyWriter&& body, size_t reserve = 0) {
+  std::string out;
+  out.reserve(reserve + 32);
+  out.assign(4, '\0');
   wire::Writer w(out);
   h.visit(w);
   body(w);
@@ -611,17 +614,36 @@ void ZkServer::handle_read(ConnId id, Conn& c, OpCode op, int32_t xid, std::stri
   if (Err e = readable(n, c); e != Err::ok) return send_reply(id, xid, last, e);
   if (op == OpCode::getData) {
     if (req->watch) watches_.add_data_watch(req->path, id);
-    wire::GetDataResponse resp{n->data_bytes(), client_stat(*n)};
-    metrics_.add_read(req->path, resp.data ? static_cast<int64_t>(resp.data->size()) : 0);
-    return send_reply(id, xid, last, resp);
+    metrics_.add_read(req->path, n->data_size());
+    // GetDataResponse written from the node's bytes: a large value is copied once, into the frame.
+    wire::Stat stat = client_stat(*n);
+    std::string_view data = n->data();
+    bool has_data = n->has_data();
+    return send_frame(c, reply_frame(wire::ReplyHeader{xid, last, 0}, [&](wire::Writer& w) {
+      if (has_data)
+        w.put_string(data);
+      else
+        w.put_int(-1);
+      stat.visit(w);
+    }, data.size() + 128));
   }
   if (req->watch) watches_.add_child_watch(req->path, id);
-  auto children = children_of(*n);
+  // GetChildrenResponse (and GetChildren2Response's stat) written from the node's children: no
+  // string is made for each name.
   int64_t names = 0;
-  for (const auto& child : children) names += static_cast<int64_t>(child.size());
+  int32_t count = 0;
+  for (const Node& kid : n->children()) {
+    names += static_cast<int64_t>(kid.name().size());
+    ++count;
+  }
   metrics_.add_read(req->path, names);
-  if (op == OpCode::getChildren) return send_reply(id, xid, last, wire::GetChildrenResponse{std::move(children)});
-  return send_reply(id, xid, last, wire::GetChildren2Response{std::move(children), client_stat(*n)});
+  std::optional<wire::Stat> stat;
+  if (op == OpCode::getChildren2) stat = client_stat(*n);
+  return send_frame(c, reply_frame(wire::ReplyHeader{xid, last, 0}, [&](wire::Writer& w) {
+    w.put_int(count);
+    for (const Node& kid : n->children()) w.put_string(kid.name());
+    if (stat) stat->visit(w);
+  }, static_cast<size_t>(names) + 4 * static_cast<size_t>(count) + 128));
 }
 
 Err ZkServer::readable(const Node* n, const Conn& c) const {
