@@ -390,9 +390,9 @@ def import_run(args):
 class WardenEnsemble:
     """The same shape over tests/integration/ensemble.py (maxClientCnxns=0, as ZkEnsemble)."""
 
-    def __init__(self, n, tick_ms):
+    def __init__(self, n, tick_ms, extra_cfg=""):
         import ensemble
-        self.e = ensemble.Ensemble(n, tick_ms=tick_ms, extra_cfg="maxClientCnxns=0")
+        self.e = ensemble.Ensemble(n, tick_ms=tick_ms, extra_cfg="maxClientCnxns=0\n" + extra_cfg)
         self.members = [dict(id=m.id, client_port=m.client_port, member=m, proc=None) for m in self.e.members]
 
     def start_member(self, m):
@@ -531,6 +531,49 @@ def session_mix_run(args):
           "90% getData / 10% setData (the op column names the setting)", cells, results)
     worst = min(results[("warden", x)]["ops_s"] / results[("zk", x)]["ops_s"] for x in cells)
     print(f"\nmixed sessions, Warden against ZooKeeper: lowest throughput ratio x{worst:.2f} (target at least 5)")
+
+
+# ZooKeeper keeps its last 500 committed txns in memory (zookeeper.commitLogCount) for syncs:
+# 500 MB of 1 MB setData, and at its default 1000 MiB heap it dies of OutOfMemoryError within
+# seconds of the 1 MB setData cell. The large-reads run gives it this much heap instead.
+LARGE_ZK_HEAP_MB = 4000
+
+
+def large_run(args):
+    """Issue 26, point 4: large reads and wide nodes on one standalone server, forceSync=no on
+    both, jute.maxbuffer raised to --large-max-buffer on both servers and the load generator:
+    getChildren of one node with --wide-children children, setData and getData of 1 MB values,
+    multi of --multi-ops setData. Correctness: tests/integration/large_test.py."""
+    import copy
+    mb = args.large_max_buffer
+    cells = [("children", f"getChildren of {args.wide_children:,} children", 4, 2, 2_000_000, ["--prefix", "/wide"]),
+             ("set", "setData of 1 MB", 8, 4, 3_000, ["--value-size", "1000000", "--prefix", "/mb"]),
+             ("get", "getData of 1 MB", 8, 4, 2_000_000, ["--value-size", "1000000", "--prefix", "/mb"]),
+             ("multi", f"multi of {args.multi_ops} setData", 8, 4, 20_000,
+              ["--multi-ops", str(args.multi_ops), "--prefix", "/multi"])]
+    results = {}
+    fill = ["--op", "create", "--connections", "1", "--depth", "64", "--seconds", "900", "--prefix", "/wide",
+            "--max-ops", str(args.wide_children), "--value-size", "10"]
+    for name in ("zk", "warden"):
+        server = (support.start_zookeeper(extended_types=False, heap_mb=max(args.zk_heap_mb, LARGE_ZK_HEAP_MB),
+                                          extra_cfg="maxClientCnxns=0\nforceSync=no\n",
+                                          jvm_flags=[f"-Djute.maxbuffer={mb}"]) if name == "zk"
+                  else support.start_warden(f"forceSync=no\njute.maxbuffer={mb}\n"))
+        with server:
+            subprocess.run([args.loadgen, "--port", str(server.port), *fill], check=True, capture_output=True,
+                           timeout=1200)
+            for op, label, conns, depth, max_ops, extra in cells:
+                a = copy.copy(args)
+                a.connections, a.depth, a.max_ops = conns, depth, max_ops
+                results[(name, label)] = measure(args.loadgen, server, op, a,
+                                                 extra=["--max-buffer", str(mb), *extra])
+            results[(name, "rss")] = rss_mib(server.proc.pid)
+    labels = [c[1] for c in cells]
+    table(f"Large reads and wide nodes, standalone, forceSync=no, jute.maxbuffer={mb} on both; "
+          "sessions x in flight: 4 x 2 for getChildren, 8 x 4 for the others", labels, results)
+    print(f"\nRSS at the end (MiB): ZooKeeper {results[('zk', 'rss')]:.0f} (its heap limit raised to "
+          f"{max(args.zk_heap_mb, LARGE_ZK_HEAP_MB)} MiB: at 1000 it dies of OutOfMemoryError in the 1 MB setData "
+          f"cell), Warden {results[('warden', 'rss')]:.0f}")
 
 
 def fanout_run(args):
@@ -703,12 +746,24 @@ def churn_run(args):
           f"RSS against ZooKeeper's after a minute: x{w['samples'][-1] / rows['zk']['samples'][-1]:.2f}")
 
 
+def kill_and_wipe(m, name):
+    """SIGKILLs ensemble member `m` (of a ZkEnsemble when `name` is zk, else a WardenEnsemble)
+    and empties its data directory but for its myid."""
+    import shutil
+    import signal
+    m["proc"].send_signal(signal.SIGKILL)
+    m["proc"].wait()
+    data = os.path.join(m["dir"] if name == "zk" else m["member"].dir, "data")
+    for entry in os.listdir(data):
+        if entry != "myid":
+            path = os.path.join(data, entry)
+            shutil.rmtree(path) if os.path.isdir(path) else os.remove(path)
+
+
 def join_run(args):
     """A follower wiped but for its myid rejoins a 3-member ensemble whose log holds --join-mb
     setData of 1 MB (defaults on both: fsync, snapCount 100000): seconds from its start to its
     first client handshake (it serves once synchronised), and the leader's peak RSS."""
-    import shutil
-    import signal
     import time
     took, peak = {}, {}
     for name in ("zk", "warden"):
@@ -721,13 +776,7 @@ def join_run(args):
                             "--value-size", "1000000"], check=True, capture_output=True, timeout=900)
             leader = leader_of(ens)
             m = next(x for x in ens.members if x is not leader)
-            m["proc"].send_signal(signal.SIGKILL)
-            m["proc"].wait()
-            data = os.path.join(m["dir"] if name == "zk" else m["member"].dir, "data")
-            for entry in os.listdir(data):
-                if entry != "myid":
-                    path = os.path.join(data, entry)
-                    shutil.rmtree(path) if os.path.isdir(path) else os.remove(path)
+            kill_and_wipe(m, name)
             t0 = time.monotonic()
             ens.start_member(m)
             support.wait_until_serving(m["client_port"], m["proc"], "the wiped member", timeout=300)
@@ -742,6 +791,70 @@ def join_run(args):
     for name in ("zk", "warden"):
         print(f"| {'ZooKeeper 3.8' if name == 'zk' else 'Warden'} | {took[name]:.2f} | {peak[name]} |")
     print(f"\nWarden against ZooKeeper: rejoin x{took['warden'] / took['zk']:.2f} (lower is better)")
+
+
+def big_join_run(args):
+    """Issue 26, point 5: a follower wiped but for its myid rejoins a 3-member ensemble holding
+    --big-join-znodes znodes (100-byte values; durable defaults on both) while a write load
+    (setData, --big-join-load sessions x 4 in flight) runs on the other two members: seconds from
+    its start until it serves, and the load's p99 meanwhile against the same load's p99 before
+    (quiet). ZooKeeper's leader sends the member a SNAP of its tree. The joined member's znode
+    count (mntr) is checked against the leader's. Correctness of joins under load: it_sync."""
+    import signal
+    import time
+    from ensemble import four_letter
+
+    def znodes(port):
+        for line in four_letter(port, "mntr", timeout=30).splitlines():
+            if line.startswith("zk_znode_count"):
+                return int(line.split()[1])
+        return -1
+
+    rows = {}
+    for name in ("zk", "warden"):
+        ens = (support.ZkEnsemble(3, args.ensemble_tick_ms, args.zk_heap_mb) if name == "zk"
+               else WardenEnsemble(3, args.ensemble_tick_ms, "4lw.commands.whitelist=*")).start()
+        try:
+            leader = leader_of(ens)
+            others = [m for m in ens.members if m is not leader]
+            subprocess.run([args.loadgen, "--ports", str(leader["client_port"]), "--op", "create", "--seconds", "1800",
+                            "--connections", "8", "--depth", "64", "--max-ops", str(args.big_join_znodes),
+                            "--prefix", "/big"], check=True, capture_output=True, timeout=3600)
+            m = others[0]
+            serving = [leader["client_port"], others[1]["client_port"]]
+            load = ["--ports", ",".join(map(str, serving)), "--op", "set", "--connections", str(args.big_join_load),
+                    "--depth", "4", "--prefix", "/join-load", "--max-ops", "100000000"]
+            quiet = dict(kv.split("=") for kv in subprocess.run(
+                [args.loadgen, *load, "--seconds", str(args.seconds)], check=True, capture_output=True, text=True,
+                timeout=600).stdout.split())
+            kill_and_wipe(m, name)
+            busy = subprocess.Popen([args.loadgen, *load, "--seconds", "900"], stdout=subprocess.PIPE, text=True)
+            time.sleep(1)  # the load is on before the member starts
+            t0 = time.monotonic()
+            ens.start_member(m)
+            support.wait_until_serving(m["client_port"], m["proc"], "the wiped member", timeout=900)
+            took = time.monotonic() - t0
+            busy.send_signal(signal.SIGTERM)
+            out, _ = busy.communicate(timeout=120)
+            during = dict(kv.split("=") for kv in out.split())
+            rows[name] = dict(took=took, quiet=int(quiet["p99_us"]), during=int(during["p99_us"]),
+                              ops=int(during["ops"]), errors=int(during["errors"]),
+                              joined=znodes(m["client_port"]), leader=znodes(leader["client_port"]))
+        finally:
+            ens.stop()
+    print(f"\n### a wiped follower joins a 3-member ensemble holding {args.big_join_znodes:,} znodes, "
+          f"under a setData load ({args.big_join_load} sessions x 4) on the other two\n")
+    print("| server | seconds to serve | write p99 quiet us | write p99 while it joined us | writes meanwhile | "
+          "errors | znodes: joined member / leader |")
+    print("|---|---|---|---|---|---|---|")
+    for name in ("zk", "warden"):
+        r = rows[name]
+        print(f"| {'ZooKeeper 3.8' if name == 'zk' else 'Warden'} | {r['took']:.2f} | {r['quiet']} | {r['during']} | "
+              f"{r['ops']} | {r['errors']} | {r['joined']} / {r['leader']} |")
+    w, z = rows["warden"], rows["zk"]
+    print(f"\nWarden against ZooKeeper: join x{w['took'] / z['took']:.2f} (target at most 0.33); Warden's write p99 "
+          f"while joining x{w['during'] / w['quiet']:.2f} of its quiet p99 (target at most 2), ZooKeeper's "
+          f"x{z['during'] / z['quiet']:.2f}")
 
 
 def lock_run(args):
@@ -813,6 +926,9 @@ def main():
     # Apache ZooKeeper's zkServer.sh starts the JVM with -Xmx${ZK_SERVER_HEAP}m, 1000 by default
     # (zkEnv.sh); Debian's launcher passes no -Xmx at all (the JVM then allows a quarter of RAM).
     p.add_argument("--zk-heap-mb", type=int, default=1000, help="ZooKeeper's JVM heap limit")
+    p.add_argument("--big-join-znodes", type=int, default=1_000_000,
+                   help="the big-tree join run's znodes (0 skips it)")
+    p.add_argument("--big-join-load", type=int, default=4, help="sessions of the write load during the big join")
     p.add_argument("--join-mb", type=int, default=200, help="the rejoin run's log, in 1 MB setData (0 skips it)")
     p.add_argument("--tls", type=int, default=1, help="the TLS run (0 skips it)")
     p.add_argument("--tls-connections", type=int, default=5000, help="TLS sessions opened at once")
@@ -823,6 +939,10 @@ def main():
     p.add_argument("--storm-rounds", type=int, default=3, help="rounds of the connection storm (the median counts)")
     p.add_argument("--churn-znodes", type=int, default=1_000_000, help="the churn run's created and deleted znodes (0 skips)")
     p.add_argument("--churn-live", type=int, default=200_000, help="the churn run's live tree")
+    p.add_argument("--wide-children", type=int, default=1_000_000,
+                   help="the large-reads run's children of one node (0 skips the run)")
+    p.add_argument("--large-max-buffer", type=int, default=64 << 20, help="jute.maxbuffer in the large-reads run")
+    p.add_argument("--multi-ops", type=int, default=1000, help="ops in each multi of the large-reads run")
     p.add_argument("--mix-sessions", type=int, default=8, help="the mixed-session run's sessions (0 skips it)")
     p.add_argument("--mix-depth", type=int, default=64, help="requests each mixed session keeps in flight")
     p.add_argument("--observed-ops", default="get,set,mix", help="the observed run's ops (empty skips it)")
@@ -848,12 +968,16 @@ def main():
         churn_run(args)
     if args.mix_sessions > 0:
         session_mix_run(args)
+    if args.wide_children > 0:
+        large_run(args)
     if args.tls:
         tls_run(args)
     if args.observed_ops:
         observed_run(args)
     if args.join_mb > 0:
         join_run(args)
+    if args.big_join_znodes > 0:
+        big_join_run(args)
     if args.lock_contenders:
         lock_run(args)
     if args.znodes > 0:

@@ -14,6 +14,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <signal.h>
 #include <sys/epoll.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -55,6 +56,8 @@ struct Options {
   int rounds = 5;                  // --op fanout: rounds
   std::string fan_kind = "data";   // --op fanout: data or child watches
   std::string prefix = "/bench";   // the node under which each connection has its own
+  int multi_ops = 1000;            // --op multi: setData ops in each multi
+  int32_t max_buffer = default_max_buffer;  // the largest reply frame taken (jute.maxbuffer)
   std::string tls_ca, tls_cert, tls_key;
 };
 
@@ -179,6 +182,10 @@ struct Conn {
   bool exhausted = false;           // --op delete: a NoNode came back, nothing is left
 };
 
+// SIGTERM ends a run early as its --seconds would: nothing more is sent, what is in flight is
+// answered, and the results print (a benchmark stops a load the moment what it waits for is done).
+static std::atomic<bool> stop_requested{false};
+
 struct Result {
   long ops = 0;
   long errors = 0;
@@ -190,7 +197,7 @@ static void run_group(std::vector<Conn*> conns, const Options& o, Clock::time_po
   for (auto* c : conns) fcntl(c->fd, F_SETFL, fcntl(c->fd, F_GETFL) | O_NONBLOCK);
   auto issue = [&](Conn& c) {
     while (static_cast<int>(c.sent.size()) < o.depth && !c.exhausted && Clock::now() < end &&
-           budget.fetch_sub(1) > 0) {
+           !stop_requested.load(std::memory_order_relaxed) && budget.fetch_sub(1) > 0) {
       bool mix_write = o.op == "mix" && c.issued % 10 == 9;  // 90% reads
       if (o.op == "delete") {
         // The children --op create made, in their sequence order (persistent-sequential, from 0).
@@ -214,7 +221,10 @@ static void run_group(std::vector<Conn*> conns, const Options& o, Clock::time_po
       any = any || !conns[i]->sent.empty();
     }
     if (!any) break;
-    if (poll(pfds.data(), pfds.size(), 1000) < 0) throw std::runtime_error("poll failed");
+    if (poll(pfds.data(), pfds.size(), 1000) < 0) {
+      if (errno != EINTR) throw std::runtime_error("poll failed");
+      continue;  // SIGTERM: the next issue() sends nothing more
+    }
     for (size_t i = 0; i < conns.size(); ++i) {
       Conn& c = *conns[i];
       if ((pfds[i].revents & POLLOUT) && !c.out.empty()) {
@@ -236,7 +246,7 @@ static void run_group(std::vector<Conn*> conns, const Options& o, Clock::time_po
         size_t off = 0;
         auto now = Clock::now();
         for (;;) {
-          auto s = scan_frame(std::string_view(c.in).substr(off), default_max_buffer);
+          auto s = scan_frame(std::string_view(c.in).substr(off), o.max_buffer);
           if (s.status != FrameStatus::complete) break;
           off += s.consumed;
           Reader r(s.payload);
@@ -778,6 +788,8 @@ int main(int argc, char** argv) {
       else if (k == "--seconds") o.seconds = std::stod(v);
       else if (k == "--max-ops") o.max_ops = std::stol(v);
       else if (k == "--value-size") o.value_size = std::stoi(v);
+      else if (k == "--multi-ops") o.multi_ops = std::stoi(v);
+      else if (k == "--max-buffer") o.max_buffer = std::stoi(v);
       else if (k == "--rounds") o.rounds = std::stoi(v);
       else if (k == "--fan-kind") o.fan_kind = v;
       else if (k == "--prefix") o.prefix = v;
@@ -796,9 +808,12 @@ int main(int argc, char** argv) {
   if (o.ports.empty() && o.port > 0) o.ports.push_back(o.port);
   if (o.ports.empty() || o.connections < 1 || o.depth < 1 || o.threads < 1 || o.seconds <= 0 ||
       (o.op != "create" && o.op != "set" && o.op != "get" && o.op != "exists" && o.op != "mix" && o.op != "connect" &&
-       o.op != "fanout" && o.op != "failover" && o.op != "delete") || o.prefix.empty() || o.prefix[0] != '/' || o.rounds < 1 || (o.fan_kind != "data" && o.fan_kind != "child")) {
+       o.op != "fanout" && o.op != "failover" && o.op != "delete" && o.op != "children" && o.op != "multi") ||
+      o.prefix.empty() || o.prefix[0] != '/' || o.rounds < 1 || (o.fan_kind != "data" && o.fan_kind != "child") ||
+      o.multi_ops < 1 || o.max_buffer < 1024) {
     std::fprintf(stderr,
-                 "usage: warden-loadgen --port N|--ports N,N,... [--host A] --op create|set|get|exists|mix|delete|connect|fanout|failover\n"
+                 "usage: warden-loadgen --port N|--ports N,N,... [--host A] --op create|set|get|exists|mix|delete|children|multi|\n"
+                 "       connect|fanout|failover [--multi-ops N] [--max-buffer BYTES]\n"
                  "       [--connections N] [--depth N] [--threads N] [--seconds S] [--max-ops N] [--value-size N]\n"
                  "       [--tls-ca FILE [--tls-cert FILE --tls-key FILE]] [--rounds N] [--fan-kind data|child]\n"
                  "       [--prefix /PATH]\n");
@@ -827,10 +842,19 @@ int main(int argc, char** argv) {
       } else if (o.op == "get" || o.op == "mix") {
         c.primary = request(2, OpCode::getData, encode(PathWatchRequest{node, false}));
         c.secondary = set;
+      } else if (o.op == "children") {
+        // The children of the first connection's node (--op create --connections 1 made them).
+        c.primary = request(2, OpCode::getChildren, encode(PathWatchRequest{o.prefix + "/c0", false}));
+      } else if (o.op == "multi") {
+        // --multi-ops setData of the connection's node in one transaction.
+        std::vector<MultiOp> ops(static_cast<size_t>(o.multi_ops),
+                                 MultiOp{OpCode::setData, SetDataRequest{node, value, -1}});
+        c.primary = request(2, OpCode::multi, encode_multi_request(ops));
       } else {
         c.primary = request(2, OpCode::exists, encode(PathWatchRequest{node, false}));
       }
     }
+    signal(SIGTERM, [](int) { stop_requested.store(true); });
     double cpu0 = cpu_seconds();
     auto start = Clock::now();
     auto end = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o.seconds));
