@@ -67,7 +67,13 @@ int64_t wall_ms() {
 }
 
 // How much one read takes from a socket: large enough to take many pipelined requests at once.
+// A plaintext connection waits for its socket to be readable and reads into the one buffer of
+// the server's thread, so an idle connection holds no read buffer; a TLS stream reads into its
+// own buffer of one TLS record's size (Asio's SSL stream needs it for the whole operation).
 constexpr size_t read_chunk = 64 * 1024;
+constexpr size_t tls_read_chunk = 16 * 1024;
+// A request buffer grown by a large request is given back once it has drained below this.
+constexpr size_t keep_request_buffer = 256 * 1024;
 
 class Connection;
 
@@ -173,6 +179,8 @@ class Connection final : public ClientLink, public std::enable_shared_from_this<
 
   // The session layer starts once the transport is ready (after the TLS handshake, if any).
   void begin() {
+    boost::system::error_code ec;
+    if (!tls_) socket_.non_blocking(true, ec);  // read() reads only what is there
     id_ = server_.open(this);
     read();
   }
@@ -249,22 +257,29 @@ class Connection final : public ClientLink, public std::enable_shared_from_this<
     X509_free(cert);
   }
 
-  template <class Handler>
-  void read_some(Handler h) {
-    if (tls_)
-      tls_->async_read_some(asio::buffer(chunk_), std::move(h));
-    else
-      socket_.async_read_some(asio::buffer(chunk_), std::move(h));
+  void read() {
+    if (tls_) {
+      chunk_.resize(tls_read_chunk);
+      tls_->async_read_some(asio::buffer(chunk_), [self = shared_from_this()](boost::system::error_code ec, size_t n) {
+        self->take(ec, self->chunk_.data(), n);
+      });
+      return;
+    }
+    socket_.async_wait(tcp::socket::wait_read, [self = shared_from_this()](boost::system::error_code ec) {
+      if (ec) return self->finish();
+      static thread_local std::vector<char> shared(read_chunk);
+      size_t n = self->socket_.read_some(asio::buffer(shared), ec);
+      if (ec == asio::error::would_block || ec == asio::error::try_again) return self->read();
+      self->take(ec, shared.data(), n);
+    });
   }
 
-  void read() {
-    chunk_.resize(read_chunk);
-    read_some([self = shared_from_this()](boost::system::error_code ec, size_t n) {
-      if (ec) return self->finish();
-      self->in_.append(self->chunk_.data(), n);
-      self->consume();
-      self->read_on();
-    });
+  void take(boost::system::error_code ec, const char* data, size_t n) {
+    if (ec) return finish();
+    in_.append(data, n);
+    consume();
+    if (in_.capacity() > keep_request_buffer && in_.size() < keep_request_buffer / 4) in_.shrink_to_fit();
+    read_on();
   }
 
   // Reads again unless the replies wait unsent (flush() takes up when they drain) or too many
