@@ -635,6 +635,96 @@ def raise_descriptor_limit(need):
     return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
 
 
+def idle_run(args):
+    """Issue 26, point 3: --idle-sessions sessions (timeout --idle-timeout-ms, tickTime 2000,
+    durable defaults) each holding an ephemeral and pinging every third of its timeout, spread
+    evenly: the server's CPU over --idle-seconds and its RSS, against ZooKeeper's. Then the
+    --idle-vanish of them in one loadgen process die at once (SIGKILL: their connections close,
+    their sessions expire): the time from the kill to the last NodeDeleted on a session holding
+    an exists watch on each of their ephemerals (target: the timeout plus two ticks), and the
+    p99 of a getData load (4 sessions x 4) meanwhile against its quiet p99 (target at most 2x).
+    The session count is bounded by this process's descriptor limit (one per connection in the
+    server). Correctness of expiry at scale: it_scale."""
+    import signal
+    import time
+    limit = raise_descriptor_limit(args.idle_sessions + 1000)
+    n = min(args.idle_sessions, limit - 1000)
+    vanish = min(args.idle_vanish, n)
+    tick = 2000
+    rows = {}
+
+    def ready(proc, what):
+        line = proc.stdout.readline()
+        if not line.startswith("ready"):
+            proc.kill()
+            raise RuntimeError(f"{what} loadgen did not get ready ({line!r})")
+
+    for name in ("zk", "warden"):
+        cfg = f"maxClientCnxns=0\ntickTime={tick}\n"
+        server = (support.start_zookeeper(extended_types=False, extra_cfg=cfg, heap_mb=args.zk_heap_mb)
+                  if name == "zk" else support.start_warden(cfg))
+        with server:
+            fresh = rss_mib(server.proc.pid)
+            common = [args.loadgen, "--port", str(server.port), "--op", "idle", "--prefix", "/idle",
+                      "--session-timeout", str(args.idle_timeout_ms), "--seconds", "3600"]
+            dying = subprocess.Popen([*common, "--connections", str(vanish)], stdout=subprocess.PIPE, text=True)
+            ready(dying, "the vanishing sessions'")
+            staying = None
+            if n > vanish:
+                staying = subprocess.Popen([*common, "--connections", str(n - vanish), "--index-from", str(vanish)],
+                                           stdout=subprocess.PIPE, text=True)
+                ready(staying, "the staying sessions'")
+            time.sleep(args.idle_timeout_ms / 1000)  # every session pinged at least twice
+            cpu0, t0 = cpu_of(server.proc.pid), time.monotonic()
+            time.sleep(args.idle_seconds)
+            cpu = (cpu_of(server.proc.pid) - cpu0) / (time.monotonic() - t0)
+            rss = rss_mib(server.proc.pid)
+            watcher = subprocess.Popen([args.loadgen, "--port", str(server.port), "--op", "watch-gone", "--prefix",
+                                        "/idle", "--connections", str(vanish), "--seconds", "300"],
+                                       stdout=subprocess.PIPE, text=True)
+            ready(watcher, "the watcher")
+            get = [args.loadgen, "--port", str(server.port), "--op", "get", "--connections", "4", "--depth", "4",
+                   "--prefix", "/idle-load", "--max-ops", "100000000"]
+            quiet = dict(kv.split("=") for kv in subprocess.run(
+                [*get, "--seconds", str(args.seconds)], check=True, capture_output=True, text=True,
+                timeout=600).stdout.split())
+            busy = subprocess.Popen([*get, "--seconds", "600"], stdout=subprocess.PIPE, text=True)
+            time.sleep(1)
+            killed = time.monotonic()
+            dying.kill()
+            dying.wait()
+            gone = dict(kv.split("=") for kv in watcher.communicate(timeout=400)[0].split() if "=" in kv)
+            busy.send_signal(signal.SIGTERM)
+            during = dict(kv.split("=") for kv in busy.communicate(timeout=120)[0].split())
+            if staying:
+                staying.send_signal(signal.SIGTERM)
+                staying.communicate(timeout=120)
+            rows[name] = dict(fresh=fresh, cpu=cpu, rss=rss, deleted=int(gone["deleted"]),
+                              existing=int(gone["existing"]), duplicates=int(gone["duplicates"]),
+                              last=float(gone["last_s"]) - killed if float(gone["last_s"]) else float("nan"),
+                              first=float(gone["first_s"]) - killed if float(gone["first_s"]) else float("nan"),
+                              quiet=int(quiet["p99_us"]), during=int(during["p99_us"]))
+    print(f"\n### {n:,} idle sessions (timeout {args.idle_timeout_ms} ms, tickTime {tick}), each with an ephemeral; "
+          f"then {vanish:,} of them vanish at once\n")
+    if n < args.idle_sessions:
+        print(f"(asked for {args.idle_sessions:,}: this process may hold {limit:,} descriptors, and the server one "
+              "per connection)\n")
+    print("| server | CPU while idle, cores | RSS MiB (fresh) | first / last NodeDeleted after the kill, s | "
+          "deleted / watched | duplicates | get p99 quiet us | get p99 during the expiry us |")
+    print("|---|---|---|---|---|---|---|---|")
+    for name in ("zk", "warden"):
+        r = rows[name]
+        print(f"| {'ZooKeeper 3.8' if name == 'zk' else 'Warden'} | {r['cpu']:.3f} | {r['rss']:.0f} ({r['fresh']:.0f}) | "
+              f"{r['first']:.2f} / {r['last']:.2f} | {r['deleted']} / {r['existing']} | {r['duplicates']} | "
+              f"{r['quiet']} | {r['during']} |")
+    w, z = rows["warden"], rows["zk"]
+    bound = (args.idle_timeout_ms + 2 * tick) / 1000
+    print(f"\nWarden against ZooKeeper while idle: CPU x{w['cpu'] / z['cpu']:.2f} (target at most 0.2), RSS "
+          f"x{w['rss'] / z['rss']:.2f} (target at most 0.25); Warden's last NodeDeleted {w['last']:.2f} s after the "
+          f"kill (bound: timeout + two ticks = {bound:.0f} s), its get p99 meanwhile x{w['during'] / w['quiet']:.2f} "
+          f"of quiet (target at most 2; ZooKeeper's x{z['during'] / z['quiet']:.2f})")
+
+
 def storm_run(args):
     """Issue 26, point 2. A connection storm: --storm-sessions clients connect at once (TCP, the
     handshake, a session each: a txn), a fresh standalone server each round, durable on both:
@@ -937,6 +1027,11 @@ def main():
     p.add_argument("--fanout-rounds", type=int, default=5, help="rounds of each fan-out cell (the median counts)")
     p.add_argument("--storm-sessions", type=int, default=10000, help="the storm and failover runs' sessions (0 skips)")
     p.add_argument("--storm-rounds", type=int, default=3, help="rounds of the connection storm (the median counts)")
+    p.add_argument("--idle-sessions", type=int, default=100_000,
+                   help="the idle run's sessions, as many as the descriptor limit allows (0 skips it)")
+    p.add_argument("--idle-vanish", type=int, default=10_000, help="the idle sessions that vanish at once")
+    p.add_argument("--idle-timeout-ms", type=int, default=10_000, help="the idle sessions' timeout")
+    p.add_argument("--idle-seconds", type=float, default=30, help="how long the idle server's CPU is measured")
     p.add_argument("--churn-znodes", type=int, default=1_000_000, help="the churn run's created and deleted znodes (0 skips)")
     p.add_argument("--churn-live", type=int, default=200_000, help="the churn run's live tree")
     p.add_argument("--wide-children", type=int, default=1_000_000,
@@ -964,6 +1059,8 @@ def main():
         fanout_run(args)
     if args.storm_sessions > 0:
         storm_run(args)
+    if args.idle_sessions > 0:
+        idle_run(args)
     if args.churn_znodes > 0:
         churn_run(args)
     if args.mix_sessions > 0:

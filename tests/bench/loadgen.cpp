@@ -57,6 +57,8 @@ struct Options {
   std::string fan_kind = "data";   // --op fanout: data or child watches
   std::string prefix = "/bench";   // the node under which each connection has its own
   int multi_ops = 1000;            // --op multi: setData ops in each multi
+  int session_timeout_ms = 30000;  // --op idle: the sessions' timeout
+  long index_from = 0;             // --op idle and watch-gone: the first ephemeral's index
   int32_t max_buffer = default_max_buffer;  // the largest reply frame taken (jute.maxbuffer)
   std::string tls_ca, tls_cert, tls_key;
 };
@@ -491,6 +493,54 @@ static std::vector<StormConn> open_sessions(const Options& o, int32_t timeout_ms
   return w;
 }
 
+// Reads whatever each ready session sent (replies, pings, events); `on` gets (session, frame
+// payload) per whole frame. A session whose connection closed is reported once through `lost`.
+static void pump_sessions(int ep, std::vector<StormConn>& all, int ms, std::vector<epoll_event>& events,
+                          const std::function<void(size_t, std::string_view)>& on,
+                          const std::function<void(size_t)>& lost) {
+  char buf[64 * 1024];
+  int ready = epoll_wait(ep, events.data(), static_cast<int>(events.size()), ms);
+  for (int k = 0; k < ready; ++k) {
+    size_t i = events[static_cast<size_t>(k)].data.u64;
+    if (all[i].fd < 0) continue;
+    bool closed = false;
+    for (;;) {
+      ssize_t r = read(all[i].fd, buf, sizeof buf);
+      if (r < 0 && (errno == EAGAIN || errno == EINTR)) break;
+      if (r <= 0) {
+        closed = true;
+        break;
+      }
+      all[i].in.append(buf, static_cast<size_t>(r));
+    }
+    size_t off = 0;
+    for (;;) {
+      auto f = scan_frame(std::string_view(all[i].in).substr(off), default_max_buffer);
+      if (f.status != FrameStatus::complete) break;
+      off += f.consumed;
+      on(i, f.payload);
+    }
+    all[i].in.erase(0, off);
+    if (closed) {
+      epoll_ctl(ep, EPOLL_CTL_DEL, all[i].fd, nullptr);
+      close(all[i].fd);
+      all[i].fd = -1;
+      lost(i);
+    }
+  }
+}
+
+static int epoll_of(const std::vector<StormConn>& all) {
+  int ep = epoll_create1(0);
+  for (size_t i = 0; i < all.size(); ++i) {
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.u64 = i;
+    epoll_ctl(ep, EPOLL_CTL_ADD, all[i].fd, &ev);
+  }
+  return ep;
+}
+
 static int fanout(const Options& o) {
   std::vector<StormConn> w = open_sessions(o, 40000);
   const std::string& ping = ping_frame();
@@ -501,39 +551,20 @@ static int fanout(const Options& o) {
   call(writer, nullptr, OpCode::create, encode(CreateRequest{"/bench/fan", std::string("v"), open_acl(), 0}));
   call(writer, nullptr, OpCode::create, encode(CreateRequest{"/bench/fanp", std::string(), open_acl(), 0}));
   std::string arm = ping + request(1, child ? OpCode::getChildren : OpCode::getData, encode(PathWatchRequest{child ? "/bench/fanp" : "/bench/fan", true}));
-  int ep = epoll_create1(0);
-  for (size_t i = 0; i < w.size(); ++i) {
-    epoll_event ev{};
-    ev.events = EPOLLIN;
-    ev.data.u64 = i;
-    epoll_ctl(ep, EPOLL_CTL_ADD, w[i].fd, &ev);
-  }
+  int ep = epoll_of(w);
   std::vector<epoll_event> events(4096);
   std::vector<int> got(w.size());
-  char buf[64 * 1024];
-  // Reads what is ready for up to `ms`; `on` gets (watcher, xid) per frame. False on a closed socket.
+  // Reads what is ready for up to `ms`; `on` gets (watcher, xid) per frame.
   auto pump = [&](int ms, const std::function<void(size_t, int32_t)>& on) {
-    int ready = epoll_wait(ep, events.data(), static_cast<int>(events.size()), ms);
-    for (int k = 0; k < ready; ++k) {
-      size_t i = events[static_cast<size_t>(k)].data.u64;
-      for (;;) {
-        ssize_t r = read(w[i].fd, buf, sizeof buf);
-        if (r < 0 && errno == EAGAIN) break;
-        if (r <= 0) throw std::runtime_error("the server closed a watcher's connection");
-        w[i].in.append(buf, static_cast<size_t>(r));
-      }
-      size_t off = 0;
-      for (;;) {
-        auto f = scan_frame(std::string_view(w[i].in).substr(off), default_max_buffer);
-        if (f.status != FrameStatus::complete) break;
-        off += f.consumed;
-        Reader rd(f.payload);
-        ReplyHeader h;
-        h.visit(rd);
-        on(i, h.xid);
-      }
-      w[i].in.erase(0, off);
-    }
+    pump_sessions(
+        ep, w, ms, events,
+        [&](size_t i, std::string_view payload) {
+          Reader rd(payload);
+          ReplyHeader h;
+          h.visit(rd);
+          on(i, h.xid);
+        },
+        [](size_t) -> void { throw std::runtime_error("the server closed a watcher's connection"); });
   };
   std::vector<double> lasts;
   std::vector<uint32_t> lat;
@@ -761,6 +792,139 @@ static int failover(const Options& o) {
   return 0;
 }
 
+// --op idle: --connections sessions (timeout --session-timeout ms), each with an ephemeral
+// <prefix>/e-<index> (index from --index-from), kept alive by a ping every third of the
+// timeout, spread evenly over the sessions as independent clients' pings are; prints "ready"
+// once all are open and their ephemerals made, then idles until --seconds pass or SIGTERM (or
+// until SIGKILL: its sessions then vanish at once, to expire on the server).
+static int idle(const Options& o) {
+  {
+    SSL* none = nullptr;
+    int setup = open_session(o, o.ports[0], &none);
+    call(setup, nullptr, OpCode::create, encode(CreateRequest{o.prefix, std::string(), open_acl(), 0}));
+    close(setup);
+  }
+  std::vector<StormConn> all = open_sessions(o, o.session_timeout_ms);
+  int ep = epoll_of(all);
+  std::vector<epoll_event> events(4096);
+  size_t made = 0, lost = 0;
+  long failed = 0;
+  auto on_reply = [&](size_t, std::string_view payload) {
+    Reader r(payload);
+    ReplyHeader h;
+    h.visit(r);
+    if (h.xid == 1) {
+      ++made;
+      failed += h.err != 0;
+    }
+  };
+  auto on_lost = [&](size_t) { ++lost; };
+  for (size_t i = 0; i < all.size(); ++i) {
+    std::string path = o.prefix + "/e-" + std::to_string(static_cast<long>(i) + o.index_from);
+    write_all_nonblocking(all[i].fd, request(1, OpCode::create, encode(CreateRequest{path, std::string("e"), open_acl(), 1})));
+  }
+  auto deadline = Clock::now() + std::chrono::seconds(300);
+  while (made + lost < all.size() && Clock::now() < deadline) pump_sessions(ep, all, 1000, events, on_reply, on_lost);
+  if (made < all.size() || failed) throw std::runtime_error("ephemerals not all made: " + std::to_string(made) + " of " +
+                                                           std::to_string(all.size()) + ", " + std::to_string(failed) + " failed");
+  int32_t negotiated = o.session_timeout_ms;
+  for (auto& c : all) negotiated = std::min(negotiated, c.timeout);
+  std::printf("ready sessions=%zu timeout_ms=%d\n", all.size(), negotiated);
+  std::fflush(stdout);
+  signal(SIGTERM, [](int) { stop_requested.store(true); });
+  double cpu0 = cpu_seconds();
+  auto start = Clock::now();
+  auto end = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o.seconds));
+  auto period = std::chrono::milliseconds(negotiated / 3);
+  long pinged = 0;  // pings sent, over all sessions in turn
+  auto ignore = [](size_t, std::string_view) {};
+  while (!stop_requested.load() && Clock::now() < end) {
+    auto due = static_cast<long>(static_cast<double>(all.size()) * std::chrono::duration<double>(Clock::now() - start) /
+                                 std::chrono::duration<double>(period));
+    for (; pinged < due; ++pinged) {
+      auto& c = all[static_cast<size_t>(pinged) % all.size()];
+      if (c.fd >= 0) write_all_nonblocking(c.fd, ping_frame());
+    }
+    pump_sessions(ep, all, 10, events, ignore, on_lost);
+  }
+  close(ep);
+  std::printf("op=idle sessions=%zu lost=%zu pings=%ld client_cpu_s=%.3f\n", all.size(), lost, pinged,
+              cpu_seconds() - cpu0);
+  for (auto& c : all)
+    if (c.fd >= 0) close(c.fd);
+  return lost ? 1 : 0;
+}
+
+// --op watch-gone: one session leaves an exists watch on <prefix>/e-<index> for --connections
+// indexes from --index-from (as --op idle made them), prints "ready", then waits (up to
+// --seconds) for each to be deleted: the steady clock's reading (seconds, CLOCK_MONOTONIC as
+// Python's time.monotonic) at the first and the last NodeDeleted, and how many came (a
+// duplicate is counted apart).
+static int watch_gone(const Options& o) {
+  SSL* none = nullptr;
+  std::vector<StormConn> one(1);
+  one[0].fd = open_session(o, o.ports[0], &none);
+  fcntl(one[0].fd, F_SETFL, fcntl(one[0].fd, F_GETFL) | O_NONBLOCK);
+  int ep = epoll_of(one);
+  std::vector<epoll_event> events(16);
+  size_t n = static_cast<size_t>(o.connections);
+  std::string all_requests;
+  for (size_t i = 0; i < n; ++i)
+    all_requests += request(1, OpCode::exists, encode(PathWatchRequest{
+                                                   o.prefix + "/e-" + std::to_string(static_cast<long>(i) + o.index_from), true}));
+  write_all_nonblocking(one[0].fd, all_requests);
+  size_t answered = 0, existing = 0, deleted = 0, duplicates = 0;
+  std::vector<bool> seen(n);
+  double first = 0, last = 0;
+  bool lost = false;
+  auto on_frame = [&](size_t, std::string_view payload) {
+    Reader r(payload);
+    ReplyHeader h;
+    h.visit(r);
+    if (h.xid == 1) {
+      ++answered;
+      existing += h.err == 0;
+      return;
+    }
+    if (h.xid != xid::notification) return;
+    WatcherEvent e;
+    e.visit(r);
+    if (e.type != 2 || e.path.size() <= o.prefix.size() + 3) return;  // NodeDeleted of <prefix>/e-N only
+    long index = std::atol(e.path.c_str() + o.prefix.size() + 3) - o.index_from;
+    if (index < 0 || static_cast<size_t>(index) >= n) return;
+    double now = std::chrono::duration<double>(Clock::now().time_since_epoch()).count();
+    if (seen[static_cast<size_t>(index)]) {
+      ++duplicates;
+      return;
+    }
+    seen[static_cast<size_t>(index)] = true;
+    if (deleted++ == 0) first = now;
+    last = now;
+  };
+  auto on_lost = [&](size_t) { lost = true; };
+  auto deadline = Clock::now() + std::chrono::seconds(300);
+  while (answered < n && !lost && Clock::now() < deadline) pump_sessions(ep, one, 1000, events, on_frame, on_lost);
+  if (answered < n) throw std::runtime_error("the watches were not all set");
+  std::printf("ready watches=%zu existing=%zu\n", n, existing);
+  std::fflush(stdout);
+  auto end = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o.seconds));
+  auto pinged = Clock::now();
+  while (deleted < existing && !lost && Clock::now() < end) {
+    if (Clock::now() - pinged > std::chrono::seconds(3)) {
+      write_all_nonblocking(one[0].fd, ping_frame());
+      pinged = Clock::now();
+    }
+    pump_sessions(ep, one, 100, events, on_frame, on_lost);
+  }
+  auto settle = Clock::now() + std::chrono::milliseconds(200);  // a duplicate would follow at once
+  while (!lost && Clock::now() < settle) pump_sessions(ep, one, 20, events, on_frame, on_lost);
+  close(ep);
+  std::printf("op=watch-gone watches=%zu existing=%zu deleted=%zu duplicates=%zu first_s=%.6f last_s=%.6f lost=%d\n", n,
+              existing, deleted, duplicates, first, last, lost ? 1 : 0);
+  if (one[0].fd >= 0) close(one[0].fd);
+  return lost || duplicates ? 1 : 0;
+}
+
 static double cpu_seconds() {
   rusage u{};
   getrusage(RUSAGE_SELF, &u);
@@ -790,6 +954,8 @@ int main(int argc, char** argv) {
       else if (k == "--value-size") o.value_size = std::stoi(v);
       else if (k == "--multi-ops") o.multi_ops = std::stoi(v);
       else if (k == "--max-buffer") o.max_buffer = std::stoi(v);
+      else if (k == "--session-timeout") o.session_timeout_ms = std::stoi(v);
+      else if (k == "--index-from") o.index_from = std::stol(v);
       else if (k == "--rounds") o.rounds = std::stoi(v);
       else if (k == "--fan-kind") o.fan_kind = v;
       else if (k == "--prefix") o.prefix = v;
@@ -808,12 +974,14 @@ int main(int argc, char** argv) {
   if (o.ports.empty() && o.port > 0) o.ports.push_back(o.port);
   if (o.ports.empty() || o.connections < 1 || o.depth < 1 || o.threads < 1 || o.seconds <= 0 ||
       (o.op != "create" && o.op != "set" && o.op != "get" && o.op != "exists" && o.op != "mix" && o.op != "connect" &&
-       o.op != "fanout" && o.op != "failover" && o.op != "delete" && o.op != "children" && o.op != "multi") ||
+       o.op != "fanout" && o.op != "failover" && o.op != "delete" && o.op != "children" && o.op != "multi" &&
+       o.op != "idle" && o.op != "watch-gone") ||
       o.prefix.empty() || o.prefix[0] != '/' || o.rounds < 1 || (o.fan_kind != "data" && o.fan_kind != "child") ||
-      o.multi_ops < 1 || o.max_buffer < 1024) {
+      o.multi_ops < 1 || o.max_buffer < 1024 || o.session_timeout_ms < 1 || o.index_from < 0) {
     std::fprintf(stderr,
                  "usage: warden-loadgen --port N|--ports N,N,... [--host A] --op create|set|get|exists|mix|delete|children|multi|\n"
-                 "       connect|fanout|failover [--multi-ops N] [--max-buffer BYTES]\n"
+                 "       connect|fanout|failover|idle|watch-gone [--multi-ops N] [--max-buffer BYTES]\n"
+                 "       [--session-timeout MS] [--index-from N]\n"
                  "       [--connections N] [--depth N] [--threads N] [--seconds S] [--max-ops N] [--value-size N]\n"
                  "       [--tls-ca FILE [--tls-cert FILE --tls-key FILE]] [--rounds N] [--fan-kind data|child]\n"
                  "       [--prefix /PATH]\n");
@@ -824,6 +992,8 @@ int main(int argc, char** argv) {
     if (o.op == "connect") return connect_storm(o);
     if (o.op == "fanout") return fanout(o);
     if (o.op == "failover") return failover(o);
+    if (o.op == "idle") return idle(o);
+    if (o.op == "watch-gone") return watch_gone(o);
     std::string value(static_cast<size_t>(o.value_size), 'v');
     std::vector<Conn> conns(static_cast<size_t>(o.connections));
     for (int i = 0; i < o.connections; ++i) {
