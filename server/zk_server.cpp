@@ -87,6 +87,7 @@ ConnId ZkServer::open(ClientLink* link) {
     bool local = a.rfind("127.", 0) == 0 || a == "::1" || a.rfind("::ffff:127.", 0) == 0;
     ++(local ? counters_.non_mtls_local : counters_.non_mtls_remote);
   }
+  sessionless_.emplace_back(c.stats.established_ms, id);
   conns_.emplace(id, std::move(c));
   return id;
 }
@@ -1322,8 +1323,12 @@ void ZkServer::tick() {
 
 void ZkServer::close_sessionless(int64_t now) {
   std::vector<ConnId> late;
-  for (const auto& [id, c] : conns_)
-    if (c.session == 0 && !c.closing && now - c.stats.established_ms >= opts_.sessionless_timeout_ms) late.push_back(id);
+  while (!sessionless_.empty() && now - sessionless_.front().first >= opts_.sessionless_timeout_ms) {
+    ConnId id = sessionless_.front().second;
+    sessionless_.pop_front();
+    auto it = conns_.find(id);
+    if (it != conns_.end() && it->second.session == 0 && !it->second.closing) late.push_back(id);
+  }
   for (ConnId id : late) {
     spdlog::info("closing {}: no ConnectRequest within {} ms (zookeeper.nio.sessionlessCnxnTimeout)", describe(id),
                  opts_.sessionless_timeout_ms);

@@ -420,6 +420,9 @@ class ZkServer {
   SessionTable sessions_;
   WatchManager watches_;
   std::unordered_map<ConnId, Conn> conns_;
+  // Every connection opened, with when, in that order, until its sessionlessCnxnTimeout has
+  // passed: a tick looks at the ones past it only, not at every connection.
+  std::deque<std::pair<int64_t, ConnId>> sessionless_;
   std::unordered_map<SessionId, ConnId> owner_;
   std::deque<Pending> pending_;
   // Per session, its client writes in flight here (Pending::holds_reads). A connection's
