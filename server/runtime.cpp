@@ -559,6 +559,22 @@ struct ServerRuntime::Impl {
   // reads. A hold of the writer's is short, so commits wait for it a fraction of a millisecond
   // at most, and often enough released that a busy server's commits are not starved.
   std::mutex tree_mutex;
+  // How many holds of tree_mutex the server thread is waiting for. A walker (the snapshot
+  // writer, a follower's SNAP) takes the lock a batch at a time and, the mutex being unfair,
+  // would often take it again before the waiting server thread woke: commits then waited for
+  // several batches. A walker lets a waiting server thread in first (walker_turn()).
+  std::atomic<int> tree_waiting{0};
+  // The server thread's hold of tree_mutex.
+  std::unique_lock<std::mutex> hold_tree() {
+    tree_waiting.fetch_add(1, std::memory_order_acq_rel);
+    std::unique_lock<std::mutex> hold(tree_mutex);
+    tree_waiting.fetch_sub(1, std::memory_order_acq_rel);
+    return hold;
+  }
+  // A walker's wait before it takes tree_mutex for its next batch.
+  void walker_turn() const {
+    while (tree_waiting.load(std::memory_order_acquire) > 0) std::this_thread::yield();
+  }
   // The tree lock as a peer message's handling holds it: a follower that waits for the
   // snapshot writer there (a leader's snapshot arriving) lets go of it meanwhile, since the
   // writer's walk may be waiting for it (nothing changes the tree while this thread waits).
@@ -1241,7 +1257,7 @@ struct ServerRuntime::Impl {
       bool ok;
       {
         // A peer message may commit txns: never while the snapshot writer reads the tree.
-        std::unique_lock<std::mutex> hold(tree_mutex);
+        std::unique_lock<std::mutex> hold = hold_tree();
         receiving_lock = &hold;
         struct Forget {
           std::unique_lock<std::mutex>*& p;
@@ -1282,7 +1298,7 @@ struct ServerRuntime::Impl {
     }
     transport->set_on_lost([this](int64_t member) {
       if (streamer) streamer->cancel(member);
-      std::lock_guard<std::mutex> hold(tree_mutex);
+      auto hold = hold_tree();
       ensemble->peer_lost(member);
     });
     if (log->snapshots()) {
@@ -1294,7 +1310,7 @@ struct ServerRuntime::Impl {
       sio.failed = [this](int64_t to, const std::string&) {
         // Not from inside the replicator's own call (hold() runs in its send hook).
         asio::post(io, [this, to] {
-          std::lock_guard<std::mutex> hold(tree_mutex);
+          auto hold = hold_tree();
           ensemble->peer_lost(to);
         });
       };
@@ -1313,6 +1329,7 @@ struct ServerRuntime::Impl {
     bool whole_ = false;
     explicit LiveWalk(Impl& i) : impl(i), walk(i.server->tree()), session_records(i.server->session_records()) {}
     std::optional<Records> next(const std::function<bool()>& cancelled) override {
+      impl.walker_turn();
       std::unique_lock<std::mutex> hold(impl.tree_mutex, std::try_to_lock);
       while (!hold.owns_lock()) {
         if (cancelled()) return std::nullopt;
@@ -1448,7 +1465,7 @@ struct ServerRuntime::Impl {
     peer_ticker.async_wait([this](boost::system::error_code ec) {
       if (ec || stopping) return;
       {
-        std::lock_guard<std::mutex> hold(tree_mutex);
+        auto hold = hold_tree();
         ensemble->tick(rng());
       }
       note_learner_links();
@@ -1508,7 +1525,7 @@ struct ServerRuntime::Impl {
       size_t blocks = 0;
       auto started = std::chrono::steady_clock::now();
       {
-        std::lock_guard<std::mutex> hold(tree_mutex);
+        auto hold = hold_tree();
         blocks = server->trim_spare_nodes();
       }
       spare_at_last_node_trim = server->tree().spare_node_bytes();
@@ -1537,6 +1554,7 @@ struct ServerRuntime::Impl {
     storage::SnapshotWriter::Records out;
     Zxid at = 0;  // read under the lock: once it is released, an abandoned walk may be gone
     {
+      walker_turn();
       std::lock_guard<std::mutex> hold(tree_mutex);
       if (walk_generation.load() != gen) return std::nullopt;
       out = w.next_chunks(snapshot_step_nodes, std::chrono::steady_clock::now() + snapshot_hold);
@@ -1630,7 +1648,7 @@ struct ServerRuntime::Impl {
   void on_durable(Zxid upto, const std::optional<storage::GroupCommitter::Failure>& failure) {
     {
       // Commits change the tree: never while the snapshot writer's thread reads it.
-      std::lock_guard<std::mutex> hold(tree_mutex);
+      auto hold = hold_tree();
       if (ensemble)
         ensemble->durable(upto);
       else
@@ -1660,7 +1678,7 @@ struct ServerRuntime::Impl {
     {
       // Leading again in a new epoch commits the log's history: a change of the tree, never
       // while the snapshot writer's thread reads it.
-      std::lock_guard<std::mutex> hold(tree_mutex);
+      auto hold = hold_tree();
       n = replicator->abort();
     }
     committer->reset();
