@@ -166,7 +166,8 @@ static int open_session(const Options& o, int port, SSL** ssl) {
 // A synchronous call during set-up; returns the error code.
 static int32_t call(int fd, SSL* ssl, OpCode op, const std::string& body) {
   write_all(fd, ssl, request(1, op, body));
-  Reader r(read_frame_blocking(fd, ssl));
+  std::string reply = read_frame_blocking(fd, ssl);  // the Reader only views it
+  Reader r(reply);
   ReplyHeader h;
   h.visit(r);
   return h.err;
