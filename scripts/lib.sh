@@ -3,8 +3,12 @@
 
 WARDEN_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD_DIR="${BUILD_DIR:-$WARDEN_ROOT/build}"
-# ccache makes the second and later builds on a machine cheap.
+# ccache makes the second and later builds on a machine cheap, from any clone: paths under the
+# checkout are hashed relative to it and the working directory is left out, so a fresh clone in
+# another folder (as CI makes) finds what an earlier build compiled.
 export CCACHE_DIR="${CCACHE_DIR:-$HOME/.cache/ccache}"
+export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$WARDEN_ROOT}"
+export CCACHE_NOHASHDIR="${CCACHE_NOHASHDIR:-1}"
 
 # Debian packages that building the server needs: all that scripts/run installs.
 RUN_PACKAGES=(cmake ninja-build g++ ccache libboost-dev libspdlog-dev libfmt-dev
@@ -13,6 +17,8 @@ RUN_PACKAGES=(cmake ninja-build g++ ccache libboost-dev libspdlog-dev libfmt-dev
 # What the server binary is built from: scripts/run builds only this, with the tests left out of
 # the configuration, so that nothing the tests need has to be installed.
 RUN_TARGETS=(warden-server)
+# What scripts/bench runs: the server and the two load generators, in a Release build.
+BENCH_TARGETS=(warden-server warden-loadgen warden-lockbench)
 # Debian packages every other target needs too (the unit tests' framework).
 BUILD_PACKAGES=("${RUN_PACKAGES[@]}" catch2)
 # The real clients and tools the integration tests drive (zktop reads the four-letter words),
