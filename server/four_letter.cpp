@@ -155,13 +155,11 @@ std::string ZkServer::four_letter(std::string_view word, ConnId self, const Four
     return out + "\n";
   }
   if (word == "dump") {
-    const auto& buckets = sessions_.buckets();
-    out = fmt::format("SessionTracker dump:\nSession Sets ({})/({}):\n", buckets.size(), sessions_.size());
-    for (const auto& [deadline, ids] : buckets) {
+    const auto sets = sessions_.expiry_sets();
+    out = fmt::format("SessionTracker dump:\nSession Sets ({})/({}):\n", sets.size(), sessions_.size());
+    for (const auto& [deadline, ids] : sets) {
       out += fmt::format("{} expire at {}:\n", ids.size(), java_date(deadline));
-      std::vector<SessionId> sorted(ids.begin(), ids.end());
-      std::sort(sorted.begin(), sorted.end());
-      for (SessionId s : sorted) out += fmt::format("\t{}\n", hex(s));
+      for (SessionId s : ids) out += fmt::format("\t{}\n", hex(s));
     }
     const auto& eph = tree_.ephemerals();
     out += fmt::format("ephemeral nodes dump:\nSessions with Ephemerals ({}):\n", eph.size());

@@ -61,9 +61,42 @@ void SessionTable::add(SessionId id, int32_t timeout_ms, std::string passwd, int
   // Known already (in a snapshot and again in the log replayed after it): its old bucket entry
   // goes, or that bucket would expire it early.
   remove(id);
-  Session s{id, timeout_ms, std::move(passwd), bucket_for(now_ms + timeout_ms), false};
-  buckets_[s.deadline].insert(id);
-  sessions_[id] = std::move(s);
+  Session& s = sessions_[id];
+  s = Session{id, timeout_ms, std::move(passwd), 0, false};
+  link(s, bucket_for(now_ms + timeout_ms));
+}
+
+void SessionTable::link(Session& s, int64_t deadline) {
+  s.deadline = deadline;
+  s.prev = nullptr;
+  Session*& head = buckets_[deadline];
+  s.next = head;
+  if (head) head->prev = &s;
+  head = &s;
+}
+
+void SessionTable::unlink(Session& s) {
+  if (s.next) s.next->prev = s.prev;
+  if (s.prev) {
+    s.prev->next = s.next;
+  } else if (auto b = buckets_.find(s.deadline); b != buckets_.end() && b->second == &s) {
+    if (s.next)
+      b->second = s.next;
+    else
+      buckets_.erase(b);
+  }
+  s.prev = s.next = nullptr;
+}
+
+std::vector<std::pair<int64_t, std::vector<SessionId>>> SessionTable::expiry_sets() const {
+  std::vector<std::pair<int64_t, std::vector<SessionId>>> out;
+  for (const auto& [deadline, head] : buckets_) {
+    std::vector<SessionId> ids;
+    for (const Session* s = head; s; s = s->next) ids.push_back(s->id);
+    std::sort(ids.begin(), ids.end());
+    out.emplace_back(deadline, std::move(ids));
+  }
+  return out;
 }
 
 Session* SessionTable::find(SessionId id) {
@@ -83,24 +116,15 @@ bool SessionTable::touch(SessionId id, int64_t now_ms) {
   if (!s || s->closing) return false;
   int64_t deadline = bucket_for(now_ms + s->timeout_ms);
   if (deadline <= s->deadline) return true;
-  auto b = buckets_.find(s->deadline);
-  if (b != buckets_.end()) {
-    b->second.erase(id);
-    if (b->second.empty()) buckets_.erase(b);
-  }
-  s->deadline = deadline;
-  buckets_[deadline].insert(id);
+  unlink(*s);
+  link(*s, deadline);
   return true;
 }
 
 void SessionTable::remove(SessionId id) {
   auto it = sessions_.find(id);
   if (it == sessions_.end()) return;
-  auto b = buckets_.find(it->second.deadline);
-  if (b != buckets_.end()) {
-    b->second.erase(id);
-    if (b->second.empty()) buckets_.erase(b);
-  }
+  unlink(it->second);
   sessions_.erase(it);
 }
 
@@ -108,24 +132,24 @@ void SessionTable::reopen_closing(int64_t now_ms) {
   for (auto& [id, s] : sessions_) {
     if (!s.closing) continue;
     s.closing = false;
-    auto b = buckets_.find(s.deadline);
-    if (b != buckets_.end()) {
-      b->second.erase(id);
-      if (b->second.empty()) buckets_.erase(b);
-    }
-    s.deadline = now_ms;
-    buckets_[now_ms].insert(id);
+    unlink(s);
+    link(s, now_ms);
   }
 }
 
 std::vector<SessionId> SessionTable::take_expired(int64_t now_ms) {
   std::vector<SessionId> out;
   while (!buckets_.empty() && buckets_.begin()->first <= now_ms) {
-    for (SessionId id : buckets_.begin()->second) {
-      out.push_back(id);
-      if (Session* s = find(id)) s->closing = true;
-    }
+    Session* s = buckets_.begin()->second;
     buckets_.erase(buckets_.begin());
+    // Out of every bucket now: a later touch() finds it closing and leaves it there.
+    while (s) {
+      Session* next = s->next;
+      out.push_back(s->id);
+      s->closing = true;
+      s->prev = s->next = nullptr;
+      s = next;
+    }
   }
   return out;
 }

@@ -11,7 +11,6 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
-#include <unordered_set>
 #include <vector>
 
 #include "wire/records.hpp"
@@ -26,11 +25,18 @@ struct Session {
   std::string passwd;
   int64_t deadline = 0;  // the bucket this session sits in
   bool closing = false;  // a close txn is on its way: no new requests
+  Session* prev = nullptr;  // its neighbours in that bucket (SessionTable's own)
+  Session* next = nullptr;
 };
 
 class SessionTable {
  public:
   explicit SessionTable(int32_t tick_ms) : tick_(tick_ms) {}
+  // The buckets point into the table's own nodes: moved whole, never copied.
+  SessionTable(const SessionTable&) = delete;
+  SessionTable& operator=(const SessionTable&) = delete;
+  SessionTable(SessionTable&&) = default;
+  SessionTable& operator=(SessionTable&&) = default;
 
   // Seeds the id generator as ZooKeeper does: the server id in the top byte, the start time in
   // milliseconds below it, so ids never repeat across restarts of a server whose clock advances.
@@ -53,8 +59,8 @@ class SessionTable {
   // Every session whose deadline has passed, marked closing.
   std::vector<SessionId> take_expired(int64_t now_ms);
   size_t size() const { return sessions_.size(); }
-  // Deadline (ms) -> sessions expiring then, for the four-letter dump.
-  const std::map<int64_t, std::unordered_set<SessionId>>& buckets() const { return buckets_; }
+  // Each deadline (ms) with the sessions expiring then, in id order: the dump's session sets.
+  std::vector<std::pair<int64_t, std::vector<SessionId>>> expiry_sets() const;
   // Every session's id and timeout, in id order (tools: a snapshot in ZooKeeper's format).
   std::vector<std::pair<SessionId, int32_t>> timeouts() const;
   // Every session as (8-byte big-endian id, record), and back: for snapshots.
@@ -69,11 +75,14 @@ class SessionTable {
 
  private:
   int64_t bucket_for(int64_t t) const { return (t / tick_ + 1) * tick_; }
+  // Puts `s` into the bucket of `deadline` / takes it out of the one it is in.
+  void link(Session& s, int64_t deadline);
+  void unlink(Session& s);
 
   int32_t tick_;
   SessionId next_ = 1;
-  std::unordered_map<SessionId, Session> sessions_;
-  std::map<int64_t, std::unordered_set<SessionId>> buckets_;
+  std::unordered_map<SessionId, Session> sessions_;  // nodes stay put: the buckets point at them
+  std::map<int64_t, Session*> buckets_;              // deadline -> the first session of its list
 };
 
 }  // namespace warden::server

@@ -350,11 +350,9 @@ Json ZkServer::admin_command(std::string_view name, const FourLetterEnv& env, st
     }
   } else if (primary == "dump") {
     Json expiry = Json::object();
-    for (const auto& [deadline, ids] : sessions_.buckets()) {
-      std::vector<SessionId> sorted(ids.begin(), ids.end());
-      std::sort(sorted.begin(), sorted.end());
+    for (const auto& [deadline, ids] : sessions_.expiry_sets()) {
       Json list = Json::array();
-      for (SessionId id : sorted) list.push(static_cast<int64_t>(id));
+      for (SessionId id : ids) list.push(static_cast<int64_t>(id));
       expiry.set(std::to_string(deadline), std::move(list));
     }
     Json eph = Json::object();
