@@ -400,8 +400,8 @@ const char* op_name(OpCode op) {
 }
 }  // namespace
 
-void ZkServer::note_reply(Conn& c, OpCode op, int32_t xid, Zxid zxid, int64_t started) {
-  int64_t now = clock_();
+void ZkServer::note_reply(Conn& c, OpCode op, int32_t xid, Zxid zxid, int64_t started, int64_t now) {
+  if (now < 0) now = clock_();
   int64_t latency = std::max<int64_t>(0, now - started);
   c.stats.last_op = op_name(op);
   c.stats.last_cxid = xid;
@@ -509,8 +509,9 @@ void ZkServer::handle_request(ConnId id, Conn& c, std::string_view payload) {
     return;
   }
   if (opts_.linearizable_reads && !c.read_only && hold_for_barrier(id, c, op, h.xid, payload)) return;
-  // Everything but a write or a close is answered in this call: its latency is what it took.
-  if (!is_write(op) && op != OpCode::closeSession) note_reply(c, op, h.xid, last, now);
+  // Everything but a write or a close is answered in this call, at the time the request came
+  // (the clock is in milliseconds and reading it again costs more than most reads).
+  if (!is_write(op) && op != OpCode::closeSession) note_reply(c, op, h.xid, last, now, now);
   switch (op) {
     case OpCode::ping:
       if (!leads() && ensemble_->progress().link != 0) {

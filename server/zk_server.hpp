@@ -381,7 +381,8 @@ class ZkServer {
   // `event`: a watch event (watch_bytes), not a reply (response_bytes).
   void send_frame(Conn& c, std::string frame, bool event = false);
   // A request of `op` from `c` answered now at `zxid`, having arrived at `started`.
-  void note_reply(Conn& c, wire::OpCode op, int32_t xid, Zxid zxid, int64_t started);
+  // `now` < 0: read the clock.
+  void note_reply(Conn& c, wire::OpCode op, int32_t xid, Zxid zxid, int64_t started, int64_t now = -1);
   void expire_nodes(int64_t now);
   Conn* conn(ConnId id);
 

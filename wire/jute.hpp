@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 namespace warden::wire {
@@ -54,12 +55,42 @@ class Writer {
     }
   }
 
+  // A record of ints, longs and booleans alone (a Stat, a reply header) goes out in one append:
+  // one call into std::string per record, not one per field.
   template <class... T>
   void operator()(const T&... fields) {
-    (field(fields), ...);
+    if constexpr (sizeof...(T) > 0 && ((fixed_size<T>() > 0) && ...)) {
+      char staged[(fixed_size<T>() + ...)];
+      char* p = staged;
+      (stage(p, fields), ...);
+      out_.append(staged, sizeof staged);
+    } else {
+      (field(fields), ...);
+    }
   }
 
  private:
+  template <class T>
+  static constexpr size_t fixed_size() {
+    if constexpr (std::is_same_v<T, int32_t>) return 4;
+    else if constexpr (std::is_same_v<T, int64_t>) return 8;
+    else if constexpr (std::is_same_v<T, bool>) return 1;
+    else return 0;
+  }
+  static void stage(char*& p, int32_t v) {
+    uint32_t u = static_cast<uint32_t>(v);
+    p[0] = char(u >> 24);
+    p[1] = char(u >> 16);
+    p[2] = char(u >> 8);
+    p[3] = char(u);
+    p += 4;
+  }
+  static void stage(char*& p, int64_t v) {
+    stage(p, static_cast<int32_t>(static_cast<uint64_t>(v) >> 32));
+    stage(p, static_cast<int32_t>(v & 0xffffffff));
+  }
+  static void stage(char*& p, bool v) { *p++ = v ? 1 : 0; }
+
   void field(int32_t v) { put_int(v); }
   void field(int64_t v) { put_long(v); }
   void field(bool v) { put_bool(v); }
