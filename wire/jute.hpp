@@ -6,6 +6,7 @@
 // every later read returns a default, so a decoder checks `ok()` once at the end.
 #pragma once
 
+#include <bit>
 #include <cstdint>
 #include <cstring>
 #include <optional>
@@ -78,16 +79,23 @@ class Writer {
     else return 0;
   }
   static void stage(char*& p, int32_t v) {
-    uint32_t u = static_cast<uint32_t>(v);
-    p[0] = char(u >> 24);
-    p[1] = char(u >> 16);
-    p[2] = char(u >> 8);
-    p[3] = char(u);
+    uint32_t be = big_endian(static_cast<uint32_t>(v));
+    std::memcpy(p, &be, 4);
     p += 4;
   }
   static void stage(char*& p, int64_t v) {
-    stage(p, static_cast<int32_t>(static_cast<uint64_t>(v) >> 32));
-    stage(p, static_cast<int32_t>(v & 0xffffffff));
+    uint64_t be = big_endian(static_cast<uint64_t>(v));
+    std::memcpy(p, &be, 8);
+    p += 8;
+  }
+  template <class U>
+  static U big_endian(U u) {
+    if constexpr (std::endian::native == std::endian::big)
+      return u;
+    else if constexpr (sizeof(U) == 4)
+      return __builtin_bswap32(u);
+    else
+      return __builtin_bswap64(u);
   }
   static void stage(char*& p, bool v) { *p++ = v ? 1 : 0; }
 

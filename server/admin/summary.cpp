@@ -95,12 +95,16 @@ int64_t Summary::View::count_at_most(int64_t v) const {
 }
 
 Summary* SummarySet::find_or_make(std::string_view key) {
+  // Requests come in runs under one namespace: the last key is checked before the map.
+  if (last_ && key == last_key_) return last_;
   auto it = by_key_.find(key);
   if (it == by_key_.end()) {
     if (by_key_.size() >= max_keys_) return nullptr;
     it = by_key_.emplace(std::string(key), std::make_unique<Summary>(advanced_, access_)).first;
   }
-  return it->second.get();
+  last_key_.assign(key);
+  last_ = it->second.get();  // entries live as long as the set
+  return last_;
 }
 
 void SummarySet::add(std::string_view key, int64_t value) {

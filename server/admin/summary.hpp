@@ -87,6 +87,8 @@ class SummarySet {
   const Access access_;
   mutable std::mutex mu_;
   std::map<std::string, std::unique_ptr<Summary>, std::less<>> by_key_;
+  std::string last_key_;     // the key find_or_make found last, and its entry
+  Summary* last_ = nullptr;
 };
 using NamedSummarySets = std::vector<std::pair<std::string, SummarySet*>>;
 
