@@ -6,10 +6,13 @@
 #include <malloc.h>
 #include <pwd.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <boost/asio.hpp>
 #include <boost/asio/ssl.hpp>
 #include <chrono>
@@ -133,7 +136,7 @@ class Connection final : public ClientLink, public std::enable_shared_from_this<
   }
 
   void send(std::string frame) override {
-    if (done_ || overflowed_) return;
+    if (done_ || overflowed_ || failed_) return;
     if (backlog() + frame.size() > max_queued_output) {
       spdlog::warn("closing {}: more than {} MiB of replies wait unread", server_.describe(id_),
                    max_queued_output >> 20);
@@ -144,9 +147,16 @@ class Connection final : public ClientLink, public std::enable_shared_from_this<
       asio::post(raw().get_executor(), [self = shared_from_this()] { self->finish(); });
       return;
     }
+    if (!tls_ && !writing_ && !corked_ && pending_.empty()) {
+      // Nothing waits before it: straight to the socket, and only what it does not take waits.
+      iovec v{frame.data(), frame.size()};
+      size_t sent = 0;
+      if (!write_now(&v, 1, sent) || sent == frame.size()) return;
+      frame.erase(0, sent);
+    }
     pending_.push(std::move(frame));
     ++queued_;
-    if (!writing_) flush();
+    if (!writing_ && !corked_) flush();
   }
 
   void close() override {
@@ -302,7 +312,16 @@ class Connection final : public ClientLink, public std::enable_shared_from_this<
 
  private:
 
+  // The requests in in_. Their replies are held back (corked) until all are answered and then
+  // written together: one system call for a batch of pipelined requests.
   void consume() {
+    corked_ = true;
+    consume_frames();
+    corked_ = false;
+    if (!done_ && !writing_ && !failed_ && !pending_.empty()) flush();
+  }
+
+  void consume_frames() {
     // ZooKeeper reads a connection's first four bytes as a four-letter word when they spell
     // one (a frame length never does): the answer is plain text, then the connection closes.
     if (!first_bytes_seen_ && in_.size() >= 4) {
@@ -343,35 +362,103 @@ class Connection final : public ClientLink, public std::enable_shared_from_this<
     in_.erase(0, off);
   }
 
-  // Writes everything queued, as one gathered write.
+  // Writes what a plaintext socket takes now, without waiting (`sent`: how much). False when the
+  // socket failed: nothing more is sent and the connection ends, from the executor (the caller
+  // may be the pipeline, going through its connections).
+  bool write_now(const iovec* v, size_t n, size_t& sent) {
+    msghdr m{};
+    m.msg_iov = const_cast<iovec*>(v);
+    m.msg_iovlen = n;
+    for (;;) {
+      ssize_t r = ::sendmsg(socket_.native_handle(), &m, MSG_DONTWAIT | MSG_NOSIGNAL);
+      if (r >= 0) {
+        sent = static_cast<size_t>(r);
+        return true;
+      }
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        sent = 0;
+        return true;
+      }
+      break;
+    }
+    failed_ = true;
+    pending_.clear();
+    close_requested_ = true;
+    asio::post(raw().get_executor(), [self = shared_from_this()] { self->finish(); });
+    return false;
+  }
+
+  // Writes everything queued, as one gathered write: at once what the socket takes, the rest
+  // when it is writable.
   void flush() {
     writing_ = true;
     sending_bytes_ = pending_.bytes();
     pending_.take(sending_);
     queued_ = 0;
-    iov_.clear();
-    for (const auto& b : sending_) iov_.emplace_back(b.data(), b.size());
-    auto done = [self = shared_from_this()](boost::system::error_code ec, size_t) {
-      self->writing_ = false;
-      self->sending_bytes_ = 0;
-      for (auto& b : self->sending_) self->pending_.recycle(std::move(b));
-      self->sending_.clear();
-      if (ec || self->overflowed_) return self->finish();
-      if (self->held_ && self->pending_.bytes() < output_high_water(self->max_buffer_) / 2) {
-        self->held_ = false;
-        self->consume();
-        self->read_on();
-        if (self->done_) return;
+    size_t sent = 0;
+    if (!tls_) {
+      constexpr size_t most = 64;
+      iovec v[most];
+      size_t n = 0;
+      for (auto& b : sending_) {
+        if (n == most) break;
+        v[n++] = iovec{b.data(), b.size()};
       }
-      if (!self->pending_.empty() && !self->writing_)
-        self->flush();
-      else if (self->close_requested_ && !self->writing_)
-        self->finish();
+      bool ok = write_now(v, n, sent);
+      if (!ok || sent == sending_bytes_) {
+        written();
+        // What a finished write does next (resume a held connection, close one asked to close)
+        // runs from the executor: the caller may be the pipeline.
+        if (ok && (held_ || close_requested_))
+          asio::post(raw().get_executor(), [self = shared_from_this()] { self->after_write(); });
+        return;
+      }
+    }
+    iov_.clear();
+    size_t skip = sent;
+    for (const auto& b : sending_) {
+      if (skip >= b.size()) {
+        skip -= b.size();
+        continue;
+      }
+      iov_.emplace_back(b.data() + skip, b.size() - skip);
+      skip = 0;
+    }
+    auto done = [self = shared_from_this()](boost::system::error_code ec, size_t) {
+      self->written();
+      if (ec || self->overflowed_ || self->failed_) return self->finish();
+      self->after_write();
     };
     if (tls_)
       asio::async_write(*tls_, iov_, std::move(done));
     else
       asio::async_write(socket_, iov_, std::move(done));
+  }
+
+  // The write in progress is done: its buffers go back to the queue for reuse.
+  void written() {
+    writing_ = false;
+    sending_bytes_ = 0;
+    for (auto& b : sending_) pending_.recycle(std::move(b));
+    sending_.clear();
+  }
+
+  // After a write: a connection held while its replies drained reads again, what queued
+  // meanwhile goes out, and a connection asked to close closes once all is written.
+  void after_write() {
+    if (done_) return;
+    if (held_ && pending_.bytes() < output_high_water(max_buffer_) / 2) {
+      held_ = false;
+      consume();
+      read_on();
+      if (done_) return;
+    }
+    if (writing_ || failed_) return;
+    if (!pending_.empty())
+      flush();
+    else if (close_requested_)
+      finish();
   }
 
   tcp::socket socket_;  // moved into tls_ once a handshake starts
@@ -397,6 +484,8 @@ class Connection final : public ClientLink, public std::enable_shared_from_this<
   size_t sending_bytes_ = 0;
   std::vector<asio::const_buffer> iov_;
   bool writing_ = false, close_requested_ = false, done_ = false;
+  bool corked_ = false;  // consume() is answering a batch: replies wait for its end
+  bool failed_ = false;  // a write failed: the connection is ending
   bool held_ = false;  // requests wait in in_ while the replies drain (output_high_water)
 };
 }  // namespace
