@@ -6,6 +6,7 @@ the PID this module started.
 """
 import concurrent.futures
 import os
+import random
 import re
 import shutil
 import signal
@@ -24,6 +25,7 @@ JAVA_LIBS = "/usr/share/java"
 
 
 _ports_given = set()
+_port_choice = random.Random()  # its own, so a test seeding `random` does not fix the ports
 
 
 def fresh_socket(listen=False):
@@ -46,8 +48,38 @@ def fresh_socket(listen=False):
     raise RuntimeError("no fresh loopback port in 1000 tries")
 
 
+def _below_ephemeral_range():
+    """The ports from 20000 up to the kernel's ephemeral range, or None when that range starts
+    too low to leave room. A port there is never handed to an outgoing connection, so a server
+    killed and restarted by a fault test finds its ports still free: a port the kernel chose
+    for `bind(0)` is also one it may give any `connect()` meanwhile (CI once saw a restarted
+    member fail with "Address already in use" on its quorum port)."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            low = int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+    return (20000, low) if low - 20000 >= 2000 else None
+
+
 def free_port():
-    """A loopback port free now and never given before in this process."""
+    """A loopback port free now, never given before in this process and, where the machine
+    allows, outside the ephemeral range (see `_below_ephemeral_range`)."""
+    span = _below_ephemeral_range()
+    if span is not None:
+        for _ in range(1000):
+            port = _port_choice.randrange(*span)
+            if port in _ports_given:
+                continue
+            s = socket.socket()
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            finally:
+                s.close()
+            _ports_given.add(port)
+            return port
     with fresh_socket() as s:
         return s.getsockname()[1]
 
