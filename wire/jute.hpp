@@ -34,15 +34,8 @@ class Writer {
  public:
   explicit Writer(std::string& out) : out_(out) {}
 
-  void put_int(int32_t v) {
-    uint32_t u = static_cast<uint32_t>(v);
-    char b[4] = {char(u >> 24), char(u >> 16), char(u >> 8), char(u)};
-    out_.append(b, 4);
-  }
-  void put_long(int64_t v) {
-    put_int(static_cast<int32_t>(static_cast<uint64_t>(v) >> 32));
-    put_int(static_cast<int32_t>(v & 0xffffffff));
-  }
+  void put_int(int32_t v) { (*this)(v); }
+  void put_long(int64_t v) { (*this)(v); }
   void put_bool(bool v) { out_.push_back(v ? 1 : 0); }
   void put_string(std::string_view s) {
     put_int(static_cast<int32_t>(s.size()));
