@@ -1,5 +1,7 @@
 #include "consensus/peer_codec.hpp"
 
+#include <vector>
+
 namespace warden::consensus {
 
 std::string encode_peer_message(const pb::PeerMessage& m) {
@@ -19,20 +21,37 @@ bool ascending(const google::protobuf::RepeatedPtrField<pb::Entry>& entries) {
   return true;
 }
 
+// A configuration, when there is one: a version not below 0, at least one voter, and each id
+// (0 to 255) named once, as a voter or as an observer.
+std::string check(const pb::Config& c) {
+  if (c.version() < 0) return "a configuration with a negative version";
+  if (c.voters().empty()) return "a configuration without voters";
+  std::vector<bool> seen(256);
+  for (const auto* ids : {&c.voters(), &c.observers()})
+    for (int64_t id : *ids) {
+      if (id < 0 || id > 255) return "a configuration naming server id " + std::to_string(id);
+      if (seen[static_cast<size_t>(id)]) return "a configuration naming server " + std::to_string(id) + " twice";
+      seen[static_cast<size_t>(id)] = true;
+    }
+  return {};
+}
+
 std::string check(const pb::PeerMessage& m) {
   using B = pb::PeerMessage::BodyCase;
   switch (m.body_case()) {
     case B::BODY_NOT_SET: return "no body";
     case B::kVote:
       if (m.vote().zxid() < 0 || m.vote().leader() < 0) return "a vote with a negative zxid or server id";
-      return {};
+      if (m.vote().has_config())
+        if (std::string why = check(m.vote().config()); !why.empty()) return why;
+      return m.vote().has_pending() ? check(m.vote().pending()) : std::string();
     case B::kAckEpoch: return m.ack_epoch().last_zxid() < 0 ? "a negative zxid" : "";
     case B::kSync: {
       const auto& s = m.sync();
       if (s.trunc_after() < 0 || s.snapshot_zxid() < 0 || s.committed() < 0 || s.sync_last() < 0)
         return "a sync with a negative zxid";
       if (!ascending(s.entries())) return "a sync whose entries are not in ascending zxid order";
-      return {};
+      return s.has_config() ? check(s.config()) : std::string();
     }
     case B::kAckNewLeader: return m.ack_new_leader().last_zxid() < 0 ? "a negative zxid" : "";
     case B::kUpToDate: return m.up_to_date().committed() < 0 ? "a negative zxid" : "";

@@ -1,6 +1,7 @@
 #include "consensus/zab_peer.hpp"
 
 #include <algorithm>
+#include <iterator>
 #include <tuple>
 
 #include "consensus/peer_codec.hpp"
@@ -37,13 +38,130 @@ void to_pb(const Entry& e, pb::Entry* out) {
   out->set_payload(e.payload);
 }
 Entry from_pb(const pb::Entry& e) { return Entry{e.zxid(), e.payload()}; }
+void to_pb(const Ensemble& e, pb::Config* out) {
+  out->set_version(e.version);
+  for (PeerId p : e.voters) out->add_voters(p);
+  for (PeerId p : e.observers) out->add_observers(p);
+}
+Ensemble from_pb(const pb::Config& c) {
+  Ensemble e;
+  e.version = c.version();
+  e.voters.assign(c.voters().begin(), c.voters().end());
+  e.observers.assign(c.observers().begin(), c.observers().end());
+  return e;
+}
 }  // namespace
 
 ZabPeer::ZabPeer(PeerConfig config, const LogView& log, Epochs epochs, Zxid committed)
     : cfg_(std::move(config)), log_(log), epochs_(epochs) {
   durable_ = log_.last_zxid();  // what a restart finds on disk is durable
   committed_ = std::min(committed, durable_);
+  // A reconfig in the log above what is known committed is pending: the host persisted every
+  // configuration that came into force before its commit mark passed it.
+  if (cfg_.config_of) {
+    Zxid after = log_.floor(std::max({cfg_.ensemble.version, committed_, log_.snapshot_zxid()}));
+    while (after < log_.last_zxid()) {
+      auto entries = log_.entries(after, log_.last_zxid(), cfg_.max_entries_per_message, cfg_.max_message_bytes);
+      if (entries.empty()) break;
+      for (const auto& e : entries) note_config_entry(e);
+      after = entries.back().zxid;
+    }
+  }
   become_looking();
+}
+
+// ---------------------------------------------------------------- configurations
+
+template <class F>
+bool ZabPeer::quorum_of(F counted) const {
+  auto enough = [&](const Ensemble& e) {
+    size_t n = 0;
+    for (PeerId p : e.voters) n += counted(p) ? 1 : 0;
+#ifdef WARDEN_PLANTS
+    if (PLANT(count_removed_member))
+      for (PeerId p : removed_) n += !e.is_member(p) && counted(p) ? 1 : 0;
+#endif
+    return n >= e.quorum();
+  };
+  return enough(cfg_.ensemble) && (!pending_ || PLANT(commit_old_quorum_only) || enough(pending_->second));
+}
+
+bool ZabPeer::votes(PeerId p) const {
+  return cfg_.ensemble.is_voter(p) || (pending_ && pending_->second.is_voter(p));
+}
+
+void ZabPeer::note_config_entry(const Entry& e) {
+  if (!cfg_.config_of || e.zxid <= cfg_.ensemble.version) return;
+  auto c = cfg_.config_of(e.payload);
+  if (!c) return;
+  c->version = e.zxid;
+  pending_ = std::make_pair(e.zxid, std::move(*c));
+  pending_heard_ = false;
+}
+
+void ZabPeer::maybe_activate() {
+  if (pending_ && committed_ >= pending_->first) adopt(pending_->second);
+}
+
+void ZabPeer::adopt(Ensemble e) {
+  if (pending_ && pending_->first <= e.version) pending_.reset();
+#ifdef WARDEN_PLANTS
+  if (PLANT(count_removed_member))
+    for (PeerId p : cfg_.ensemble.voters)
+      if (!e.is_voter(p)) removed_.push_back(p);
+#endif
+  cfg_.ensemble = std::move(e);
+  ready_.config = cfg_.ensemble;
+  const Ensemble& now = cfg_.ensemble;
+  switch (role_) {
+    case Role::looking:
+      become_looking();  // a new round, among the new configuration's voters
+      return;
+    case Role::leading:
+      if (!now.is_voter(cfg_.id)) {
+        // Removed, or made an observer: it stops leading, and the new configuration's voters
+        // elect a leader among themselves (its followers look as they activate it too).
+        become_looking();
+        return;
+      }
+      // A member whose role changed comes back in its new one; others stay linked.
+      for (auto it = links_.begin(); it != links_.end();)
+        it = now.is_member(it->first) && it->second.observer != now.is_observer(it->first) ? links_.erase(it)
+                                                                                             : std::next(it);
+      return;
+    case Role::following:
+    case Role::observing:
+      if ((now.is_observer(cfg_.id) ? Role::observing : Role::following) != role_ || !now.is_voter(leader_))
+        become_looking();
+      return;
+  }
+}
+
+bool ZabPeer::quorum_synced(const Ensemble& e) const {
+  if (role_ != Role::leading || !established_) return false;
+  size_t n = 0;
+  for (PeerId p : e.voters) n += p == cfg_.id || linked_voter(p, Link::Phase::synced);
+  return n >= e.quorum();
+}
+
+Zxid ZabPeer::commit_point(const Ensemble& e) const {
+  std::vector<Zxid> acks;
+  auto add = [&](PeerId p) {
+    if (p == cfg_.id)
+      acks.push_back(durable_);
+    else if (linked_voter(p, Link::Phase::synced))
+      acks.push_back(links_.at(p).acked);
+  };
+  for (PeerId p : e.voters) add(p);
+#ifdef WARDEN_PLANTS
+  if (PLANT(count_removed_member))
+    for (PeerId p : removed_)
+      if (!e.is_member(p)) add(p);
+#endif
+  size_t q = PLANT(commit_minority) ? 1 : e.quorum();
+  if (acks.size() < q) return 0;
+  std::nth_element(acks.begin(), acks.begin() + static_cast<std::ptrdiff_t>(q - 1), acks.end(), std::greater<>());
+  return acks[q - 1];
 }
 
 Zxid ZabPeer::last_durable() const { return std::min(durable_, log_.last_zxid()); }
@@ -80,19 +198,25 @@ void ZabPeer::send_vote(PeerId to) {
     v->set_epoch(role_ == Role::leading ? new_epoch_ : link_epoch_);
     v->set_state(role_ == Role::leading ? pb::LEADING : role_ == Role::following ? pb::FOLLOWING : pb::OBSERVING);
   }
+  to_pb(cfg_.ensemble, v->mutable_config());
+  if (pending_) to_pb(pending_->second, v->mutable_pending());
   send(to, std::move(m));
 }
 
 void ZabPeer::broadcast_vote() {
   for (PeerId p : cfg_.ensemble.voters)
     if (p != cfg_.id) send_vote(p);
+  if (pending_)
+    for (PeerId p : pending_->second.voters)
+      if (p != cfg_.id && !cfg_.ensemble.is_voter(p)) send_vote(p);
 }
 
 bool ZabPeer::quorum_agrees(const std::map<PeerId, Vote>& votes, const Vote& v) const {
-  size_t n = 0;
-  for (const auto& [p, w] : votes)
-    if (cfg_.ensemble.is_voter(p) && w.leader == v.leader && w.zxid == v.zxid && w.epoch == v.epoch) ++n;
-  return n >= cfg_.ensemble.quorum();
+  return quorum_of([&](PeerId p) {
+    auto it = votes.find(p);
+    return it != votes.end() && it->second.leader == v.leader && it->second.zxid == v.zxid &&
+           it->second.epoch == v.epoch;
+  });
 }
 
 void ZabPeer::try_join(PeerId leader) {
@@ -103,20 +227,49 @@ void ZabPeer::try_join(PeerId leader) {
   // round had elected the leader but that had missed the leader's looking vote (it was still
   // following the last leader when that vote came): the leader was short of the voter it was
   // elected with, and gave up after initLimit (simulator seed 431533584).
-  auto it = settled_.find(leader);
-  if (leader == cfg_.id || it == settled_.end() || it->second.state() != pb::LEADING) return;
-  size_t n = 0;
-  for (PeerId p : cfg_.ensemble.voters) {
-    if (auto s = settled_.find(p); s != settled_.end())
-      n += s->second.leader() == leader ? 1 : 0;
-    else if (auto r = received_.find(p); r != received_.end())
-      n += r->second.leader == leader ? 1 : 0;
+  if (leader == cfg_.id) {
+    // ZooKeeper's checkLeader for itself: voters that already follow this server, having decided
+    // in this round, and this round's looking votes for it make a quorum: it leads. A voter
+    // that has not heard of a pending reconfig sends its looking votes to the old configuration's
+    // voters only, so a candidate named in the new one may never get them, only the settled
+    // vote that answers its own.
+    if (role_ != Role::looking || !votes(cfg_.id)) return;
+    bool backed = quorum_of([&](PeerId p) {
+      if (auto s = settled_.find(p); s != settled_.end())
+        return s->second.leader() == leader && s->second.round() == round_;
+      auto r = received_.find(p);
+      return r != received_.end() && r->second.leader == leader;
+    });
+    if (backed && vote_.leader == cfg_.id) become_leader();
+    return;
   }
-  if (n >= cfg_.ensemble.quorum()) become_follower(leader);
+  auto it = settled_.find(leader);
+  if (it == settled_.end() || it->second.state() != pb::LEADING) return;
+  bool backed = quorum_of([&](PeerId p) {
+    if (auto s = settled_.find(p); s != settled_.end()) return s->second.leader() == leader;
+    auto r = received_.find(p);
+    return r != received_.end() && r->second.leader == leader;
+  });
+  if (backed) become_follower(leader);
 }
 
 void ZabPeer::on_vote(PeerId from, const pb::PeerMessage& m) {
   const pb::Vote& v = m.vote();
+  // A member that missed a reconfig (it was down, or cut off) learns the configuration in force
+  // from any member's vote: every configuration in force was committed. A stranger's (a server
+  // about to join, started from its own file) is not taken.
+  if (v.has_config() && v.config().version() > cfg_.ensemble.version && cfg_.ensemble.is_member(from) &&
+      !v.config().voters().empty())
+    adopt(from_pb(v.config()));
+  // A looking server learns of a reconfig pending in a member's log: as a voter it names, it
+  // votes (it may have only observed, or not yet joined, and so lack the txn), and every quorum
+  // it counts needs the new configuration's too, as the members that hold the txn count them.
+  if (role_ == Role::looking && v.has_pending() && cfg_.ensemble.is_member(from) &&
+      v.pending().version() > cfg_.ensemble.version && (!pending_ || v.pending().version() > pending_->first)) {
+    pending_ = std::make_pair(v.pending().version(), from_pb(v.pending()));
+    pending_heard_ = true;
+    become_looking();
+  }
   if (role_ != Role::looking) {
     if (v.state() == pb::LOOKING && from == leader_ && role_ != Role::leading && v.round() > round_) {
       // The leader we follow looks again, in a round after the one we decided in (its ahead
@@ -137,8 +290,7 @@ void ZabPeer::on_vote(PeerId from, const pb::PeerMessage& m) {
     }
     return;
   }
-  bool observer = cfg_.ensemble.is_observer(cfg_.id);
-  if (!cfg_.ensemble.is_voter(from)) return;  // only voters' votes count
+  if (!votes(from)) return;  // only voters' votes count
   if (v.state() != pb::LOOKING) {
     settled_[from] = v;
     // Its looking vote is no longer its word if it settled on another leader: a candidate
@@ -151,7 +303,9 @@ void ZabPeer::on_vote(PeerId from, const pb::PeerMessage& m) {
     return;
   }
   settled_.erase(from);  // it looks again: what it said while settled is past
-  if (observer) return;  // observers join the leader the voters name; they do not vote
+  // Observers and servers outside the configuration join the leader the voters name; they do not
+  // vote.
+  if (!votes(cfg_.id)) return;
   Vote theirs{v.leader(), v.zxid(), v.epoch()};
   if (v.round() > round_) {
     round_ = v.round();
@@ -214,7 +368,7 @@ void ZabPeer::become_looking() {
   ++round_;
   vote_ = self_vote();
   received_.clear();
-  if (cfg_.ensemble.is_voter(cfg_.id)) received_[cfg_.id] = vote_;
+  if (votes(cfg_.id)) received_[cfg_.id] = vote_;
   settled_.clear();
   decide_at_.reset();
   // A lone voter agrees with itself at once.
@@ -248,6 +402,9 @@ void ZabPeer::send_follower_info() {
 }
 
 void ZabPeer::become_leader() {
+  // A reconfig only heard of is not in this leader's history, so it was never committed: it is
+  // void, and the leader's own log says what is pending.
+  if (pending_heard_) pending_.reset(), pending_heard_ = false;
   set_role(Role::leading, cfg_.id);
   links_.clear();
   new_epoch_ = 0;
@@ -297,8 +454,10 @@ void ZabPeer::tick(uint64_t random) {
 }
 
 void ZabPeer::receive(PeerId from, const pb::PeerMessage& m) {
+  // Servers outside the configuration are heard too: a looking one learns who leads, and one
+  // about to join links to the leader as a follower that does not count until a reconfig names
+  // it (the host's transport decides who may connect at all).
   if (m.version() != protocol_version || from == cfg_.id) return;
-  if (!cfg_.ensemble.is_voter(from) && !cfg_.ensemble.is_observer(from)) return;
   if (m.has_vote()) return on_vote(from, m);
   if (role_ == Role::leading) return lead_receive(from, m);
   if ((role_ == Role::following || role_ == Role::observing) && from == leader_) return follow_receive(from, m);
@@ -326,7 +485,13 @@ std::optional<Zxid> ZabPeer::propose(std::string payload) {
     become_looking();
     return std::nullopt;
   }
+  std::optional<Ensemble> config = cfg_.config_of ? cfg_.config_of(payload) : std::nullopt;
+  if (config && pending_) return std::nullopt;  // one reconfig at a time (ReconfigInProgress)
   Zxid z = make_zxid(new_epoch_, ++counter_);
+  if (config) {
+    config->version = z;
+    pending_ = std::make_pair(z, std::move(*config));
+  }
   Entry e{z, std::move(payload)};
   unsent_.push_back(e);
   ready_.append.push_back(std::move(e));
@@ -370,13 +535,9 @@ void ZabPeer::send_on_link(PeerId to, Link& l, pb::PeerMessage m) {
 
 void ZabPeer::maybe_choose_epoch() {
   if (new_epoch_ != 0) return;
-  size_t voters = cfg_.ensemble.is_voter(cfg_.id) ? 1 : 0;
   uint32_t highest = epochs_.accepted;
-  for (const auto& [id, l] : links_) {
-    highest = std::max(highest, l.accepted_epoch);
-    if (!l.observer) ++voters;
-  }
-  if (voters < cfg_.ensemble.quorum()) return;
+  for (const auto& [id, l] : links_) highest = std::max(highest, l.accepted_epoch);
+  if (!quorum_of([&](PeerId p) { return p == cfg_.id || linked_voter(p, Link::Phase::info); })) return;
   // Above every epoch a quorum has accepted: no two leaders ever share an epoch.
   new_epoch_ = highest + 1;
   epochs_.accepted = new_epoch_;
@@ -393,10 +554,7 @@ void ZabPeer::maybe_choose_epoch() {
 void ZabPeer::maybe_start_sync() {
   if (new_epoch_ == 0) return;
   if (!syncing_started_) {
-    size_t voters = 1;
-    for (const auto& [id, l] : links_)
-      if (!l.observer && l.phase != Link::Phase::info) ++voters;
-    if (voters < cfg_.ensemble.quorum()) return;
+    if (!quorum_of([&](PeerId p) { return p == cfg_.id || linked_voter(p, Link::Phase::epoch_acked); })) return;
     syncing_started_ = true;
     // This server's history becomes the new epoch's: current, persisted before any NEWLEADER.
     epochs_.current = new_epoch_;
@@ -449,6 +607,7 @@ void ZabPeer::start_sync(PeerId to, Link& l) {
   s->set_new_epoch(new_epoch_);
   s->set_committed(committed_);
   s->set_sync_last(upto);
+  to_pb(cfg_.ensemble, s->mutable_config());
   l.phase = Link::Phase::syncing;
   l.informed = upto;
   if (cfg_.stream_sync) {
@@ -476,10 +635,10 @@ void ZabPeer::start_sync(PeerId to, Link& l) {
 
 void ZabPeer::maybe_establish() {
   if (established_ || !syncing_started_) return;
-  size_t n = durable_ >= history_end_ ? 1 : 0;
-  for (const auto& [id, l] : links_)
-    if (!l.observer && l.phase == Link::Phase::synced) ++n;
-  if (n < cfg_.ensemble.quorum()) return;
+  if (!quorum_of([&](PeerId p) {
+        return p == cfg_.id ? durable_ >= history_end_ : linked_voter(p, Link::Phase::synced);
+      }))
+    return;
   established_ = true;
   serving_ = true;
   ready_.role_changed = true;
@@ -494,17 +653,19 @@ void ZabPeer::maybe_establish() {
     send_on_link(id, l, std::move(m));
   }
   inform_observers();
+  maybe_activate();  // a reconfig in the history it took over commits with it
 }
 
 void ZabPeer::advance_commit() {
   if (!established_) return;
-  std::vector<Zxid> acks{durable_};
-  for (const auto& [id, l] : links_)
-    if (!l.observer && l.phase == Link::Phase::synced) acks.push_back(l.acked);
-  size_t q = PLANT(commit_minority) ? 1 : cfg_.ensemble.quorum();
-  if (acks.size() < q) return;
-  std::sort(acks.begin(), acks.end(), std::greater<>());
-  Zxid c = std::min(acks[q - 1], std::min(last_proposed_, log_.last_zxid()));
+  Zxid c = commit_point(cfg_.ensemble);
+  if (pending_ && c >= pending_->first && !PLANT(commit_old_quorum_only)) {
+    // A reconfig and what follows it commit on a quorum of the old and of the new configuration
+    // (ZooKeeper's, after Shraer et al.); what precedes it on the old alone.
+    Zxid n = commit_point(pending_->second);
+    c = n >= pending_->first ? std::min(c, n) : log_.floor(pending_->first - 1);
+  }
+  c = std::min(c, std::min(last_proposed_, log_.last_zxid()));
   if (c <= committed_) return;
   committed_ = c;
   for (auto& [id, l] : links_) {
@@ -514,6 +675,10 @@ void ZabPeer::advance_commit() {
     send_on_link(id, l, std::move(m));
   }
   inform_observers();
+  if (pending_ && committed_ >= pending_->first) {
+    maybe_activate();
+    advance_commit();  // what follows it needs the new configuration's quorum alone
+  }
 }
 
 void ZabPeer::inform_observers() {
@@ -542,7 +707,8 @@ void ZabPeer::lead_receive(PeerId from, const pb::PeerMessage& m) {
     const auto& info = m.follower_info();
     // A member is what the configuration says it is: a voter posing as an observer (or the
     // reverse) is not taken.
-    if (info.observer() != cfg_.ensemble.is_observer(from)) return;
+    // A server outside it (one about to join) follows or observes as it says, counted nowhere.
+    if (cfg_.ensemble.is_member(from) && info.observer() != cfg_.ensemble.is_observer(from)) return;
     if (new_epoch_ != 0 && info.accepted_epoch() > new_epoch_) {
       // The member accepted a later epoch than ours (a newer leadership attempt, or a restored
       // history labelled above every other): it can never follow us (our LeaderInfo is below
@@ -632,7 +798,6 @@ void ZabPeer::lead_tick() {
   }
   // ZooKeeper's leader checks each tick that a quorum of synced voters has been heard within
   // syncLimit; without one it stops leading (and stops taking writes).
-  size_t alive = 1;
   for (auto it = links_.begin(); it != links_.end();) {
     Link& l = it->second;
     uint64_t silent = now_ - l.heard;
@@ -641,7 +806,6 @@ void ZabPeer::lead_tick() {
       it = links_.erase(it);
       continue;
     }
-    if (!l.observer && l.phase == Link::Phase::synced) ++alive;
     if (l.phase != Link::Phase::info) {
       pb::PeerMessage m;
       m.mutable_ping()->set_zxid(committed_);
@@ -650,7 +814,7 @@ void ZabPeer::lead_tick() {
     }
     ++it;
   }
-  if (alive < cfg_.ensemble.quorum()) become_looking();
+  if (!quorum_of([&](PeerId p) { return p == cfg_.id || linked_voter(p, Link::Phase::synced); })) become_looking();
 }
 
 // ---------------------------------------------------------------- following
@@ -660,6 +824,11 @@ void ZabPeer::send_to_leader(pb::PeerMessage m) {
   m.set_link(link_);
   m.set_seq(++sent_);
   send(leader_, std::move(m));
+}
+
+bool ZabPeer::linked_voter(PeerId p, Link::Phase at_least) const {
+  auto it = links_.find(p);
+  return it != links_.end() && !it->second.observer && it->second.phase >= at_least;
 }
 
 size_t ZabPeer::synced() const {
@@ -689,6 +858,7 @@ bool ZabPeer::forward(std::string payload) {
 void ZabPeer::set_committed(Zxid z) {
   if (fphase_ == FPhase::discovery) return;
   committed_ = std::max(committed_, std::min(z, received_upto_));
+  maybe_activate();
 }
 
 void ZabPeer::maybe_ack_new_leader() {
@@ -747,8 +917,14 @@ void ZabPeer::follow_receive(PeerId from, const pb::PeerMessage& m) {
   if (m.has_sync()) {
     if (fphase_ != FPhase::discovery) return;
     const auto& s = m.sync();
+    if (s.has_config() && s.config().version() > cfg_.ensemble.version && !s.config().voters().empty()) {
+      adopt(from_pb(s.config()));  // committed; it may change this server's role
+      if (role_ == Role::looking) return;
+    }
     Zxid from_zxid = s.trunc_after();
     streamed_ = s.streamed();
+    if (pending_ && (pending_heard_ || s.mode() == pb::Sync::SNAP || (pending_->first > from_zxid && !PLANT(skip_trunc))))
+      pending_.reset();  // cut, replaced by the snapshot (whose configuration is the leader's), or only heard of
     if (s.mode() == pb::Sync::SNAP) {
       ready_.snapshot = std::make_pair(s.snapshot_zxid(), s.snapshot());
       ready_.snapshot_streamed = s.streamed();
@@ -792,6 +968,7 @@ void ZabPeer::take_entries(const google::protobuf::RepeatedPtrField<pb::Entry>& 
   for (const auto& e : entries) {
     if (e.zxid() <= received_upto_) continue;
     ready_.append.push_back(from_pb(e));
+    note_config_entry(ready_.append.back());
     received_upto_ = e.zxid();
   }
 }

@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -48,14 +49,21 @@ struct Plants {
   bool commit_minority = false;  // commit on the leader's own durable write alone
   bool skip_trunc = false;       // a follower keeps txns the leader told it to cut
   bool stale_vote = false;       // votes ignore epoch and zxid (and the leader's ahead check)
+  bool commit_old_quorum_only = false;  // a reconfig (and what follows it) commits on the old quorum
+  bool count_removed_member = false;    // a voter a reconfig removed still counts in every quorum
 };
 
+// A configuration: who votes, who observes, and its version (the zxid of the reconfig txn that
+// made it; the version of the file it came from at first). Versions only grow.
 struct Ensemble {
   std::vector<PeerId> voters;
   std::vector<PeerId> observers;
+  Zxid version = 0;
   size_t quorum() const { return voters.size() / 2 + 1; }
   bool is_voter(PeerId p) const;
   bool is_observer(PeerId p) const;
+  bool is_member(PeerId p) const { return is_voter(p) || is_observer(p); }
+  bool operator==(const Ensemble&) const = default;
 };
 
 // ZooKeeper's zookeeper.snapshotSizeFactor.
@@ -84,6 +92,9 @@ struct PeerConfig {
   // ZooKeeper's zookeeper.snapshotSizeFactor: a follower whose DIFF would be larger than this
   // share of the snapshot gets the snapshot (when it is newer than the follower's log).
   double snapshot_size_factor = default_snapshot_size_factor;
+  // The configuration a txn installs when it commits (a reconfig), or nothing for any other
+  // txn. Called on every entry the log takes: a cheap test first. Unset: no reconfig.
+  std::function<std::optional<Ensemble>(std::string_view payload)> config_of;
 #ifdef WARDEN_PLANTS
   Plants plants;
 #endif
@@ -138,11 +149,14 @@ struct Ready {
   std::vector<std::pair<PeerId, pb::PeerMessage>> messages;
   Zxid committed = 0;
   bool role_changed = false;  // role(), epoch(), leader() or serving() changed
+  // A configuration came into force (a reconfig committed, or a newer one learnt from a peer):
+  // the host persists it (zoo.cfg.dynamic.<version>) and reaches its members.
+  std::optional<Ensemble> config;
   // Leader: requests its synchronised followers and observers forwarded, in each link's order.
   std::vector<std::pair<PeerId, std::string>> requests;
   bool empty() const {
     return !epochs && !truncate_after && !snapshot && append.empty() && messages.empty() && !role_changed &&
-           requests.empty();
+           requests.empty() && !config;
   }
 };
 
@@ -160,7 +174,8 @@ class ZabPeer {
   // link to `p` (it comes back with a new FollowerInfo). A hung peer breaks nothing: the
   // limits catch it.
   void peer_lost(PeerId p);
-  // A txn to replicate: its zxid, or nothing when this peer is not an established leader.
+  // A txn to replicate: its zxid, or nothing when this peer is not an established leader (or
+  // the txn is a reconfig and another is pending).
   std::optional<Zxid> propose(std::string payload);
   // Follower or observer that serves: sends `payload` to the leader on the link, where it comes
   // out of the leader's ready() in order. False when there is no such link (a lost link loses
@@ -177,6 +192,13 @@ class ZabPeer {
   // An established leader whose epoch has zxids left: propose() would take a payload.
   bool can_propose() const { return role_ == Role::leading && established_ && counter_ < cfg_.max_counter; }
   Zxid committed() const { return committed_; }
+  // The configuration in force, and a reconfig in the log not yet committed (its zxid and what
+  // it installs). While one is pending, every quorum needs a quorum of both.
+  const Ensemble& ensemble() const { return cfg_.ensemble; }
+  const std::optional<std::pair<Zxid, Ensemble>>& pending_config() const { return pending_; }
+  // Leader: a quorum of `e`'s voters (itself included) is synchronised with it now, as a
+  // reconfig to `e` needs (ZooKeeper's NewConfigNoQuorum when not).
+  bool quorum_synced(const Ensemble& e) const;
   Zxid durable_upto() const { return durable_; }
   PeerId id() const { return cfg_.id; }
   // Leader: members with a link to it, and those of them synchronised (mntr's zk_followers and
@@ -215,6 +237,16 @@ class ZabPeer {
     uint64_t heard = 0;  // tick of its last message
   };
 
+  // Whether the peers `counted` names make a quorum of the configuration in force and, while a
+  // reconfig is pending, of the one it installs too.
+  template <class F>
+  bool quorum_of(F counted) const;
+  bool votes(PeerId p) const;  // a voter of the configuration in force or of the pending one
+  void note_config_entry(const Entry& e);
+  void adopt(Ensemble e);  // a configuration comes into force
+  void maybe_activate();   // the pending reconfig, once committed
+  Zxid commit_point(const Ensemble& e) const;
+
   bool better(const Vote& a, const Vote& b) const;
   Vote self_vote() const;
   Zxid last_durable() const;
@@ -240,6 +272,8 @@ class ZabPeer {
   void advance_commit();
   void inform_observers();
   void lead_tick();
+  // Leader: `p` is linked as a follower (not an observer) and has come at least this far.
+  bool linked_voter(PeerId p, Link::Phase at_least) const;
 
   // Follower and observer.
   void follow_receive(PeerId from, const pb::PeerMessage& m);
@@ -294,6 +328,13 @@ class ZabPeer {
   uint32_t counter_ = 0;
   Zxid last_proposed_ = 0;
   std::vector<Entry> unsent_;  // proposals to forward at the next ready()
+
+  // Reconfiguration: the last reconfig in the log above the configuration in force.
+  std::optional<std::pair<Zxid, Ensemble>> pending_;
+  bool pending_heard_ = false;  // learnt from a vote, not in this server's log
+#ifdef WARDEN_PLANTS
+  std::vector<PeerId> removed_;  // voters reconfigs removed (the count_removed_member plant counts them)
+#endif
 };
 
 #ifdef WARDEN_PLANTS

@@ -174,34 +174,47 @@ std::optional<std::string> read_dynamic_config(Config& c, const std::string& set
   uint64_t version = 0;
   auto [vp, vec] = std::from_chars(suffix.data(), suffix.data() + suffix.size(), version, 16);
   c.config_version = vec == std::errc() && vp == suffix.data() + suffix.size() ? version : 0;
-  std::string raw;
+  std::string text{std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+  return parse_members(c, text, path, false);
+}
+}  // namespace
+
+std::optional<std::string> parse_members(Config& c, std::string_view text, const std::string& name,
+                                         bool version_inside) {
   int line_no = 0;
-  while (std::getline(f, raw)) {
+  while (!text.empty()) {
     ++line_no;
-    std::string where = path + ":" + std::to_string(line_no) + ": ";
-    std::string_view line = trim(raw);
+    size_t end = text.find('\n');
+    std::string_view line = trim(text.substr(0, end));
+    text.remove_prefix(end == std::string_view::npos ? text.size() : end + 1);
+    std::string where = name + ":" + std::to_string(line_no) + ": ";
     if (line.empty() || line.front() == '#' || line.front() == '!') continue;
     auto eq = line.find('=');
     if (eq == std::string_view::npos) return where + "expected key=value, got '" + shown(line) + "'";
     std::string key(trim(line.substr(0, eq)));
     std::string_view value = trim(line.substr(eq + 1));
     if (key.rfind("server.", 0) == 0) {
-      if (auto why = add_server(c, key, value, path + ":" + std::to_string(line_no)))
-        return where + key + "=" + std::string(value) + ": " + *why;
+      if (auto why = add_server(c, key, value, name + ":" + std::to_string(line_no)))
+        return where + key + "=" + shown(value) + ": " + *why;
+    } else if (key == "version" && version_inside) {
+      uint64_t version = 0;
+      auto [vp, vec] = std::from_chars(value.data(), value.data() + value.size(), version, 16);
+      if (vec != std::errc() || vp != value.data() + value.size())
+        return where + "version=" + shown(value) + ": not a hexadecimal number";
+      c.config_version = version;
     } else if (key == "version") {
       return where + "version=" + shown(value) + ": the version belongs in the file's name (zoo.cfg.dynamic." +
              shown(value) + "), not inside it, as ZooKeeper requires";
     } else if (key.rfind("group.", 0) == 0 || key.rfind("weight.", 0) == 0) {
       return where + key + ": hierarchical quorums (group.N, weight.N) are not supported";
     } else {
-      return where + "'" + shown(key) + "' does not belong in a dynamic configuration file (server.N lines only; "
+      return where + "'" + shown(key) + "' does not belong in a dynamic configuration (server.N lines only; "
                      "the rest goes in zoo.cfg)";
     }
   }
-  if (c.servers.empty()) return path + ": names no server.N (the members belong here)";
+  if (c.servers.empty()) return name + ": names no server.N (the members belong here)";
   return std::nullopt;
 }
-}  // namespace
 
 ConfigResult parse_config(std::string_view text, std::string_view file_name,
                           const std::vector<std::pair<std::string, std::string>>& properties) {

@@ -220,6 +220,11 @@ std::optional<std::string> read_my_id(Config& c);
 // a "server.N=host:quorumPort:electionPort:role[;clientHost:clientPort]" line for each member
 // in id order, then "version=<hex>"; empty for a standalone server, whose node stays empty.
 std::string config_node_text(const Config& c);
+// Adds the members `text` names (server.N lines, as a dynamic configuration file holds them) to
+// c.servers; with `version_inside`, a "version=<hex>" line sets c.config_version (the text of
+// /zookeeper/config and of a reconfig). An error names `name`, the line and the reason.
+std::optional<std::string> parse_members(Config& c, std::string_view text, const std::string& name,
+                                         bool version_inside);
 
 std::optional<std::string> check_ensemble(Config& c);
 // Checks a config assembled from command-line options as well as from a file.

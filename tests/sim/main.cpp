@@ -1,6 +1,6 @@
 // warden-sim: runs seeded simulations of whole replicas (tests/sim/simulation.hpp).
-//   warden-sim --seeds N [--first S] [--voters 3|5] [--observers K] [--plant BUG] [--stop]
-//   warden-sim --seed S [--voters 3|5] [--observers K] [--plant BUG] [--verbose] [--capture DIR]
+//   warden-sim --seeds N [--first S] [--voters 3|5] [--observers K] [--spares K] [--reconfig] [--plant BUG] [--stop]
+//   warden-sim --seed S [same shape options] [--verbose] [--capture DIR]
 // One line per failing seed (the seed and the broken invariant) and exit 1; or a summary and 0.
 #include <fmt/format.h>
 
@@ -15,9 +15,14 @@
 
 namespace {
 const char* usage =
-    "usage: warden-sim --seeds N [--first S] [--voters 3|5] [--observers K] [--plant BUG] [--stop]\n"
-    "       warden-sim --seed S [--voters 3|5] [--observers K] [--plant BUG] [--verbose] [--capture DIR]\n"
-    "BUG: commit-minority, skip-trunc or stale-vote (test-only bugs the checks must catch)\n"
+    "usage: warden-sim --seeds N [--first S] [--voters 3|5] [--observers K] [--spares K] [--reconfig] [--plant BUG]\n"
+    "                  [--stop]\n"
+    "       warden-sim --seed S [--voters 3|5] [--observers K] [--spares K] [--reconfig] [--plant BUG] [--verbose]\n"
+    "                  [--capture DIR]\n"
+    "--spares K: K more servers outside the first configuration (0 to 3)\n"
+    "--reconfig: the leader proposes random new configurations of all the servers among the faults\n"
+    "BUG: commit-minority, skip-trunc, stale-vote, commit-old-quorum-only or count-removed-member (test-only\n"
+    "     bugs the checks must catch; the last two need --reconfig)\n"
     "--stop: end at the first failing seed\n"
     "--capture DIR: write the first 300 delivered peer messages, one file each, as fuzzer inputs\n";
 
@@ -34,7 +39,7 @@ bool number(std::string_view s, uint64_t& out) {
 
 int main(int argc, char** argv) {
   warden::sim::SimOptions base;
-  uint64_t seeds = 0, first = 1, seed = 0, voters = 3, observers = 0;
+  uint64_t seeds = 0, first = 1, seed = 0, voters = 3, observers = 0, spares = 0;
   bool one = false, verbose = false, stop = false;
   std::string capture;
   for (int i = 1; i < argc; ++i) {
@@ -54,12 +59,18 @@ int main(int argc, char** argv) {
       if (!value(voters) || (voters != 3 && voters != 5 && voters != 1)) return bad("--voters takes 1, 3 or 5");
     } else if (a == "--observers") {
       if (!value(observers) || observers > 3) return bad("--observers takes 0 to 3");
+    } else if (a == "--spares") {
+      if (!value(spares) || spares > 3) return bad("--spares takes 0 to 3");
+    } else if (a == "--reconfig") {
+      base.reconfig = true;
     } else if (a == "--plant") {
       if (i + 1 >= argc) return bad("--plant needs a bug's name");
       std::string_view p = argv[++i];
       if (p == "commit-minority") base.plants.commit_minority = true;
       else if (p == "skip-trunc") base.plants.skip_trunc = true;
       else if (p == "stale-vote") base.plants.stale_vote = true;
+      else if (p == "commit-old-quorum-only") base.plants.commit_old_quorum_only = true;
+      else if (p == "count-removed-member") base.plants.count_removed_member = true;
       else return bad("unknown plant '" + std::string(p) + "'");
     } else if (a == "--verbose") {
       verbose = true;
@@ -76,6 +87,7 @@ int main(int argc, char** argv) {
   if (verbose && !one) return bad("--verbose goes with --seed");
   base.voters = static_cast<int>(voters);
   base.observers = static_cast<int>(observers);
+  base.spares = static_cast<int>(spares);
   if (verbose) base.trace = [](const std::string& line) { std::printf("%s\n", line.c_str()); };
   if (!capture.empty() && !one) return bad("--capture goes with --seed");
   int captured = 0;
@@ -108,6 +120,9 @@ int main(int argc, char** argv) {
       return 1;
     }
     std::printf("seed %llu passed: %s\n", static_cast<unsigned long long>(seed), totals(r).c_str());
+    if (base.reconfig) std::printf("reconfigs: %llu proposed, %llu committed\n",
+                                   static_cast<unsigned long long>(r.reconfigs),
+                                   static_cast<unsigned long long>(r.reconfigs_committed));
     return 0;
   }
   warden::sim::SimResult sum;
@@ -125,6 +140,8 @@ int main(int argc, char** argv) {
     sum.network_changes += r.network_changes;
     sum.disk_changes += r.disk_changes;
     sum.calm_stretches += r.calm_stretches;
+    sum.reconfigs += r.reconfigs;
+    sum.reconfigs_committed += r.reconfigs_committed;
     sum.max_settle_ms = std::max(sum.max_settle_ms, r.max_settle_ms);
     if (!r.ok) {
       ++failed;
@@ -138,6 +155,9 @@ int main(int argc, char** argv) {
               static_cast<unsigned long long>(first + ran - 1), static_cast<unsigned long long>(voters),
               static_cast<unsigned long long>(observers), secs, secs > 0 ? static_cast<double>(ran) / secs : 0.0,
               totals(sum).c_str());
+  if (base.reconfig)
+    std::printf("reconfigs: %llu proposed, %llu committed\n", static_cast<unsigned long long>(sum.reconfigs),
+                static_cast<unsigned long long>(sum.reconfigs_committed));
   // The closing line CTest's output is read for.
   std::printf("%llu passed, %llu failed\n", static_cast<unsigned long long>(ran - failed),
               static_cast<unsigned long long>(failed));

@@ -1,13 +1,14 @@
 """A planted bug must be caught: warden-sim with --plant BUG reports a failing seed (exit 1, a
-'seed N FAILED: ...' line) within the given number of seeds. A crash or a clean pass fails."""
+'seed N FAILED: ...' line) within the given number of seeds. A crash or a clean pass fails.
+Arguments: SIM BUG SEEDS VOTERS [more warden-sim options, e.g. --spares 2 --reconfig]."""
 import re
 import subprocess
 import sys
 
 
 def main():
-    sim, plant, seeds, voters = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
-    r = subprocess.run([sim, "--seeds", seeds, "--voters", voters, "--plant", plant, "--stop"],
+    sim, plant, seeds, voters, more = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5:]
+    r = subprocess.run([sim, "--seeds", seeds, "--voters", voters, "--plant", plant, "--stop"] + more,
                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=900)
     failing = re.findall(r"^seed (\d+) FAILED: (.*)$", r.stdout, re.M)
     caught = r.returncode == 1 and bool(failing)

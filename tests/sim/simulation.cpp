@@ -15,6 +15,7 @@
 #include "consensus/peer_codec.hpp"
 #include "server/data_tree.hpp"
 #include "server/prep.hpp"
+#include "server/reconfig/config_txn.hpp"
 #include "server/snapshot_walk.hpp"
 #include "server/txn.hpp"
 #include "wire/records.hpp"
@@ -75,12 +76,12 @@ bool load_tree(server::DataTree& tree, std::string_view bytes, Zxid at) {
 // core, its tree and, while it leads, its prep.
 struct Replica final : consensus::MemoryLog {
   PeerId id = 0;
-  bool observer = false;
   bool up = true;
   uint64_t incarnation = 0;  // a crash voids the disk writes and timers of the one before
   uint64_t log_gen = 0;      // a cut or a snapshot install voids the disk writes in flight
   // On disk.
   consensus::Epochs epochs;
+  consensus::Ensemble config;  // the configuration in force, as the core last reported it
   Zxid durable_zxid = 0;  // the log (MemoryLog's entries) is durable up to here
   Zxid commit_mark = 0;
   // The disk: one write at a time, taking disk_ms.
@@ -152,6 +153,7 @@ class World {
 
   // ---- load and faults
   void client_op();
+  void reconfigure(Replica& leader);
   std::optional<server::Txn> make_txn(Replica& leader);
   void fault();
   void begin_calm(int64_t until);
@@ -176,6 +178,7 @@ class World {
   std::map<Zxid, uint64_t> digests_;      // zxid -> tree digest after applying it (sampled)
   std::map<uint32_t, PeerId> leaders_;    // epoch -> the leader established in it
   std::map<Zxid, uint64_t> acked_;        // zxid -> hash of an acknowledged client write
+  std::map<Zxid, consensus::Ensemble> configs_;  // version -> the configuration any server put in force
   // Liveness: while every server is up, the network whole and the disks quick (a calm
   // stretch), a client write must commit within settle_bound_ms() of the stretch's start.
   int64_t calm_since_ = -1;   // the current calm stretch's start; -1: not calm
@@ -191,7 +194,12 @@ class World {
 consensus::PeerConfig World::config_of(const Replica& r) const {
   consensus::PeerConfig c;
   c.id = r.id;
-  for (const auto& o : reps_) (o.observer ? c.ensemble.observers : c.ensemble.voters).push_back(o.id);
+  c.ensemble = r.config;
+  c.config_of = [](std::string_view payload) -> std::optional<consensus::Ensemble> {
+    auto m = server::reconfig::members_in_txn(payload);
+    if (!m) return std::nullopt;
+    return consensus::Ensemble{m->voters, m->observers};
+  };
   c.init_limit = 10;
   c.sync_limit = 5;
   c.max_counter = max_counter_;
@@ -275,6 +283,15 @@ void World::process(Replica& r) {
       return fail(fmt::format("server {}: an epoch went back", r.id));
     r.epochs = *rd.epochs;
   }
+  if (rd.config) {
+    if (rd.config->version < r.config.version) return fail(fmt::format("server {}: its configuration went back", r.id));
+    auto [seen, fresh] = configs_.emplace(rd.config->version, *rd.config);
+    if (!fresh && !(seen->second == *rd.config))
+      return fail(fmt::format("two configurations of version {} came into force", hex(rd.config->version)));
+    r.config = *rd.config;
+    trace(fmt::format("server {} puts configuration {} in force: voters {}, observers {}", r.id,
+                      hex(r.config.version), fmt::join(r.config.voters, ","), fmt::join(r.config.observers, ",")));
+  }
   if (rd.truncate_after) {
     Zxid t = *rd.truncate_after;
     if (t < r.applied && t < r.last_zxid())
@@ -325,6 +342,7 @@ void World::apply_upto(Replica& r, Zxid c) {
       return fail(fmt::format("two servers hold different txns at the committed zxid {} (server {})", hex(e.zxid), r.id));
     auto txn = server::decode_txn(e.payload);
     if (!txn) return fail(fmt::format("server {}: the txn at {} does not decode", r.id, hex(e.zxid)));
+    if (fresh && txn->type == static_cast<int32_t>(wire::OpCode::reconfig)) ++result_.reconfigs_committed;
     std::vector<server::WatchTrigger> ignored;
     r.tree->apply(*txn, e.zxid, ignored);
     r.applied = e.zxid;
@@ -461,6 +479,35 @@ void World::client_op() {
   process(leader);
 }
 
+// A random new configuration of all the servers, proposed by the leader when it could be (no
+// other reconfig pending, a quorum of the new configuration synchronised with it, as
+// ZooKeeper's NewConfigNoQuorum demands).
+void World::reconfigure(Replica& leader) {
+  if (!leader.up || !leader.prep || !leader.peer->can_propose() || leader.peer->pending_config()) return;
+  std::vector<PeerId> ids;
+  for (const auto& r : reps_) ids.push_back(r.id);
+  std::shuffle(ids.begin(), ids.end(), rng_);
+  size_t voters = rand(4) == 0 ? 1 + rand(ids.size()) : std::min(ids.size(), static_cast<size_t>(3 + rand(3)));
+  consensus::Ensemble e;
+  e.voters.assign(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(voters));
+  for (size_t i = voters; i < ids.size(); ++i)
+    if (rand(3) == 0) e.observers.push_back(ids[i]);
+  std::sort(e.voters.begin(), e.voters.end());
+  std::sort(e.observers.begin(), e.observers.end());
+  if (!leader.peer->quorum_synced(e)) return;
+  std::string text;
+  for (const auto& r : reps_)
+    if (e.is_member(r.id))
+      text += fmt::format("server.{}=127.0.0.{}:2888:3888:{}\n", r.id, r.id, e.is_voter(r.id) ? "participant" : "observer");
+  auto z = leader.peer->propose(server::encode_txn(server::reconfig::config_txn(text, 0, 0, clock_base_ms + now_)));
+  if (!z) return;
+  ++result_.reconfigs;
+  leader.waiting.insert(*z);
+  trace(fmt::format("server {} proposes a reconfig at {}: voters {}, observers {}", leader.id, hex(*z),
+                    fmt::join(e.voters, ","), fmt::join(e.observers, ",")));
+  process(leader);
+}
+
 void World::fault() {
   if (!faults_on_) return;
   Event next{Event::fault};
@@ -530,6 +577,8 @@ void World::fault() {
     max_delay_ = 2 + static_cast<int64_t>(rand(60));
     ++result_.network_changes;
     trace(fmt::format("network: drop {:.3f}, duplicate {:.3f}, delay up to {} ms", drop_, dup_, max_delay_));
+  } else if (what >= 85 && opt_.reconfig) {
+    if (leader) reconfigure(rep(leader));
   } else if (what < 85) {
     Replica& r = reps_[rand(reps_.size())];
     r.disk_ms = rand(3) ? 1 + static_cast<int64_t>(rand(10)) : 50 + static_cast<int64_t>(rand(slowest_disk_ms - 50));
@@ -571,12 +620,14 @@ void World::begin_calm(int64_t until) {
 }
 
 SimResult World::run() {
-  int n = opt_.voters + opt_.observers;
+  int n = opt_.voters + opt_.observers + opt_.spares;
   reps_.resize(static_cast<size_t>(n));
   if (rand(4) == 0) max_counter_ = 20 + static_cast<uint32_t>(rand(60));  // epochs that run out
+  consensus::Ensemble first;
+  for (int i = 0; i < opt_.voters + opt_.observers; ++i) (i < opt_.voters ? first.voters : first.observers).push_back(i + 1);
   for (int i = 0; i < n; ++i) {
     reps_[static_cast<size_t>(i)].id = i + 1;
-    reps_[static_cast<size_t>(i)].observer = i >= opt_.voters;
+    reps_[static_cast<size_t>(i)].config = first;
     reps_[static_cast<size_t>(i)].snapshot_every = 20 + rand(200);
   }
   for (auto& r : reps_) start(r);

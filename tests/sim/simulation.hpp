@@ -17,6 +17,11 @@ struct SimOptions {
   uint64_t seed = 1;
   int voters = 3;
   int observers = 0;
+  // Servers outside the first configuration (they start too, and join as reconfigs name them),
+  // and whether reconfigs are among the faults: the leader proposes a random new configuration
+  // of all the servers (voters, observers, left out) now and then.
+  int spares = 0;
+  bool reconfig = false;
   consensus::Plants plants;
   // Simulated time with faults, then without any: the ensemble must settle and commit again.
   int64_t fault_ms = 20000;
@@ -37,6 +42,7 @@ struct SimResult {
   // Faults injected: crashes, partitions, changes of the network's drop/duplicate/delay, disks
   // made slow or quick.
   uint64_t crashes = 0, partitions = 0, network_changes = 0, disk_changes = 0;
+  uint64_t reconfigs = 0, reconfigs_committed = 0;  // proposed, and committed
   uint64_t calm_stretches = 0;  // stretches with every server up and the network whole, checked
   int64_t max_settle_ms = 0;    // the longest a calm stretch waited for its first commit
 };

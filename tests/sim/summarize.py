@@ -1,4 +1,5 @@
-"""Sums the outputs of many warden-sim --seeds runs (one file each, named VOTERS-OBSERVERS-FIRST.txt)
+"""Sums the outputs of many warden-sim --seeds runs (one file each, named VOTERS-OBSERVERS-FIRST.txt,
+OBSERVERS with an "r" for runs with two spare servers and reconfigs: --spares 2 --reconfig)
 per ensemble and in all, and lists every failing seed with the command that replays it. Exits 1
 when a seed failed or a run printed no summary (it crashed)."""
 import collections
@@ -31,8 +32,9 @@ def main(folder):
             value = int(value)
             t[name] = max(t[name], value) if name == "longest_ms" else t[name] + value
     for voters, observers, seed, why in failures:
+        shape = f"--observers {observers.rstrip('r')}" + (" --spares 2 --reconfig" if observers.endswith("r") else "")
         print(f"FAILED seed {seed} ({voters} voters, {observers} observers): {why}\n"
-              f"  replay: build/tests/sim/warden-sim --seed {seed} --voters {voters} --observers {observers} --verbose")
+              f"  replay: build/tests/sim/warden-sim --seed {seed} --voters {voters} {shape} --verbose")
     for name, tail in broken:
         print(f"run {name} printed no summary (a crash?):\n{tail}")
     grand = collections.Counter()

@@ -19,6 +19,10 @@ with tempfile.TemporaryDirectory() as d:
     checks.append((r.returncode == 1 and "FAILED seed 12 (5 voters, 1 observers)" in r.stdout
                    and "--seed 12 --voters 5 --observers 1" in r.stdout and "5-1-9.txt printed no summary" in r.stdout,
                    f"a failing seed and a broken run are named:\n{r.stdout}"))
+    (out / "3-0r-7.txt").write_text("seed 44 FAILED: t=1ms step=2: planted\n")
+    r = subprocess.run([sys.executable, str(here / "summarize.py"), d], capture_output=True, text=True)
+    checks.append((r.returncode == 1 and "--seed 44 --voters 3 --observers 0 --spares 2 --reconfig" in r.stdout,
+                   f"a reconfig run's seed replays with its options:\n{r.stdout}"))
 for ok, what in checks:
     if not ok:
         print("FAILED:", what)

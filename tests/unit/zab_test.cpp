@@ -239,6 +239,26 @@ TEST_CASE("peer messages: garbage is an error naming the problem, never a crash"
     c.mutable_snap_chunk()->set_zxid(0);
     CHECK(decode_peer_message(encode_peer_message(c)).error == "a snapshot chunk without a zxid");
   }
+  {  // configurations in votes
+    pb::PeerMessage v = vote(1, 1, 1, 0, 0, pb::LOOKING);
+    auto* c = v.mutable_vote()->mutable_config();
+    CHECK(decode_peer_message(encode_peer_message(v)).error == "a configuration without voters");
+    c->add_voters(1);
+    c->add_observers(2);
+    CHECK(decode_peer_message(encode_peer_message(v)).message);
+    c->add_voters(2);
+    CHECK(decode_peer_message(encode_peer_message(v)).error == "a configuration naming server 2 twice");
+    c->clear_observers();
+    c->set_version(-3);
+    CHECK(decode_peer_message(encode_peer_message(v)).error == "a configuration with a negative version");
+    c->set_version(1);
+    c->add_voters(900);
+    CHECK(decode_peer_message(encode_peer_message(v)).error == "a configuration naming server id 900");
+    c->clear_voters();
+    c->add_voters(1);
+    v.mutable_vote()->mutable_pending()->add_observers(3);
+    CHECK(decode_peer_message(encode_peer_message(v)).error == "a configuration without voters");
+  }
   std::string whole = encode_peer_message(m);
   for (size_t cut = 0; cut < whole.size(); ++cut) {  // every truncation of a valid message
     auto d = decode_peer_message(std::string_view(whole).substr(0, cut));
@@ -772,4 +792,103 @@ TEST_CASE("a member that accepted a later epoch than the leader's makes it look 
     CHECK(net.peers[id]->serving());
     CHECK(net.installed[id].first == restored);  // synced to the restored history (SNAP)
   }
+}
+
+namespace {
+// A reconfig's payload in these tests: "cfg:" and the voters, e.g. "cfg:1,4,5".
+std::optional<Ensemble> test_config_of(std::string_view payload) {
+  if (payload.substr(0, 4) != "cfg:") return std::nullopt;
+  Ensemble e;
+  for (char c : payload.substr(4))
+    if (c >= '1' && c <= '9') e.voters.push_back(c - '0');
+  return e;
+}
+}  // namespace
+
+TEST_CASE("a reconfig commits on a quorum of the old and of the new configuration, then the new one rules") {
+  // Voters 1, 2 and 3; servers 4 and 5 are outside the configuration and follow without counting.
+  Net net(5, {}, {}, [](PeerId, PeerConfig& c, MemLog&) {
+    c.ensemble.voters = {1, 2, 3};
+    c.config_of = test_config_of;
+  });
+  PeerId l = net.settle();
+  REQUIRE(l != 0);
+  REQUIRE(l <= 3);
+  net.ticks(3);
+  CHECK(net.peers[4]->role() == Role::following);
+  CHECK(net.peers[5]->role() == Role::following);
+  PeerId stays = l == 1 ? 2 : 1;           // an old voter in the new configuration
+  PeerId goes = 6 - l - stays;             // the other old voter, removed with the leader
+  Ensemble next;
+  next.voters = {stays, 4, 5};
+  std::sort(next.voters.begin(), next.voters.end());
+  CHECK(net.peers[l]->quorum_synced(next));
+  Ensemble unreachable;
+  unreachable.voters = {stays, 7, 8};
+  CHECK_FALSE(net.peers[l]->quorum_synced(unreachable));  // ZooKeeper's NewConfigNoQuorum
+
+  net.auto_durable = false;
+  std::string payload = "cfg:" + std::to_string(next.voters[0]) + "," + std::to_string(next.voters[1]) + "," +
+                        std::to_string(next.voters[2]);
+  auto z = net.peers[l]->propose(payload);
+  REQUIRE(z);
+  CHECK_FALSE(net.peers[l]->propose("cfg:1,2,3"));  // one reconfig at a time
+  REQUIRE(net.peers[l]->pending_config());
+  CHECK(net.peers[l]->pending_config()->first == *z);
+  net.drain(l);
+  net.deliver_all();
+  auto durable = [&](PeerId p) {
+    net.peers[p]->durable(*z);
+    net.drain(p);
+    net.deliver_all();
+  };
+  durable(l);
+  durable(goes);
+  CHECK(net.committed[l] < *z);  // a quorum of the old configuration alone
+  durable(4);
+  CHECK(net.committed[l] < *z);  // and one of the new
+  durable(5);
+  CHECK(net.committed[l] == *z);  // a quorum of both
+  CHECK(net.peers[l]->ensemble().voters == next.voters);
+  CHECK(net.peers[l]->ensemble().version == *z);
+  CHECK(net.peers[l]->role() == Role::looking);  // removed: it stops leading
+
+  net.auto_durable = true;
+  for (PeerId p : {stays, PeerId{4}, PeerId{5}}) durable(p);
+  PeerId l2 = net.settle();
+  REQUIRE(l2 != 0);
+  CHECK(next.is_voter(l2));
+  for (PeerId p = 1; p <= 5; ++p) CHECK(net.peers[p]->ensemble().version == *z);
+  // The new configuration's quorum alone commits now: the removed voters are cut off.
+  net.cut = {l, goes};
+  auto w = net.peers[l2]->propose("after");
+  REQUIRE(w);
+  net.drain(l2);
+  net.deliver_all();
+  CHECK(net.committed[l2] == *w);
+}
+
+TEST_CASE("a member that missed a reconfig learns the configuration in force from a vote") {
+  OnePeer p(2, {}, Epochs{1, 1});
+  pb::PeerMessage v = vote(1, 5, 4, make_zxid(3, 9), 3, pb::FOLLOWING);
+  auto* c = v.mutable_vote()->mutable_config();
+  c->set_version(make_zxid(3, 2));
+  for (int64_t id : {1, 2, 4}) c->add_voters(id);
+  p.peer->receive(1, v);
+  CHECK(p.peer->ensemble().version == make_zxid(3, 2));
+  CHECK(p.peer->ensemble().voters == std::vector<PeerId>{1, 2, 4});
+  auto r = p.peer->ready();
+  REQUIRE(r.config);
+  CHECK(r.config->version == make_zxid(3, 2));
+  // An older one, or one from a server outside the configuration, is not taken.
+  pb::PeerMessage old = vote(4, 5, 4, make_zxid(3, 9), 3, pb::FOLLOWING);
+  old.mutable_vote()->mutable_config()->set_version(make_zxid(3, 1));
+  old.mutable_vote()->mutable_config()->add_voters(9);
+  p.peer->receive(4, old);
+  pb::PeerMessage stranger = vote(7, 5, 7, make_zxid(3, 9), 3, pb::LOOKING);
+  stranger.mutable_vote()->mutable_config()->set_version(make_zxid(9, 9));
+  stranger.mutable_vote()->mutable_config()->add_voters(7);
+  p.peer->receive(7, stranger);
+  CHECK(p.peer->ensemble().version == make_zxid(3, 2));
+  CHECK(p.peer->ensemble().voters == std::vector<PeerId>{1, 2, 4});
 }
