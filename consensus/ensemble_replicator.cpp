@@ -112,6 +112,13 @@ void EnsembleReplicator::start(Zxid applied) {
   cfg.id = settings_.id;
   cfg.ensemble.voters = settings_.voters;
   cfg.ensemble.observers = settings_.observers;
+  cfg.ensemble.version = settings_.config_version;
+  if (settings_.config_of)
+    cfg.config_of = [of = settings_.config_of](std::string_view payload) -> std::optional<Ensemble> {
+      Ensemble e;
+      if (!of(payload, e.voters, e.observers)) return std::nullopt;
+      return e;
+    };
   cfg.init_limit = settings_.init_limit * settings_.subticks;
   cfg.sync_limit = settings_.sync_limit * settings_.subticks;
   cfg.stream_sync = static_cast<bool>(hooks_.stream);
@@ -250,6 +257,14 @@ EnsembleReplicator::LinkProgress EnsembleReplicator::link_progress() const {
   return {core_->peer->link(), core_->peer->link_sent(), core_->peer->link_acked()};
 }
 
+Zxid EnsembleReplicator::config_version() const { return core_->peer ? core_->peer->ensemble().version : 0; }
+
+bool EnsembleReplicator::reconfig_pending() const { return core_->peer && core_->peer->pending_config(); }
+
+bool EnsembleReplicator::quorum_synced(const std::vector<PeerId>& voters, const std::vector<PeerId>& observers) const {
+  return core_->peer && core_->peer->quorum_synced(Ensemble{voters, observers});
+}
+
 void EnsembleReplicator::save_state(bool epochs_changed) {
   storage::ReplicaState s;
   s.accepted_epoch = core_->peer->epochs().accepted;
@@ -285,6 +300,7 @@ void EnsembleReplicator::process() {
     Ready r = core_->peer->ready();
     bool work = !r.empty();
     if (r.epochs) save_state(true);
+    if (r.config && hooks_.config_changed) hooks_.config_changed(r.config->version, r.config->voters, r.config->observers);
     if (r.truncate_after) {
       if (hooks_.finish_writes) hooks_.finish_writes();
       store_.truncate_after(*r.truncate_after);

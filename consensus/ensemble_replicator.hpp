@@ -45,6 +45,11 @@ class EnsembleReplicator final : public Replicator {
     // ticks, so a finer one makes fail-over a fraction of a tickTime (ZooKeeper's election is
     // not bound to ticks either); the limits stay tickTime multiples.
     int subticks = 1;
+    // The configuration's version (its file's), and, with reconfigEnabled, how to tell a
+    // reconfig txn: true with the members it installs (server/reconfig/config_txn.hpp).
+    Zxid config_version = 0;
+    std::function<bool(std::string_view payload, std::vector<PeerId>& voters, std::vector<PeerId>& observers)>
+        config_of;
   };
   // Leader: a streamed sync to send (consensus/sync_streamer.hpp): the snapshot `snapshot`
   // (0: none) first, then `header` (the encoded Sync), then the entries in (after, upto], and
@@ -87,6 +92,9 @@ class EnsembleReplicator final : public Replicator {
     std::function<void()> finish_writes;                       // returns once every persist is written
     std::function<void(PeerId from, std::string payload)> request;  // leader: a forwarded request
     std::function<void()> role_changed;
+    // A configuration came into force (a reconfig committed, or one learnt from a member).
+    std::function<void(Zxid version, const std::vector<PeerId>& voters, const std::vector<PeerId>& observers)>
+        config_changed;
     // Leader: a voter acknowledged a proposal `micros` after it was made (the newest one its
     // ack covers); a proposal got its quorum `micros` after it was made.
     std::function<void(PeerId voter, int64_t micros)> acked;
@@ -124,6 +132,11 @@ class EnsembleReplicator final : public Replicator {
   size_t synced_followers() const;
   std::vector<LinkView> link_views() const;  // leader: its links
   Zxid last_proposed() const;                          // leader: its last proposal
+  // Reconfiguration: the version in force, whether a reconfig is pending, and (leader) whether
+  // a quorum of these voters is synchronised with it.
+  Zxid config_version() const;
+  bool reconfig_pending() const;
+  bool quorum_synced(const std::vector<PeerId>& voters, const std::vector<PeerId>& observers) const;
   // Follower or observer: its link to the leader (0: none), the seq of the last message sent on
   // it (a forward() is one message), and the last seq the leader said it received.
   struct LinkProgress {

@@ -280,6 +280,16 @@ void ZabPeer::on_vote(PeerId from, const pb::PeerMessage& m) {
       on_vote(from, m);
       return;
     }
+    if (v.state() == pb::LEADING && from == leader_ && role_ != Role::leading && link_ != 0 &&
+        v.epoch() != link_epoch_) {
+      // Our leader leads again, in a leadership other than the one our link belongs to (it
+      // looked and was elected again while we missed it): that link is dead. Join the new one
+      // now, not after initLimit (simulator seed 7101796 with reconfigs, where a pending
+      // configuration needed this follower for every quorum, waited it out at each attempt).
+      become_looking();
+      on_vote(from, m);
+      return;
+    }
     if (v.state() == pb::LOOKING) {
       send_vote(from);  // tell it who leads
     } else if (v.state() == pb::LEADING && from == leader_ && role_ != Role::leading &&

@@ -123,7 +123,6 @@ bool quorum_peer_config_key(std::string_view key) {
 // Keys ZooKeeper knows that Warden accepts and does not use yet, so they draw no warning.
 bool known_unused(std::string_view key) {
   return key == "preAllocSize" || key == "metricsProvider.exportJvmInfo" ||
-         key == "standaloneEnabled" || key == "reconfigEnabled" ||
          key == "electionAlg" || key == "quorumListenOnAllIPs";
 }
 }  // namespace
@@ -297,6 +296,10 @@ ConfigResult parse_config(std::string_view text, std::string_view file_name,
       if (!parse_bool(value, c.extended_types)) err = bad("must be true or false");
     } else if (key == "readonlymode.enabled" || key == "zookeeper.readonlymode.enabled") {
       if (!parse_bool(value, c.read_only_mode)) err = bad("must be true or false");
+    } else if (key == "reconfigEnabled") {
+      if (!parse_bool(value, c.reconfig_enabled)) err = bad("must be true or false");
+    } else if (key == "standaloneEnabled") {
+      if (!parse_bool(value, c.standalone_enabled)) err = bad("must be true or false");
     } else if (key == "linearizableReads") {
       if (!parse_bool(value, c.linearizable_reads)) err = bad("must be true or false");
     } else if (key == "enforceQuota" || key == "zookeeper.enforceQuota") {
@@ -509,9 +512,15 @@ ConfigResult parse_config(std::string_view text, std::string_view file_name,
 
 std::string config_node_text(const Config& c) {
   if (!c.ensemble()) return {};
+  char version[24];
+  std::snprintf(version, sizeof version, "%llx", static_cast<unsigned long long>(c.config_version));
+  return members_text(c.servers) + "version=" + version;
+}
+
+std::string members_text(const std::map<int64_t, PeerEntry>& servers) {
   auto host = [](const std::string& h) { return h.find(':') == std::string::npos ? h : "[" + h + "]"; };
   std::string out;
-  for (const auto& [id, e] : c.servers) {
+  for (const auto& [id, e] : servers) {
     out += "server." + std::to_string(id) + "=" + host(e.host) + ":" + std::to_string(e.quorum_port) + ":" +
            std::to_string(e.election_port) + ":" + e.role;
     // A client address given on the line is part of it (0.0.0.0 when only a port is given);
@@ -520,9 +529,7 @@ std::string config_node_text(const Config& c) {
       out += ";" + host(e.client_host.empty() ? "0.0.0.0" : e.client_host) + ":" + std::to_string(e.client_port);
     out += "\n";
   }
-  char version[24];
-  std::snprintf(version, sizeof version, "%llx", static_cast<unsigned long long>(c.config_version));
-  return out + "version=" + version;
+  return out;
 }
 
 std::optional<std::string> check_ensemble(Config& c) {

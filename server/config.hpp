@@ -163,6 +163,10 @@ struct Config {
   // ZooKeeper's read-only mode (readonlymode.enabled): a member without a quorum serves reads to
   // clients that allow it.
   bool read_only_mode = false;
+  // reconfigEnabled: clients may reconfigure the ensemble (ZooKeeper's default: false);
+  // standaloneEnabled: a lone server runs standalone and a reconfig keeps two voters (true).
+  bool reconfig_enabled = false;
+  bool standalone_enabled = true;
   // Refuse creates and sets past a hard quota with QuotaExceeded (ZooKeeper's enforceQuota).
   bool enforce_quota = false;
   // Four-letter words that run (4lw.commands.whitelist); "*" for all. ZooKeeper's default.
@@ -220,6 +224,8 @@ std::optional<std::string> read_my_id(Config& c);
 // a "server.N=host:quorumPort:electionPort:role[;clientHost:clientPort]" line for each member
 // in id order, then "version=<hex>"; empty for a standalone server, whose node stays empty.
 std::string config_node_text(const Config& c);
+// The server.N lines alone, one per member in id order, each ending in a newline.
+std::string members_text(const std::map<int64_t, PeerEntry>& servers);
 // Adds the members `text` names (server.N lines, as a dynamic configuration file holds them) to
 // c.servers; with `version_inside`, a "version=<hex>" line sets c.config_version (the text of
 // /zookeeper/config and of a reconfig). An error names `name`, the line and the reason.

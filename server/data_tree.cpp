@@ -1,5 +1,6 @@
 #include "server/data_tree.hpp"
 
+#include <fmt/format.h>
 #include <zlib.h>
 
 #include <cassert>
@@ -580,9 +581,15 @@ ApplyResult DataTree::apply_one(int32_t type, const TxnBody& body, const Txn& t,
             r.err = Err::noNode;
             return;
           }
-          int64_t diff = (b.data ? static_cast<int64_t>(b.data->size()) : 0) - at.node->data_size();
+          // A reconfig's text gets its version, the txn's zxid, as ZooKeeper's configuration
+          // text ends: the zxid is not known when prep makes the txn.
+          wire::Bytes reconfigured;
+          if (type == static_cast<int32_t>(wire::OpCode::reconfig))
+            reconfigured = b.data.value_or("") + fmt::format("version={:x}", static_cast<uint64_t>(zxid));
+          const wire::Bytes& data = reconfigured ? reconfigured : b.data;
+          int64_t diff = (data ? static_cast<int64_t>(data->size()) : 0) - at.node->data_size();
           zk_digest_ -= node_zk_digest(b.path, *at.node);
-          Node* n = set_data(at, b.data);
+          Node* n = set_data(at, data);
           n->version = b.version;
           n->mzxid = zxid;
           n->mtime = t.time;

@@ -171,6 +171,21 @@ Prep::Outcome Prep::prep_set_data(const wire::SetDataRequest& req, const AuthIds
   return SetDataTxn{req.path, req.data, *v};
 }
 
+Prep::Outcome Prep::prep_reconfig(const wire::ReconfigRequest& req, const AuthIds& auth) {
+  // Without a gate (a tree no ensemble serves) there is nothing to reconfigure; ZooKeeper's
+  // reconfigEnabled defaults to false.
+  if (!reconfig_) return Err::reconfigDisabled;
+  const Node* node = tree_.find(reconfig::config_node);
+  if (!node) return Err::noNode;
+  auto planned = reconfig::plan(req, node->data(), *reconfig_);
+  if (auto* e = std::get_if<Err>(&planned)) return *e;
+  // Last, as ZooKeeper checks it: the super user, or write permission on /zookeeper/config.
+  auto config = view(std::string(reconfig::config_node));
+  if (!config || !acl_allows(*config->acl, wire::perms::write, auth)) return Err::noAuth;
+  stage(std::string(reconfig::config_node), *config, nullptr);
+  return SetDataTxn{std::string(reconfig::config_node), std::get<reconfig::Plan>(std::move(planned)).text, -1};
+}
+
 Prep::Outcome Prep::prep_set_acl(const wire::SetACLRequest& req, const AuthIds& auth, Undo* undo) {
   if (!valid_path(req.path)) return Err::badArguments;
   auto acl = fixup_acl(req.acl, auth, sasl_acls_);
@@ -325,6 +340,9 @@ Txn Prep::prepare(const PrepRequest& r) {
       break;
     case OpCode::multi:
       t.body = prep_multi(r.body, auth);
+      break;
+    case OpCode::reconfig:
+      with.operator()<wire::ReconfigRequest>([&](const auto& q) { return prep_reconfig(q, auth); });
       break;
     default:
       t.body = ErrorTxn{static_cast<int32_t>(Err::unimplemented)};

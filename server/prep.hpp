@@ -20,6 +20,7 @@
 
 #include "server/acl.hpp"
 #include "server/data_tree.hpp"
+#include "server/reconfig/reconfig_request.hpp"
 #include "server/txn.hpp"
 
 namespace warden::server {
@@ -54,6 +55,8 @@ class Prep {
     pending_.clear();
     staged_order_.clear();
   }
+  // What a reconfig is checked against (the ensemble's replicator); none: ReconfigDisabled.
+  void set_reconfig(const reconfig::Gate* gate) { reconfig_ = gate; }
   // Paths in the overlay: bounded by what is in flight.
   size_t overlay_size() const { return pending_.size(); }
 
@@ -84,11 +87,13 @@ class Prep {
   Outcome prep_check(const wire::CheckVersionRequest& req, const AuthIds& auth);
   Outcome prep_op(wire::OpCode type, const wire::MultiOpRecord& rec, const AuthIds& auth, Undo* undo);
   TxnBody prep_multi(std::string_view body, const AuthIds& auth);
+  Outcome prep_reconfig(const wire::ReconfigRequest& req, const AuthIds& auth);
 
   const DataTree& tree_;
   bool extended_types_;
   bool enforce_quota_;
   bool sasl_acls_ = false;  // ACLs may name sasl ids (ZooKeeper's SASL provider is configured)
+  const reconfig::Gate* reconfig_ = nullptr;
   int64_t quota_logged_ms_ = 0;  // soft-limit lines: at most one a second
   // ZooKeeper's checkQuota: a change of `count_diff` nodes and `bytes_diff` bytes under a quota.
   // Past a limit it logs; past a hard limit, with enforceQuota, the change is refused.

@@ -36,6 +36,7 @@
 #include "server/auth/quorum_sasl.hpp"
 #include "server/auth/sasl_server.hpp"
 #include "server/four_letter.hpp"
+#include "server/reconfig/config_txn.hpp"
 #include "server/send_queue.hpp"
 #include "server/snapshot_walk.hpp"
 #include "server/tls/tls_context.hpp"
@@ -502,6 +503,9 @@ struct MemberView final : Ensemble {
     auto p = r->link_progress();
     return {p.link, p.sent, p.acked};
   }
+  bool reconfig_pending() const override { return r->reconfig_pending(); }
+  Zxid config_version() const override { return r->config_version(); }
+  bool quorum_synced(const reconfig::Members& m) const override { return r->quorum_synced(m.voters, m.observers); }
   std::string mode() const override {
     std::string role = r->role_name();
     if (role == "leading") return "leader";
@@ -692,6 +696,8 @@ struct ServerRuntime::Impl {
     o.container_check_interval_ms = c.container_check_interval_ms;
     o.sessionless_timeout_ms = c.sessionless_timeout_ms;
     o.read_only_mode = c.read_only_mode && c.ensemble();
+    o.reconfig_enabled = c.reconfig_enabled;
+    o.standalone_enabled = c.standalone_enabled;
     o.super_digest = c.super_digest;
     o.enforce_quota = c.enforce_quota;
     o.linearizable_reads = c.linearizable_reads;
@@ -1301,6 +1307,15 @@ struct ServerRuntime::Impl {
     s.init_limit = config.init_limit;
     s.sync_limit = config.sync_limit;
     s.subticks = subticks();
+    s.config_version = static_cast<Zxid>(config.config_version);
+    if (config.reconfig_enabled)
+      s.config_of = [](std::string_view payload, std::vector<int64_t>& voters, std::vector<int64_t>& observers) {
+        auto m = reconfig::members_in_txn(payload);
+        if (!m) return false;
+        voters = std::move(m->voters);
+        observers = std::move(m->observers);
+        return true;
+      };
     consensus::EnsembleReplicator::Hooks h;
     h.send = [this](int64_t to, std::string m, bool vote, uint64_t link) {
       if (!vote && streamer && streamer->hold(to, link, m)) return;
@@ -1334,6 +1349,10 @@ struct ServerRuntime::Impl {
       server->receive_forwarded(from, payload);
     };
     h.role_changed = [this] { on_role_changed(); };
+    h.config_changed = [this](Zxid version, const std::vector<int64_t>& voters, const std::vector<int64_t>& observers) {
+      spdlog::info("configuration 0x{:x} in force: voters {}, observers {}", static_cast<uint64_t>(version),
+                   fmt::join(voters, ","), fmt::join(observers, ","));
+    };
     h.acked = [this](int64_t voter, int64_t micros) {
       auto& s = metrics.ack_micros[voter];
       if (!s) s = std::make_unique<admin::Summary>(true);

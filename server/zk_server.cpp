@@ -60,6 +60,7 @@ ZkServer::ZkServer(ServerOptions opts, consensus::Replicator& replicator, Clock 
       sessions_(opts.tick_ms),
       rng_(opts.random_seed ? *opts.random_seed : std::random_device{}()) {
   tree_.enable_zk_digest(opts.digest_enabled);
+  prep_.set_reconfig(&reconfig_gate_);
   write_config_node();
   sessions_.seed_ids(clock_(), opts_.server_id);
   replicator_.set_commit_handler([this](Zxid z, std::string_view p) { on_commit(z, p); });
@@ -67,7 +68,11 @@ ZkServer::ZkServer(ServerOptions opts, consensus::Replicator& replicator, Clock 
 }
 
 void ZkServer::write_config_node() {
-  if (!opts_.config_node.empty()) tree_.set_config_node(opts_.config_node, opts_.config_version, clock_());
+  if (opts_.config_node.empty()) return;
+  // A newer configuration from a reconfig (in a snapshot, or replayed from the log) stays.
+  const Node* now = tree_.find(reconfig::config_node);
+  if (now && now->mzxid > opts_.config_version) return;
+  tree_.set_config_node(opts_.config_node, opts_.config_version, clock_());
 }
 
 ZkServer::Conn* ZkServer::conn(ConnId id) {
@@ -563,7 +568,6 @@ void ZkServer::handle_request(ConnId id, Conn& c, std::string_view payload) {
     case OpCode::checkWatches:
     case OpCode::removeWatches:
     case OpCode::sasl:
-    case OpCode::reconfig:
       handle_other(id, c, op, h.xid, body);
       return;
     default:
@@ -750,10 +754,6 @@ void ZkServer::handle_other(ConnId id, Conn& c, OpCode op, int32_t xid, std::str
       ++counters_.auth_failed;
       send_reply(id, xid, last, Err::authFailed);
       return close_conn(id);
-    case OpCode::reconfig:
-      // As a ZooKeeper with reconfigEnabled=false (its default) answers; an ensemble of one
-      // has nothing to reconfigure.
-      return send_reply(id, xid, last, Err::reconfigDisabled);
     default:
       return send_reply(id, xid, last, Err::unimplemented);
   }
@@ -1265,6 +1265,12 @@ void ZkServer::reply_write(const Pending& p, const Txn& txn, const ApplyResult& 
     case OpCode::setData:
     case OpCode::setACL:
       return send_reply(p.conn, p.xid, zxid, wire::StatResponse{r.stat});
+    case OpCode::reconfig: {
+      // ZooKeeper answers with the configuration now in force and the node's Stat.
+      const Node* config = tree_.find(reconfig::config_node);
+      return send_reply(p.conn, p.xid, zxid,
+                        wire::GetDataResponse{config ? config->data_bytes() : std::nullopt, r.stat});
+    }
     case OpCode::multi:
       // A failed multi still says OK in its header; the per-op results carry the errors.
       send_frame(*c, reply_frame(wire::ReplyHeader{p.xid, zxid, 0},

@@ -86,6 +86,14 @@ class Ensemble {
     uint64_t link = 0, sent = 0, acked = 0;
   };
   virtual Progress progress() const { return {}; }
+  // Reconfiguration (reconfig::Gate): a reconfig pending, the version in force, and (leader)
+  // whether a quorum of `m`'s voters is synchronised with this leader.
+  virtual bool reconfig_pending() const { return false; }
+  virtual Zxid config_version() const { return 0; }
+  virtual bool quorum_synced(const reconfig::Members& m) const {
+    (void)m;
+    return false;
+  }
 };
 
 struct ServerOptions {
@@ -114,6 +122,10 @@ struct ServerOptions {
   bool linearizable_reads = false;
   // Config::read_only_mode (members of an ensemble only).
   bool read_only_mode = false;
+  // reconfigEnabled (ZooKeeper's default: false) and standaloneEnabled (default: true; a
+  // reconfig must then leave at least two voters).
+  bool reconfig_enabled = false;
+  bool standalone_enabled = true;
   // Config::enforce_auth_schemes when enforce.auth.enabled; empty: no enforcement.
   std::vector<std::string> enforce_auth_schemes;
   // SASL (opcode 102): a new exchange per connection; empty: no SASL offered (answered as a
@@ -417,6 +429,17 @@ class ZkServer {
   bool owns(SessionId s, int64_t member);
   Clock clock_;
   DataTree tree_;
+  // What prep checks a reconfig against: these options and the ensemble.
+  struct ReconfigGate final : reconfig::Gate {
+    const ZkServer& s;
+    explicit ReconfigGate(const ZkServer& server) : s(server) {}
+    bool enabled() const override { return s.opts_.reconfig_enabled; }
+    bool ensemble() const override { return s.ensemble_ != nullptr; }
+    bool standalone_enabled() const override { return s.opts_.standalone_enabled; }
+    bool in_progress() const override { return s.ensemble_ && s.ensemble_->reconfig_pending(); }
+    int64_t version() const override { return s.ensemble_ ? s.ensemble_->config_version() : 0; }
+    bool quorum_synced(const reconfig::Members& m) const override { return s.ensemble_ && s.ensemble_->quorum_synced(m); }
+  } reconfig_gate_{*this};
   Prep prep_;
   SessionTable sessions_;
   WatchManager watches_;

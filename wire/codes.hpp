@@ -156,6 +156,7 @@ inline bool is_write(OpCode op) {
     case OpCode::setACL:
     case OpCode::check:
     case OpCode::multi:
+    case OpCode::reconfig:  // it sets /zookeeper/config, through the leader
       return true;
     default:
       return false;

@@ -261,9 +261,11 @@ struct ErrorResponse {
   WIRE_FIELDS(err)
 };
 struct ReconfigRequest {
-  std::string joiningServers;
-  std::string leavingServers;
-  std::string newMembers;
+  // Each may be null (ZooKeeper's clients send null for what they leave out): a non-null
+  // newMembers asks for a non-incremental change.
+  Bytes joiningServers;
+  Bytes leavingServers;
+  Bytes newMembers;
   int64_t curConfigId = 0;
   WIRE_FIELDS(joiningServers, leavingServers, newMembers, curConfigId)
 };
