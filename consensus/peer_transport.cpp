@@ -714,25 +714,25 @@ struct PeerTransport::Impl {
     });
   }
 
-  // Each member's host, resolved once at start (a member's own included).
+  // Each member's host, resolved once at start (a member's own included), or as it is added.
   void resolve_members() {
+    for (const auto& [id, m] : members) resolve(id, m);
+  }
+  void resolve(int64_t id, const Member& m) {
     tcp::resolver resolver(io);
-    for (const auto& [id, m] : members) {
-      boost::system::error_code ec;
-      auto results = resolver.resolve(m.host, std::to_string(m.quorum_port), ec);
-      std::vector<std::string> found;
-      if (!ec)
-        for (const auto& r : results) {
-          auto a = r.endpoint().address();
-          if (a.is_v6() && a.to_v6().is_v4_mapped()) a = asio::ip::make_address_v4(asio::ip::v4_mapped, a.to_v6());
-          found.push_back(a.to_string());
-        }
-      if (found.empty())
-        spdlog::warn("server {}'s host {} does not resolve now: its connections are not checked against it", id,
-                     m.host);
-      if (id == self && !found.empty()) own_address = found.front();
-      addresses[id] = std::move(found);
-    }
+    boost::system::error_code ec;
+    auto results = resolver.resolve(m.host, std::to_string(m.quorum_port), ec);
+    std::vector<std::string> found;
+    if (!ec)
+      for (const auto& r : results) {
+        auto a = r.endpoint().address();
+        if (a.is_v6() && a.to_v6().is_v4_mapped()) a = asio::ip::make_address_v4(asio::ip::v4_mapped, a.to_v6());
+        found.push_back(a.to_string());
+      }
+    if (found.empty())
+      spdlog::warn("server {}'s host {} does not resolve now: its connections are not checked against it", id, m.host);
+    if (id == self && !found.empty()) own_address = found.front();
+    addresses[id] = std::move(found);
   }
 };
 
@@ -762,6 +762,29 @@ void PeerTransport::start() {
   auto early = std::move(i.early);
   i.early.clear();
   for (auto& [to, bytes, vote] : early) send(to, std::move(bytes), vote);
+}
+
+void PeerTransport::add_members(const std::vector<Member>& members) {
+  auto& i = *impl_;
+  for (const auto& m : members) {
+    auto known = i.members.find(m.id);
+    if (known != i.members.end()) {
+      const Member& k = known->second;
+      if (k.host != m.host || k.quorum_port != m.quorum_port || k.election_port != m.election_port)
+        spdlog::warn("server {} is now at {}:{}:{}; this member reaches it at {}:{}:{} until it restarts", m.id, m.host,
+                     m.quorum_port, m.election_port, k.host, k.quorum_port, k.election_port);
+      continue;
+    }
+    spdlog::info("server {} joins at {}:{}:{}", m.id, m.host, m.quorum_port, m.election_port);
+    i.members[m.id] = m;
+    if (!i.started || i.stopping) continue;  // start() resolves and connects to every member
+    i.resolve(m.id, m);
+    for (bool vote : {false, true}) {
+      auto o = std::make_unique<Impl::Outgoing>(i, m, vote);
+      o->connect();
+      i.out.emplace(std::make_pair(m.id, vote), std::move(o));
+    }
+  }
 }
 
 void PeerTransport::set_tls(Tls tls) { impl_->tls = std::move(tls); }

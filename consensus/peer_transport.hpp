@@ -140,6 +140,11 @@ class PeerTransport {
   size_t queued(int64_t member) const;
   // Messages queued for it (the same bytes' frames).
   size_t queued_frames(int64_t member) const;
+  // Members a reconfig added (zoo.cfg's text in /zookeeper/config): connected to, and their
+  // hellos taken, from now on. A member already known keeps its addresses until a restart (a
+  // changed one is logged); none is forgotten, so a removed member can still follow as a
+  // server outside the configuration and be added back.
+  void add_members(const std::vector<Member>& members);
   // Queues an encoded message for `to`; `vote` picks the election port's connection.
   void send(int64_t to, std::string bytes, bool vote);
   void stop();

@@ -656,6 +656,7 @@ ConfigResult load_config(const std::string& file_name) {
   auto parsed = parse_config(ss.str(), file_name, jvm_flag_properties(flags));
   if (auto* c = std::get_if<Config>(&parsed)) {
     c->config_text = ss.str();
+    c->config_file = file_name;
     if (auto why = read_my_id(*c)) return *why;
     if (auto why = check_ensemble(*c)) return *why;
   }

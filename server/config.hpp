@@ -175,6 +175,9 @@ struct Config {
   // dynamicConfigFile (ZooKeeper 3.5+): the server.N lines live in that file; the
   // configuration's version is its name's hex suffix (zoo.cfg.dynamic.100000000; 0 without).
   std::string dynamic_config_file;
+  // The file the configuration was loaded from (load_config); empty otherwise. A reconfig
+  // writes the new zoo.cfg.dynamic.<version> beside it and points it there, as ZooKeeper does.
+  std::string config_file;
   uint64_t config_version = 0;
   // peerType: this server's role, which its own server.N line decides in the end (as ZooKeeper).
   std::string peer_type = "participant";

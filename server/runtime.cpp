@@ -18,6 +18,7 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <mutex>
 #include <random>
@@ -68,6 +69,36 @@ int64_t ms_since(std::chrono::steady_clock::time_point t) {
 int64_t wall_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
       .count();
+}
+
+// Writes `path` whole or not at all: a file beside it, synced, renamed over it, and the folder
+// synced. False with the reason in `error`.
+bool write_file_atomically(const std::string& path, std::string_view text, std::string& error) {
+  std::string temp = path + ".next";
+  int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return error = temp + ": " + std::strerror(errno), false;
+  bool ok = true;
+  for (size_t done = 0; ok && done < text.size();) {
+    ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    ok = n > 0;
+    if (ok) done += static_cast<size_t>(n);
+  }
+  ok = ok && ::fsync(fd) == 0;
+  if (!ok) error = temp + ": " + std::strerror(errno);
+  ::close(fd);
+  if (ok && ::rename(temp.c_str(), path.c_str()) != 0) ok = false, error = path + ": " + std::strerror(errno);
+  if (!ok) {
+    ::unlink(temp.c_str());
+    return false;
+  }
+  std::string dir = std::filesystem::path(path).parent_path().string();
+  int dfd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd >= 0) {
+    ::fsync(dfd);
+    ::close(dfd);
+  }
+  return true;
 }
 
 // How much one read takes from a socket: large enough to take many pipelined requests at once.
@@ -534,6 +565,7 @@ struct ServerRuntime::Impl {
   } receiving;
   asio::steady_timer peer_ticker{io};
   MemberView member_view;
+  Zxid persisted_config = 0;  // the newest configuration written by config_in_force
   std::unique_ptr<ZkServer> server;
   std::unique_ptr<storage::GroupCommitter> committer;  // with a durable log only
   tcp::acceptor acceptor{io};         // clientPort (plaintext, or either with client.portUnification)
@@ -1203,6 +1235,7 @@ struct ServerRuntime::Impl {
       server = std::make_unique<ZkServer>(server_options(), *ensemble, wall_ms);
       member_view.r = ensemble.get();
       server->set_ensemble(&member_view);
+      server->set_on_config([this](std::string_view text, Zxid version) { config_in_force(text, version); });
     } else {
       replicator = std::make_unique<consensus::ZabReplicator>(*log,
                                                               [this](storage::LogEntry e) { persist(std::move(e)); });
@@ -1295,8 +1328,43 @@ struct ServerRuntime::Impl {
       replicator->start(applied);
   }
 
+  // A reconfig's configuration, applied to the tree: its new members are reached, and it is
+  // written as ZooKeeper writes it, zoo.cfg.dynamic.<version> beside the configuration file,
+  // which then names it in dynamicConfigFile (its server.N lines go), so that a restart starts
+  // from it.
+  void config_in_force(std::string_view text, Zxid version) {
+    if (version <= persisted_config) return;
+    persisted_config = version;
+    Config next;
+    if (auto why = parse_members(next, text, "/zookeeper/config", true)) {
+      spdlog::error("the configuration 0x{:x} does not parse: {}", static_cast<uint64_t>(version), *why);
+      return;
+    }
+    std::vector<consensus::PeerTransport::Member> members;
+    for (const auto& [id, e] : next.servers)
+      members.push_back({id, e.host, static_cast<uint16_t>(e.quorum_port), static_cast<uint16_t>(e.election_port)});
+    if (transport) transport->add_members(members);
+    if (config.config_file.empty()) return;
+    std::string dynamic = fmt::format("{}.dynamic.{:x}", config.config_file, static_cast<uint64_t>(version));
+    std::string static_text;
+    {
+      std::ifstream in(config.config_file);
+      std::string line;
+      while (std::getline(in, line))
+        if (line.rfind("server.", 0) != 0 && line.rfind("dynamicConfigFile", 0) != 0) static_text += line + "\n";
+    }
+    static_text += "dynamicConfigFile=" + dynamic + "\n";
+    std::string error;
+    if (!write_file_atomically(dynamic, members_text(next.servers), error) ||
+        !write_file_atomically(config.config_file, static_text, error))
+      spdlog::error("cannot write the configuration 0x{:x}: {}", static_cast<uint64_t>(version), error);
+    else
+      spdlog::info("configuration 0x{:x} written to {}", static_cast<uint64_t>(version), dynamic);
+  }
+
   // This member's replicator and peer transport, from the server.N lines.
   void make_member() {
+    persisted_config = static_cast<Zxid>(config.config_version);
     consensus::EnsembleReplicator::Settings s;
     s.id = *config.my_id;
     std::vector<consensus::PeerTransport::Member> members;

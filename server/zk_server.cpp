@@ -1153,8 +1153,14 @@ void ZkServer::leadership_lost() {
   sessions_.reopen_closing(clock_());
 }
 
+void ZkServer::config_applied() {
+  const Node* n = tree_.find(reconfig::config_node);
+  if (on_config_ && n && n->mzxid > opts_.config_version) on_config_(n->data(), n->mzxid);
+}
+
 ApplyResult ZkServer::apply(const Txn& txn, Zxid zxid, std::vector<WatchTrigger>& triggers) {
   ApplyResult r = tree_.apply(txn, zxid, triggers);
+  if (txn.type == static_cast<int32_t>(OpCode::reconfig) && r.err == Err::ok) config_applied();
   if (auto* cs = std::get_if<CreateSessionTxn>(&txn.body)) {
     sessions_.add(txn.session, cs->timeout, cs->passwd, clock_());
     sessions_.saw_id(txn.session);  // whoever made it, this server never hands that id out again

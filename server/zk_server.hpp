@@ -150,6 +150,9 @@ class ZkServer {
 
   // Makes this server a member of an ensemble (before any connection).
   void set_ensemble(Ensemble* e) { ensemble_ = e; }
+  // Called with /zookeeper/config's text and version each time a reconfig is applied (from the
+  // log, or a snapshot that brought a newer one): the host reaches new members and persists it.
+  void set_on_config(std::function<void(std::string_view text, Zxid version)> f) { on_config_ = std::move(f); }
   // Leader: a request a follower or observer forwarded (forward.hpp); garbage is logged and
   // dropped.
   // `from`: the member (its server id) it came from.
@@ -201,6 +204,7 @@ class ZkServer {
   void finish_snapshot_load(Zxid at) {
     tree_.finish_load(at);
     write_config_node();  // each member's own, as ZooKeeper writes it after every load
+    config_applied();
   }
   bool relabel_loaded_acl(std::string_view path, const wire::AclList& acl) { return tree_.relabel_acl(path, acl); }
 
@@ -401,6 +405,9 @@ class ZkServer {
   ServerOptions opts_;
   consensus::Replicator& replicator_;
   Ensemble* ensemble_ = nullptr;
+  std::function<void(std::string_view, Zxid)> on_config_;
+  // Hands /zookeeper/config to on_config_ when a reconfig put it there.
+  void config_applied();
   std::vector<SessionId> touched_;  // follower: sessions its clients kept alive since the last tick
   // Leader: the member whose client connection holds each session (0: this server), as
   // ZooKeeper's session owner. A request from a member that is not the owner fails with

@@ -10,6 +10,7 @@ writes go on), a non-incremental member list, and a member restarted from its ol
 rejoins the configuration in force. Writes made between the changes are all there at the end."""
 import base64
 import hashlib
+import os
 import threading
 
 from kazoo.client import KazooClient
@@ -17,7 +18,7 @@ from kazoo.exceptions import BadArgumentsError, BadVersionError, NewConfigNoQuor
 
 import support
 from support import wait_until
-from ensemble import Ensemble
+from ensemble import Ensemble, Member
 
 c = support.Checks("reconfig")
 
@@ -37,6 +38,23 @@ def members_of(text):
 def line_of(member, role):
     return (f"server.{member.id}=127.0.0.1:{member.quorum_port}:{member.election_port}:{role};"
             f"127.0.0.1:{member.client_port}")
+
+
+def new_member(ens, sid):
+    """A server outside the ensemble, started from a zoo.cfg naming the members and itself (as a
+    user starts a machine to add), and counted among ens.members so that it is stopped."""
+    m = Member(ens, sid)
+    os.makedirs(os.path.join(m.dir, "data"))
+    with open(os.path.join(m.dir, "data", "myid"), "w") as f:
+        f.write(f"{sid}\n")
+    lines = [line_of(x, "participant") for x in ens.members + [m]]
+    with open(m.cfg, "w") as f:
+        f.write(f"tickTime={ens.tick_ms}\ninitLimit={ens.init_limit}\nsyncLimit={ens.sync_limit}\n"
+                f"dataDir={m.dir}/data\n4lw.commands.whitelist=*\nadmin.enableServer=false\nreconfigEnabled=true\n"
+                + "\n".join(lines) + "\n")
+    ens.members.append(m)
+    m.start()
+    return m
 
 
 def expect(exc, fn, what):
@@ -128,8 +146,39 @@ def main():
         data, _ = admin.reconfig(joining=None, leaving=None,
                                  new_members="\n".join(line_of(m, "participant") for m in ens.members))
         c.equal(sorted(members_of(data.decode())[0]), [1, 2, 3], "a non-incremental list restores all three")
+        write()
+        # Grow 3 to 5 with two new machines, then shrink back to 3.
+        first_three = list(ens.members)
+        four, five = new_member(ens, 4), new_member(ens, 5)
+        data, _ = admin.reconfig(joining=f"{line_of(four, 'participant')},{line_of(five, 'participant')}", leaving=None,
+                                 new_members=None)
+        c.equal(sorted(members_of(data.decode())[0]), [1, 2, 3, 4, 5], "two new servers join")
+        for m in (four, five):
+            c.check(wait_until(lambda: m.mode() in ("follower", "leader"), 30), f"new server {m.id} follows")
+        write()
+        grown = KazooClient(hosts=four.hosts)
+        grown.start(timeout=15)
+        grown.sync("/")
+        c.equal(len([p for p in grown.get_children("/") if p.startswith("rc-")]), len(written),
+                "a new server serves what was written before it joined")
+        grown.stop()
+        grown.close()
+        data, _ = admin.reconfig(joining=None, leaving="4,5", new_members=None)
+        c.equal(sorted(members_of(data.decode())[0]), [1, 2, 3], "and the ensemble shrinks back to three")
         in_force = members_of(data.decode())[1]
         write()
+        # Each member wrote the configuration as ZooKeeper does: zoo.cfg.dynamic.<version>,
+        # named by zoo.cfg's dynamicConfigFile, its server.N lines gone from zoo.cfg.
+        for m in first_three:
+            dynamic = f"{m.cfg}.dynamic.{in_force}"
+            c.check(wait_until(lambda: os.path.exists(dynamic), 10), f"server {m.id} wrote {os.path.basename(dynamic)}")
+            with open(m.cfg) as f:
+                static = f.read()
+            c.check(f"dynamicConfigFile={dynamic}" in static and "\nserver." not in static,
+                    f"server {m.id}'s zoo.cfg names it:\n{static}")
+            if os.path.exists(dynamic):
+                with open(dynamic) as f:
+                    c.equal(sorted(members_of(f.read())[0]), [1, 2, 3], f"server {m.id}'s dynamic file lists the members")
         # A member restarted from its old zoo.cfg joins the configuration in force.
         again = ens.members[0]
         again.kill()
