@@ -7,7 +7,9 @@ lists that do not parse or leave one voter, NewConfigNoQuorum when the new voter
 synchronised); then every kind of change between members that exist: remove a follower, add it
 back as an observer, make it a participant again, remove the leader (the rest elect one and
 writes go on), a non-incremental member list, and a member restarted from its old zoo.cfg that
-rejoins the configuration in force. Writes made between the changes are all there at the end."""
+rejoins the configuration in force; growing to 5 with two new machines and shrinking back, each
+member writing zoo.cfg.dynamic.<version> as ZooKeeper does; and zkCli.sh's config and reconfig.
+Writes made between the changes are all there at the end."""
 import base64
 import hashlib
 import os
@@ -193,6 +195,27 @@ def main():
                 "every write made between the changes is there")
         probe.stop()
         probe.close()
+        # zkCli.sh's config and reconfig, as ZooKeeper's users type them.
+        lead = ens.leader()
+        other = next(m for m in first_three if m is not lead)
+        out = support.run_zkcli(lead.hosts, f"""config
+reconfig -remove {other.id}
+addauth digest super:secret
+reconfig -remove {other.id}
+reconfig -v 1 -add {line_of(other, 'participant')}
+reconfig -add {line_of(other, 'participant')}
+config
+""")
+        lines = out.splitlines()
+        configs = [i for i, line in enumerate(lines) if line.startswith("version=")]
+        c.check(len(configs) == 4 and lines[configs[0]] == f"version={in_force}",
+                f"zkCli's config prints the configuration:\n{out[-3000:]}")
+        c.check("Insufficient permission : " in lines, "zkCli's reconfig without the super user: NoAuth")
+        c.equal(lines.count("Committed new configuration:"), 2, "zkCli's reconfig -remove and -add commit")
+        c.check("version No is not valid : " in lines, "zkCli's reconfig -v with a stale version: BadVersion")
+        if configs:
+            last = "\n".join(lines[configs[-1] - 3:configs[-1] + 1])
+            c.equal(sorted(members_of(last)[0]), [1, 2, 3], "zkCli's last config lists the three again")
         plain.stop()
         plain.close()
         admin.stop()
