@@ -8,11 +8,15 @@ synchronised); then every kind of change between members that exist: remove a fo
 back as an observer, make it a participant again, remove the leader (the rest elect one and
 writes go on), a non-incremental member list, and a member restarted from its old zoo.cfg that
 rejoins the configuration in force; growing to 5 with two new machines and shrinking back, each
-member writing zoo.cfg.dynamic.<version> as ZooKeeper does; and zkCli.sh's config and reconfig.
+member writing zoo.cfg.dynamic.<version> as ZooKeeper does; zkCli.sh's config and reconfig; the Java
+client's ZooKeeperAdmin and Curator's reconfig and getConfig.
 Writes made between the changes are all there at the end."""
 import base64
 import hashlib
 import os
+import shutil
+import subprocess
+import tempfile
 import threading
 
 from kazoo.client import KazooClient
@@ -70,6 +74,9 @@ def expect(exc, fn, what):
 
 
 def main():
+    java_cp = support.compile_java(tempfile.mkdtemp(prefix="warden-reconfig-java-"), support.java_classpath(
+        "curator-client.jar", "curator-framework.jar", "zookeeper.jar", "zookeeper-jute.jar", "guava.jar",
+        "slf4j-api.jar", "slf4j-nop.jar"), "ReconfigClients.java")
     digest = base64.b64encode(hashlib.sha1(b"super:secret").digest()).decode()
     cfg = f"reconfigEnabled=true\nzookeeper.DigestAuthenticationProvider.superDigest=super:{digest}\n"
     with Ensemble(3, extra_cfg=cfg) as ens:
@@ -216,10 +223,24 @@ config
         if configs:
             last = "\n".join(lines[configs[-1] - 3:configs[-1] + 1])
             c.equal(sorted(members_of(last)[0]), [1, 2, 3], "zkCli's last config lists the three again")
+        # The Java client's ZooKeeperAdmin and Curator, each removing a follower and adding it back.
+        lead = ens.leader()
+        other = next(m for m in first_three if m is not lead)
+        out = subprocess.run(["java", "-Xmx128m", "-cp", java_cp, "ReconfigClients", lead.hosts, "secret", str(other.id),
+                              line_of(other, "participant")], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                             text=True, timeout=180).stdout
+        got = {tuple(line.split(" ", 2)[:2]): line.split(" ", 2)[2] for line in out.splitlines()
+               if line.startswith(("JAVA ", "CURATOR ")) and line.count(" ") >= 2}
+        rest = ",".join(str(m.id) for m in first_three if m is not other)
+        for client in ("JAVA", "CURATOR"):
+            c.check(got.get((client, "CONFIG"), "").startswith("version="), f"{client}'s getConfig:\n{out[-2000:]}")
+            c.equal(got.get((client, "REMOVED")), rest, f"{client}'s reconfig removes server {other.id}")
+            c.equal(got.get((client, "ADDED")), "1,2,3", f"{client}'s reconfig adds it back")
         plain.stop()
         plain.close()
         admin.stop()
         admin.close()
+    shutil.rmtree(java_cp.split(":")[0], ignore_errors=True)
     c.finish()
 
 
