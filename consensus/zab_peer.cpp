@@ -255,12 +255,25 @@ void ZabPeer::try_join(PeerId leader) {
 
 void ZabPeer::on_vote(PeerId from, const pb::PeerMessage& m) {
   const pb::Vote& v = m.vote();
-  // A member that missed a reconfig (it was down, or cut off) learns the configuration in force
-  // from any member's vote: every configuration in force was committed. A stranger's (a server
-  // about to join, started from its own file) is not taken.
-  if (v.has_config() && v.config().version() > cfg_.ensemble.version && cfg_.ensemble.is_member(from) &&
-      !v.config().voters().empty())
+  bool newer = v.has_config() && v.config().version() > cfg_.ensemble.version && !v.config().voters().empty();
+  if (newer && link_ != 0 && (role_ == Role::following || role_ == Role::observing) && fphase_ == FPhase::broadcast) {
+    // A configuration came into force while this follower's link is up: its reconfig committed,
+    // and the Proposal and Commit saying so are on their way on the link (votes travel on the
+    // election port and may pass them). Commit it here when this follower holds it, else wait
+    // for the link: either way the txn is applied and its clients answered before the
+    // configuration may send this follower looking (a reconfig that removed the leader lost the
+    // reply on followers otherwise). Its log holds the leader's history, so an entry it holds
+    // at that zxid is the committed reconfig, and everything before it is committed too.
+    if (v.config().version() <= received_upto_)
+      set_committed(v.config().version());
+    else if (from == leader_)
+      return;
+  } else if (newer && cfg_.ensemble.is_member(from)) {
+    // A member that missed a reconfig (it was down, or cut off) learns the configuration in
+    // force from any member's vote: every configuration in force was committed. A stranger's
+    // (a server about to join, started from its own file) is not taken.
     adopt(from_pb(v.config()));
+  }
   // A looking server learns of a reconfig pending in a member's log: as a voter it names, it
   // votes (it may have only observed, or not yet joined, and so lack the txn), and every quorum
   // it counts needs the new configuration's too, as the members that hold the txn count them.

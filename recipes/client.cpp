@@ -980,6 +980,32 @@ void Client::get_async(std::string path, Watcher watcher, Callback<std::string, 
             });
 }
 
+void Client::config_async(Watcher watcher, Callback<std::string, Stat> cb) {
+  auto* i = impl_.get();
+  const std::string path = "/zookeeper/config";  // never under the chroot, as ZooKeeper's getConfig
+  bool watch = static_cast<bool>(watcher);
+  i->submit(OpCode::getData, wire::PathWatchRequest{path, watch},
+            [i, path, watcher = std::move(watcher), cb = std::move(cb)](Err e, Zxid, std::string_view body) mutable {
+              if (e != Err::ok) return cb(e, std::string(), Stat{});
+              auto r = wire::decode<wire::GetDataResponse>(body);
+              if (!r) return cb(Err::marshallingError, std::string(), Stat{});
+              i->add_watch(Impl::WatchKind::data, path, std::move(watcher));
+              cb(Err::ok, r->data.value_or(std::string()), r->stat);
+            });
+}
+
+void Client::reconfig_async(std::optional<std::string> joining, std::optional<std::string> leaving,
+                            std::optional<std::string> members, int64_t from_config, Callback<std::string, Stat> cb) {
+  impl_->submit(OpCode::reconfig,
+                wire::ReconfigRequest{std::move(joining), std::move(leaving), std::move(members), from_config},
+                [cb = std::move(cb)](Err e, Zxid, std::string_view body) {
+                  if (e != Err::ok) return cb(e, std::string(), Stat{});
+                  auto r = wire::decode<wire::GetDataResponse>(body);
+                  if (!r) return cb(Err::marshallingError, std::string(), Stat{});
+                  cb(Err::ok, r->data.value_or(std::string()), r->stat);
+                });
+}
+
 void Client::set_async(std::string path, std::string data, int32_t version, Callback<Stat> cb) {
   impl_->submit(OpCode::setData, wire::SetDataRequest{impl_->full(path), data, version},
                 [cb = std::move(cb)](Err e, Zxid, std::string_view body) {
@@ -1193,6 +1219,18 @@ std::optional<Stat> Client::exists(const std::string& path, Watcher watcher) {
 std::pair<std::string, Stat> Client::get(const std::string& path, Watcher watcher) {
   auto [d, s] = wait_for<std::string, Stat>(impl_->thread, impl_->opts.request_timeout_ms, "get " + path,
                                             [&](auto cb) { get_async(path, std::move(watcher), std::move(cb)); });
+  return {d, s};
+}
+std::pair<std::string, Stat> Client::reconfig(std::optional<std::string> joining, std::optional<std::string> leaving,
+                                              std::optional<std::string> members, int64_t from_config) {
+  auto [d, s] = wait_for<std::string, Stat>(impl_->thread, impl_->opts.request_timeout_ms, "reconfig", [&](auto cb) {
+    reconfig_async(std::move(joining), std::move(leaving), std::move(members), from_config, std::move(cb));
+  });
+  return {d, s};
+}
+std::pair<std::string, Stat> Client::config(Watcher watcher) {
+  auto [d, s] = wait_for<std::string, Stat>(impl_->thread, impl_->opts.request_timeout_ms, "config",
+                                            [&](auto cb) { config_async(std::move(watcher), std::move(cb)); });
   return {d, s};
 }
 Stat Client::set(const std::string& path, const std::string& data, int32_t version) {

@@ -199,6 +199,13 @@ class Client {
   void remove_watches_async(std::string path, Callback<> cb);
   void ephemerals_async(std::string prefix, Callback<std::vector<std::string>> cb);
   void all_children_number_async(std::string path, Callback<int32_t> cb);
+  // Dynamic reconfiguration (ZooKeeperAdmin.reconfigure): servers joining ("server.N=..."
+  // lines) and leaving (ids), comma-separated, or the whole new member list; `from_config` is
+  // the version the change applies to (-1: any). The new configuration and its node's Stat.
+  void reconfig_async(std::optional<std::string> joining, std::optional<std::string> leaving,
+                      std::optional<std::string> members, int64_t from_config, Callback<std::string, Stat> cb);
+  // The configuration in force (ZooKeeper's getConfig: /zookeeper/config, whatever the chroot).
+  void config_async(Watcher watcher, Callback<std::string, Stat> cb);
 
   // ---- the same, blocking; failures throw Error ----
   std::string create(const std::string& path, const std::string& data = {}, CreateMode mode = CreateMode::persistent,
@@ -222,6 +229,9 @@ class Client {
   void remove_watches(const std::string& path);
   std::vector<std::string> ephemerals(const std::string& prefix = "/");
   int32_t all_children_number(const std::string& path);
+  std::pair<std::string, Stat> reconfig(std::optional<std::string> joining, std::optional<std::string> leaving,
+                                        std::optional<std::string> members = std::nullopt, int64_t from_config = -1);
+  std::pair<std::string, Stat> config(Watcher watcher = nullptr);
   // Creates `path`'s missing ancestors (persistent, or containers) and, unless it exists,
   // `path` itself; NodeExists along the way is fine.
   void ensure_path(const std::string& path, bool containers = false);

@@ -50,6 +50,11 @@ const char* usage_text =
     "  getAcl PATH                 setAcl PATH ACL (scheme:id:perms[,...])\n"
     "  addauth SCHEME AUTH         (checks the credentials; --auth SCHEME:AUTH applies them to a command)\n"
     "  sync PATH                   watch PATH (prints one event)\n"
+    "  config                      the ensemble's configuration (/zookeeper/config)\n"
+    "  reconfig [-v VERSION] (-add SERVERS | -remove IDS | -members SERVERS)\n"
+    "      change the members as zkCli's reconfig: SERVERS server.N=host:port:port[:role];[host:]port[,...],\n"
+    "      IDS N[,...], VERSION the configuration's (hex); needs reconfigEnabled and the super user\n"
+    "      (--auth digest:super:PASSWORD) or write permission on /zookeeper/config\n"
     "  lock PATH [--timeout SECONDS] [--grace SECONDS] -- CMD [ARGS...]\n"
     "      runs CMD holding the Curator-compatible mutex at PATH, with WARDEN_FENCING_TOKEN set;\n"
     "      exits with CMD's status, 75 if not acquired within --timeout; SIGINT or SIGTERM while\n"
@@ -409,7 +414,9 @@ int main(int argc, char** argv) {
       command.assign(args.begin() + static_cast<long>(i) + 1, args.end());
       break;
     }
-    if ((a == "-t" || a == "-v" || a == "--timeout" || a == "--data" || a == "--grace") && i + 1 < args.size()) {
+    if ((a == "-t" || a == "-v" || a == "--timeout" || a == "--data" || a == "--grace" || a == "-add" ||
+         a == "-remove" || a == "-members") &&
+        i + 1 < args.size()) {
       values[a] = args[++i];
     } else if (a == "--watch") {
       flags.push_back(a);
@@ -431,7 +438,7 @@ int main(int argc, char** argv) {
       {"create", {1, 2}}, {"get", {1, 1}},    {"set", {2, 2}},    {"delete", {1, 1}}, {"deleteall", {1, 1}},
       {"ls", {1, 1}},     {"stat", {1, 1}},   {"getAcl", {1, 1}}, {"setAcl", {2, 2}}, {"addauth", {2, 2}},
       {"sync", {1, 1}},   {"watch", {1, 1}},  {"lock", {1, 1}},   {"elect", {1, 1}},  {"register", {2, 2}},
-      {"members", {1, 1}}};
+      {"members", {1, 1}}, {"config", {0, 0}},   {"reconfig", {0, 0}}};
   bool runs_command = cmd == "lock" || cmd == "elect" || cmd == "register";
   auto ar = arity.find(cmd);
   if (ar == arity.end()) return usage("unknown command '" + cmd + "'");
@@ -439,7 +446,13 @@ int main(int argc, char** argv) {
     return usage(cmd + " takes " + std::to_string(ar->second.first) +
                  (ar->second.second != ar->second.first ? " or " + std::to_string(ar->second.second) : "") +
                  " argument(s)");
-  if (cmd != "addauth" && (rest[0].empty() || rest[0][0] != '/')) return usage("'" + rest[0] + "' is not a path (it starts with /)");
+  if (!rest.empty() && cmd != "addauth" && (rest[0].empty() || rest[0][0] != '/'))
+    return usage("'" + rest[0] + "' is not a path (it starts with /)");
+  if (rest.empty()) rest.push_back("/zookeeper/config");  // config and reconfig: what errors name
+  if (cmd == "reconfig" && !values.count("-add") && !values.count("-remove") && !values.count("-members"))
+    return usage("reconfig needs -add, -remove or -members");
+  if (cmd == "reconfig" && values.count("-members") && (values.count("-add") || values.count("-remove")))
+    return usage("reconfig takes -members alone, or -add and -remove");
   if (runs_command && command.empty()) return usage(cmd + " needs -- CMD [ARGS...]");
   if (!runs_command && !command.empty()) return usage(cmd + " takes no command after --");
   if (cmd == "register" && rest[1].find('/') != std::string::npos) return usage("a member NAME has no '/'");
@@ -491,7 +504,14 @@ int main(int argc, char** argv) {
     }
     const std::string& path = rest[0];
     int64_t version = -1, ttl = 0;
-    if (!number("-v", version)) return usage("-v needs a version number");
+    if (cmd == "reconfig" && values.count("-v")) {
+      // A configuration's version, in hex as zkCli takes it and /zookeeper/config shows it.
+      char* end = nullptr;
+      version = static_cast<int64_t>(std::strtoull(values["-v"].c_str(), &end, 16));
+      if (*end || values["-v"].empty()) return usage("-v needs a configuration version (hex)");
+    } else if (!number("-v", version)) {
+      return usage("-v needs a version number");
+    }
     if (!number("-t", ttl)) return usage("-t needs a TTL in milliseconds");
     if (cmd == "create") {
       CreateMode mode = CreateMode::persistent;
@@ -583,6 +603,12 @@ int main(int argc, char** argv) {
       });
       Registration reg(c, path, rest[1], values.count("--data") ? values["--data"] : std::string());
       return run_child(command, std::string(), reg.node());
+    } else if (cmd == "config") {
+      std::printf("%s\n", c.config().first.c_str());
+    } else if (cmd == "reconfig") {
+      auto given = [&](const char* k) { return values.count(k) ? std::optional<std::string>(values[k]) : std::nullopt; };
+      auto [text, stat] = c.reconfig(given("-add"), given("-remove"), given("-members"), version);
+      std::printf("Committed new configuration:\n%s\n", text.c_str());
     } else if (cmd == "members") {
       if (!has("--watch")) {
         auto kids = c.children(path);

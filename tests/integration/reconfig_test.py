@@ -9,7 +9,8 @@ back as an observer, make it a participant again, remove the leader (the rest el
 writes go on), a non-incremental member list, and a member restarted from its old zoo.cfg that
 rejoins the configuration in force; growing to 5 with two new machines and shrinking back, each
 member writing zoo.cfg.dynamic.<version> as ZooKeeper does; zkCli.sh's config and reconfig; the Java
-client's ZooKeeperAdmin and Curator's reconfig and getConfig.
+client's ZooKeeperAdmin and Curator's reconfig and getConfig; the warden command line's config and
+reconfig.
 Writes made between the changes are all there at the end."""
 import base64
 import hashlib
@@ -236,6 +237,31 @@ config
             c.check(got.get((client, "CONFIG"), "").startswith("version="), f"{client}'s getConfig:\n{out[-2000:]}")
             c.equal(got.get((client, "REMOVED")), rest, f"{client}'s reconfig removes server {other.id}")
             c.equal(got.get((client, "ADDED")), "1,2,3", f"{client}'s reconfig adds it back")
+        # Warden's own command line: config and reconfig (the C++ client library's calls).
+        cli = os.environ.get("WARDEN_CLI", os.path.join(os.path.dirname(os.environ["WARDEN_SERVER"]), "..", "recipes",
+                                                        "warden"))
+
+        def warden(*args):
+            r = subprocess.run([cli, "--server", lead.hosts, *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               text=True, timeout=60)
+            return r.returncode, r.stdout
+
+        lead = ens.leader()
+        other = next(m for m in first_three if m is not lead)
+        rc, out = warden("config")
+        c.check(rc == 0 and sorted(members_of(out)[0]) == [1, 2, 3], f"warden config prints the members: {rc} {out}")
+        rc, out = warden("reconfig", "-remove", str(other.id))
+        c.check(rc == 1 and "Insufficient permission : /zookeeper/config" in out,
+                f"warden reconfig without the super user: NoAuth, as zkCli words it: {rc} {out}")
+        rc, out = warden("--auth", "digest:super:secret", "reconfig", "-remove", str(other.id))
+        c.check(rc == 0 and out.startswith("Committed new configuration:") and other.id not in members_of(out)[0],
+                f"warden reconfig -remove: {rc} {out}")
+        rc, out = warden("--auth", "digest:super:secret", "reconfig", "-v", "1", "-add", line_of(other, "participant"))
+        c.check(rc == 1 and "version No is not valid" in out, f"warden reconfig -v with a stale version: {rc} {out}")
+        rc, out = warden("--auth", "digest:super:secret", "reconfig", "-add", line_of(other, "participant"))
+        c.check(rc == 0 and sorted(members_of(out)[0]) == [1, 2, 3], f"warden reconfig -add: {rc} {out}")
+        rc, out = warden("reconfig")
+        c.check(rc == 2 and "reconfig needs" in out, f"warden reconfig without a change is a usage error: {rc} {out}")
         plain.stop()
         plain.close()
         admin.stop()
