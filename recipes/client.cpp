@@ -968,9 +968,14 @@ void Client::exists_async(std::string path, Watcher watcher, Callback<std::optio
 }
 
 void Client::get_async(std::string path, Watcher watcher, Callback<std::string, Stat> cb) {
+  std::string server_path = impl_->full(path);
+  get_data(std::move(server_path), std::move(path), std::move(watcher), std::move(cb));
+}
+
+void Client::get_data(std::string server_path, std::string path, Watcher watcher, Callback<std::string, Stat> cb) {
   auto* i = impl_.get();
   bool watch = static_cast<bool>(watcher);
-  i->submit(OpCode::getData, wire::PathWatchRequest{i->full(path), watch},
+  i->submit(OpCode::getData, wire::PathWatchRequest{std::move(server_path), watch},
             [i, path, watcher = std::move(watcher), cb = std::move(cb)](Err e, Zxid, std::string_view body) mutable {
               if (e != Err::ok) return cb(e, std::string(), Stat{});
               auto r = wire::decode<wire::GetDataResponse>(body);
@@ -981,17 +986,8 @@ void Client::get_async(std::string path, Watcher watcher, Callback<std::string, 
 }
 
 void Client::config_async(Watcher watcher, Callback<std::string, Stat> cb) {
-  auto* i = impl_.get();
-  const std::string path = "/zookeeper/config";  // never under the chroot, as ZooKeeper's getConfig
-  bool watch = static_cast<bool>(watcher);
-  i->submit(OpCode::getData, wire::PathWatchRequest{path, watch},
-            [i, path, watcher = std::move(watcher), cb = std::move(cb)](Err e, Zxid, std::string_view body) mutable {
-              if (e != Err::ok) return cb(e, std::string(), Stat{});
-              auto r = wire::decode<wire::GetDataResponse>(body);
-              if (!r) return cb(Err::marshallingError, std::string(), Stat{});
-              i->add_watch(Impl::WatchKind::data, path, std::move(watcher));
-              cb(Err::ok, r->data.value_or(std::string()), r->stat);
-            });
+  // Never under the chroot, as ZooKeeper's getConfig; its events keep the whole path too.
+  get_data("/zookeeper/config", "/zookeeper/config", std::move(watcher), std::move(cb));
 }
 
 void Client::reconfig_async(std::optional<std::string> joining, std::optional<std::string> leaving,

@@ -238,6 +238,8 @@ class Client {
 
  private:
   struct Impl;
+  // getData of `server_path` (the chroot applied or not), its watch kept under `path`.
+  void get_data(std::string server_path, std::string path, Watcher watcher, Callback<std::string, Stat> cb);
   std::shared_ptr<Impl> impl_;
 };
 
