@@ -1,7 +1,8 @@
 """Fault tests on real processes: an ensemble under write load while members are SIGKILLed,
 SIGSTOPped past syncLimit, partitioned from the others (a proxy on the peer ports; their clients
 still reach them), or all killed and restarted; and a 5-member ensemble that loses two, then
-three members. Every client operation is recorded with its invoke and complete times, and the
+three members; and reconfigurations under load (grow 3 to 5, shrink back, replace a member, remove
+the leader, and SIGKILL the leader as a reconfig is asked). Every client operation is recorded with its invoke and complete times, and the
 history is checked: no acknowledged write is lost, nothing that was never requested appears,
 nothing is applied twice, sequential names never repeat, and the register operations (each
 read after a sync) are linearizable.
@@ -12,6 +13,8 @@ WARDEN_FAULT_TLS=1 runs the 3-member rounds with TLS between the members (sslQuo
 certificates made for the run), WARDEN_FAULT_SASL=1 with SASL between them (quorum.auth.*,
 DIGEST-MD5, required by learners and servers); either leaves out the 5-member part.
 """
+import base64
+import hashlib
 import os
 import random
 import sys
@@ -20,7 +23,7 @@ import time
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import (ConnectionLoss, NodeExistsError, NoNodeError, OperationTimeoutError,
-                              SessionExpiredError, BadVersionError)
+                              ReconfigInProcessError, SessionExpiredError, BadVersionError)
 from kazoo.handlers.threading import KazooTimeoutError
 
 from ensemble import Ensemble, four_letter
@@ -315,12 +318,17 @@ def writes_work(hosts, timeout=30):
         except Exception:
             time.sleep(0.2)
         finally:
-            try:
-                k.stop()
-                k.close()
-            except Exception:
-                pass
+            quietly_close(k)
     return False
+
+
+def quietly_close(k):
+    """Stops and closes a kazoo client, whatever state it is in."""
+    try:
+        k.stop()
+        k.close()
+    except Exception:
+        pass
 
 
 def kill_all(ens):
@@ -514,9 +522,121 @@ def five_member_rounds(ens):
               f"(bound {bound:.2f} s; {len(waits)} rounds)", flush=True)
 
 
+def configs_agree(members, timeout=30):
+    """Each running member serves the same /zookeeper/config (after a sync); that text, or None."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        texts = set()
+        for m in members:
+            k = KazooClient(hosts=m.hosts, timeout=4.0)
+            try:
+                k.start(timeout=5)
+                k.sync("/")
+                texts.add(k.get("/zookeeper/config")[0].decode())
+            except Exception:
+                texts.add(None)
+            finally:
+                quietly_close(k)
+        if len(texts) == 1 and None not in texts:
+            return texts.pop()
+        time.sleep(0.3)
+    return None
+
+
+def reconfig_under_load():
+    """Reconfigurations while the load runs: grow 3 to 5, shrink back, replace a member, remove the
+    leader and add it back, and a reconfig with its leader SIGKILLed as it is asked; after each,
+    every member serves the same configuration, writes work and the load goes on."""
+    from reconfig_test import line_of, members_of, new_member
+    digest = base64.b64encode(hashlib.sha1(b"super:secret").digest()).decode()
+    cfg = f"reconfigEnabled=true\nzookeeper.DigestAuthenticationProvider.superDigest=super:{digest}\n"
+    with Ensemble(3, extra_cfg=cfg) as ens:
+        ens.start()
+        first = list(ens.members)
+        prepare(ens.connect_string)
+        history = History()
+        load = Load(ens.connect_string, history, workers=3, tag="reconfig").start()
+        spares = [new_member(ens, 4, cfg), new_member(ens, 5, cfg)]
+        time.sleep(1.0)
+
+        def reconfig(what, **change):
+            admin = KazooClient(hosts=ens.hosts_of([m for m in ens.members if m.alive()]), timeout=10.0,
+                                auth_data=[("digest", "super:secret")])
+            try:
+                admin.start(timeout=30)
+                for _ in range(20):  # a change may meet the one before still committing
+                    try:
+                        return admin.reconfig(from_config=-1, **change)[0].decode()
+                    except ReconfigInProcessError:
+                        time.sleep(0.2)
+                    except (ConnectionLoss, OperationTimeoutError):
+                        return None  # it may or may not have committed: configs_agree decides
+            finally:
+                admin.stop()
+                admin.close()
+            c.check(False, f"reconfig, {what}: still in progress after 4 s")
+            return None
+
+        def voters():
+            text = configs_agree([m for m in ens.members if m.alive()])
+            c.check(text is not None, "reconfig: every member serves the same configuration")
+            return sorted(members_of(text)[0]) if text else []
+
+        def settled(what, acks_before):
+            c.check(writes_work(ens.connect_string), f"reconfig, {what}: writes work")
+            deadline = time.time() + 20
+            while load.acks <= acks_before and time.time() < deadline:
+                time.sleep(0.1)
+            c.check(load.acks > acks_before, f"reconfig, {what}: the load goes on")
+
+        steps = [("grow 3 to 5", dict(joining=",".join(line_of(m, "participant") for m in spares), leaving=None,
+                                      new_members=None), [1, 2, 3, 4, 5]),
+                 ("shrink 5 to 3", dict(joining=None, leaving="4,5", new_members=None), [1, 2, 3])]
+        for what, change, want in steps:
+            acks = load.acks
+            print(f"reconfig: {what}", flush=True)
+            reconfig(what, **change)
+            c.equal(voters(), want, f"reconfig, {what}: the members")
+            settled(what, acks)
+        leader = ens.leader()
+        out = rng.choice([m for m in first if m is not leader])
+        print(f"reconfig: replace server {out.id} with server 4", flush=True)
+        acks = load.acks
+        reconfig("replace", joining=line_of(spares[0], "participant"), leaving=str(out.id), new_members=None)
+        c.equal(voters(), sorted([m.id for m in first if m is not out] + [4]), "reconfig, replace: the members")
+        settled("replace", acks)
+        reconfig("put back", joining=line_of(out, "participant"), leaving="4", new_members=None)
+        leader = ens.leader()
+        print(f"reconfig: remove the leader (server {leader.id}), then add it back", flush=True)
+        acks = load.acks
+        reconfig("remove the leader", joining=None, leaving=str(leader.id), new_members=None)
+        c.equal(voters(), sorted(m.id for m in first if m is not leader), "reconfig, remove the leader: the members")
+        settled("remove the leader", acks)
+        reconfig("add it back", joining=line_of(leader, "participant"), leaving=None, new_members=None)
+        leader = ens.leader()
+        print(f"reconfig: SIGKILL the leader (server {leader.id}) as it is asked to grow", flush=True)
+        acks = load.acks
+        asked = threading.Thread(target=reconfig, args=("killed",), kwargs=dict(
+            joining=line_of(spares[1], "participant"), leaving=None, new_members=None), daemon=True)
+        asked.start()
+        time.sleep(rng.uniform(0.0, 0.05))
+        leader.kill()
+        asked.join(timeout=60)
+        time.sleep(rng.uniform(0.2, 1.0))
+        leader.start()
+        ens.wait_serving(first, timeout=60)
+        got = voters()
+        c.check(got in ([1, 2, 3], [1, 2, 3, 5]), f"reconfig, killed: the reconfig committed whole or not at all ({got})")
+        settled("killed", acks)
+        load.stop()
+        check_history(history, ens.hosts_of(first), "reconfig under load")
+        c.equal(ens.stop_cleanly(), [], "reconfig under load: every member exits cleanly on SIGTERM")
+
+
 checker_self_test()
 for rnd in range(rounds):
     three_member_round(rnd)
 if not member_cfg:
     five_members()
+    reconfig_under_load()
 c.finish()

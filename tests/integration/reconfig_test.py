@@ -47,9 +47,10 @@ def line_of(member, role):
             f"127.0.0.1:{member.client_port}")
 
 
-def new_member(ens, sid):
+def new_member(ens, sid, extra=""):
     """A server outside the ensemble, started from a zoo.cfg naming the members and itself (as a
-    user starts a machine to add), and counted among ens.members so that it is stopped."""
+    user starts a machine to add) with `extra` settings, and counted among ens.members so that it
+    is stopped."""
     m = Member(ens, sid)
     os.makedirs(os.path.join(m.dir, "data"))
     with open(os.path.join(m.dir, "data", "myid"), "w") as f:
@@ -58,7 +59,7 @@ def new_member(ens, sid):
     with open(m.cfg, "w") as f:
         f.write(f"tickTime={ens.tick_ms}\ninitLimit={ens.init_limit}\nsyncLimit={ens.sync_limit}\n"
                 f"dataDir={m.dir}/data\n4lw.commands.whitelist=*\nadmin.enableServer=false\nreconfigEnabled=true\n"
-                + "\n".join(lines) + "\n")
+                + extra + "\n".join(lines) + "\n")
     ens.members.append(m)
     m.start()
     return m
