@@ -1,5 +1,8 @@
 #include "consensus/peer_codec.hpp"
 
+#include <algorithm>
+#include <climits>
+#include <cstdint>
 #include <vector>
 
 namespace warden::consensus {
@@ -21,18 +24,19 @@ bool ascending(const google::protobuf::RepeatedPtrField<pb::Entry>& entries) {
   return true;
 }
 
-// A configuration, when there is one: a version not below 0, at least one voter, and each id
-// (0 to 255) named once, as a voter or as an observer.
+// A configuration, when there is one: a version not below 0, at least one voter, at most 1,024
+// members, and each id (0 to 2^31 - 1, as a reconfig may name) once, as a voter or an observer.
 std::string check(const pb::Config& c) {
   if (c.version() < 0) return "a configuration with a negative version";
   if (c.voters().empty()) return "a configuration without voters";
-  std::vector<bool> seen(256);
-  for (const auto* ids : {&c.voters(), &c.observers()})
-    for (int64_t id : *ids) {
-      if (id < 0 || id > 255) return "a configuration naming server id " + std::to_string(id);
-      if (seen[static_cast<size_t>(id)]) return "a configuration naming server " + std::to_string(id) + " twice";
-      seen[static_cast<size_t>(id)] = true;
-    }
+  if (c.voters_size() + c.observers_size() > 1024) return "a configuration of more than 1024 members";
+  std::vector<int64_t> ids(c.voters().begin(), c.voters().end());
+  ids.insert(ids.end(), c.observers().begin(), c.observers().end());
+  for (int64_t id : ids)
+    if (id < 0 || id > INT32_MAX) return "a configuration naming server id " + std::to_string(id);
+  std::sort(ids.begin(), ids.end());
+  if (auto twice = std::adjacent_find(ids.begin(), ids.end()); twice != ids.end())
+    return "a configuration naming server " + std::to_string(*twice) + " twice";
   return {};
 }
 

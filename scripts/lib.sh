@@ -30,7 +30,9 @@ CLIENT_PACKAGES=(zookeeper zookeeper-bin libzookeeper-mt-dev python3-kazoo libcu
                  # the Debian package test: cpack's dependency list, the unit's check, its user
                  dpkg-dev systemd adduser
                  # the metrics test: a real Prometheus and promtool
-                 prometheus)
+                 prometheus
+                 # kazoo's own test suite (kazoo.tests): its runner and the modules it imports
+                 python3-pytest python3-mock python3-objgraph)
 
 # libFuzzer: clang and its runtime.
 FUZZ_PACKAGES=(clang libclang-rt-14-dev)

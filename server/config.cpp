@@ -146,9 +146,13 @@ std::string shown(std::string_view s) {
 namespace {
 // A server.N line, from zoo.cfg or the dynamic file; the reason when it is refused.
 std::optional<std::string> add_server(Config& c, const std::string& key, std::string_view value,
-                                      const std::string& origin) {
+                                      const std::string& origin, bool any_id = false) {
   auto id = parse_number<int64_t>(std::string_view(key).substr(7));
-  if (!id || *id < 0 || *id > 254) return "the server id must be a number from 0 to 254";
+  if (any_id) {
+    if (!id || *id < 0 || *id > INT32_MAX) return "the server id must be a number from 0 to 2147483647";
+  } else if (!id || *id < 0 || *id > 254) {
+    return "the server id must be a number from 0 to 254";
+  }
   PeerEntry e;
   e.id = *id;
   e.origin = origin;
@@ -179,7 +183,7 @@ std::optional<std::string> read_dynamic_config(Config& c, const std::string& set
 }  // namespace
 
 std::optional<std::string> parse_members(Config& c, std::string_view text, const std::string& name,
-                                         bool version_inside) {
+                                         bool version_inside, bool any_id) {
   int line_no = 0;
   while (!text.empty()) {
     ++line_no;
@@ -193,7 +197,7 @@ std::optional<std::string> parse_members(Config& c, std::string_view text, const
     std::string key(trim(line.substr(0, eq)));
     std::string_view value = trim(line.substr(eq + 1));
     if (key.rfind("server.", 0) == 0) {
-      if (auto why = add_server(c, key, value, name + ":" + std::to_string(line_no)))
+      if (auto why = add_server(c, key, value, name + ":" + std::to_string(line_no), any_id))
         return where + key + "=" + shown(value) + ": " + *why;
     } else if (key == "version" && version_inside) {
       uint64_t version = 0;

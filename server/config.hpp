@@ -231,9 +231,11 @@ std::string config_node_text(const Config& c);
 std::string members_text(const std::map<int64_t, PeerEntry>& servers);
 // Adds the members `text` names (server.N lines, as a dynamic configuration file holds them) to
 // c.servers; with `version_inside`, a "version=<hex>" line sets c.config_version (the text of
-// /zookeeper/config and of a reconfig). An error names `name`, the line and the reason.
+// /zookeeper/config and of a reconfig). With `any_id`, a server id may be any number a
+// reconfig may name (ZooKeeper takes any; a file's are those a myid can hold, 0 to 254). An error
+// names `name`, the line and the reason.
 std::optional<std::string> parse_members(Config& c, std::string_view text, const std::string& name,
-                                         bool version_inside);
+                                         bool version_inside, bool any_id = false);
 
 std::optional<std::string> check_ensemble(Config& c);
 // Checks a config assembled from command-line options as well as from a file.

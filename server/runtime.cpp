@@ -1336,7 +1336,7 @@ struct ServerRuntime::Impl {
     if (version <= persisted_config) return;
     persisted_config = version;
     Config next;
-    if (auto why = parse_members(next, text, "/zookeeper/config", true)) {
+    if (auto why = parse_members(next, text, "/zookeeper/config", true, true)) {
       spdlog::error("the configuration 0x{:x} does not parse: {}", static_cast<uint64_t>(version), *why);
       return;
     }

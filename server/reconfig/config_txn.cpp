@@ -32,7 +32,7 @@ std::optional<Members> members_in_txn(std::string_view payload) {
   const auto* set = txn ? std::get_if<SetDataTxn>(&txn->body) : nullptr;
   if (!set || set->path != config_node || !set->data) return std::nullopt;
   Config c;
-  if (parse_members(c, *set->data, "reconfig", true)) return std::nullopt;
+  if (parse_members(c, *set->data, "reconfig", true, true)) return std::nullopt;
   Members m;
   for (const auto& [id, e] : c.servers) (e.observer() ? m.observers : m.voters).push_back(id);
   if (m.voters.empty()) return std::nullopt;

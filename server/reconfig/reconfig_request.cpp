@@ -46,9 +46,9 @@ std::variant<Plan, Err> plan(const wire::ReconfigRequest& req, std::string_view 
     // Commas or newlines between the lines, as ZooKeeper takes them.
     std::string lines;
     for (auto line : split(*req.newMembers, ",\n")) lines.append(line).push_back('\n');
-    if (auto why = parse_members(next, lines, "newMembers", false)) return refuse(Err::badArguments, *why);
+    if (auto why = parse_members(next, lines, "newMembers", false, true)) return refuse(Err::badArguments, *why);
   } else {
-    if (auto why = parse_members(next, current, "/zookeeper/config", true))
+    if (auto why = parse_members(next, current, "/zookeeper/config", true, true))
       return refuse(Err::badArguments, "the configuration in force does not parse: " + *why);
     if (req.leavingServers)
       for (auto id : split(*req.leavingServers, ",")) {
@@ -61,7 +61,8 @@ std::variant<Plan, Err> plan(const wire::ReconfigRequest& req, std::string_view 
     if (req.joiningServers)
       for (auto joiner : split(*req.joiningServers, ",")) {
         Config one;
-        if (auto why = parse_members(one, joiner, "joiningServers", false)) return refuse(Err::badArguments, *why);
+        if (auto why = parse_members(one, joiner, "joiningServers", false, true))
+          return refuse(Err::badArguments, *why);
         for (auto& [id, e] : one.servers) {
           if (e.client_port < 0)
             return refuse(Err::badArguments, "joining server " + std::to_string(id) +

@@ -90,6 +90,11 @@ TEST_CASE("reconfig: garbage is BadArguments, never a crash") {
   CHECK(err_of(reconfig::plan(incremental("server.9=127.0.0.1:1:2", std::nullopt), current, g)) == Err::badArguments);
   CHECK(err_of(reconfig::plan(incremental("server.9=127.0.0.1:2888:3888;1", std::nullopt), current, g)) ==
         Err::badArguments);  // the address of server 1
+  // Any server id, as ZooKeeper takes it (kazoo's test_no_super_auth adds server.999), but a number.
+  CHECK(err_of(reconfig::plan(incremental("server.999=0.0.0.0:1234:2345:observer;3456", std::nullopt), current, g)) ==
+        Err::ok);
+  CHECK(err_of(reconfig::plan(incremental("server.99999999999=0.0.0.0:1234:2345;3456", std::nullopt), current, g)) ==
+        Err::badArguments);
   CHECK(err_of(reconfig::plan(wire::ReconfigRequest{std::nullopt, std::nullopt, "", -1}, current, g)) ==
         Err::badArguments);
   CHECK(err_of(reconfig::plan(wire::ReconfigRequest{std::nullopt, std::nullopt, "tickTime=5", -1}, current, g)) ==

@@ -1,0 +1,81 @@
+"""kazoo's own test suite (Debian's python3-kazoo, kazoo.tests, run by pytest) against a 3-member
+Warden ensemble, started by kazoo's own harness (kazoo.testing) as it starts ZooKeeper: a
+3-server cluster (ZOOKEEPER_CLUSTER_SIZE=3) with reconfigEnabled in its zoo.cfg and read-only mode
+and a super digest as -D flags. The harness runs `java ... QuorumPeerMain zoo.cfg`; a `java` of
+ours first on PATH (kazoo_suite/java) runs warden-server on that zoo.cfg instead, with the -D flags
+in SERVER_JVMFLAGS, as ZooKeeper's launcher hands them over. Its ports come from a block probed
+free at run time (ZOOKEEPER_PORT_OFFSET), below the kernel's ephemeral range.
+
+Every test must pass or be skipped as kazoo skips it without gevent, eventlet or a Kerberos test
+environment. ZooKeeper 3.8 run the same way fails test_read_only (it refuses to re-attach a
+session in read-only mode); Warden passes it. Sanitizer builds (WARDEN_NO_REFERENCE=1) run the
+client, lock and watcher modules only; WARDEN_KAZOO_SUITE=all runs everything there too."""
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+
+import support
+
+c = support.Checks("kazoo_suite")
+HERE = os.path.dirname(os.path.abspath(__file__))
+ALL = ["kazoo.tests"]
+SHARE = ["kazoo.tests.test_client", "kazoo.tests.test_lock", "kazoo.tests.test_watchers"]
+
+
+def free_block(size=30):
+    """A base port with `size` free ports after it (kazoo's harness takes base..base+29 for three
+    servers), from the range connect() never hands out."""
+    span = support._below_ephemeral_range() or (20000, 32768)
+    for _ in range(200):
+        base = support._port_choice.randrange(span[0], span[1] - size)
+        taken = False
+        for port in range(base, base + size):
+            with socket.socket() as s:
+                try:
+                    s.bind(("127.0.0.1", port))
+                except OSError:
+                    taken = True
+                    break
+        if not taken:
+            return base
+    raise RuntimeError("no block of free ports")
+
+
+def main():
+    sanitized = os.environ.get("WARDEN_NO_REFERENCE") == "1" and os.environ.get("WARDEN_KAZOO_SUITE") != "all"
+    modules = SHARE if sanitized else ALL
+    work = tempfile.mkdtemp(prefix="warden-kazoo-suite-")
+    launches = os.path.join(work, "launches")
+    env = dict(os.environ)
+    env.update(PATH=os.path.join(HERE, "kazoo_suite") + ":" + env.get("PATH", ""), ZOOKEEPER_PATH="/usr/share/java",
+               ZOOKEEPER_VERSION="3.8.0", ZOOKEEPER_CLUSTER_SIZE="3", ZOOKEEPER_PORT_OFFSET=str(free_block()),
+               WARDEN_KAZOO_LAUNCHES=launches)
+    try:
+        r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rfEs", "--pyargs",
+                            *modules], cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                           timeout=1500)
+        out = r.stdout
+        summary = re.findall(r"^=* ?(\d+ passed.*) in [\d.]+s", out, re.M)
+        print(f"kazoo's suite ({', '.join(modules)}): {summary[-1] if summary else 'no summary'}", flush=True)
+        failed = re.findall(r"^(?:FAILED|ERROR) (\S+)", out, re.M)
+        c.check(r.returncode == 0 and not failed, f"kazoo's suite passes on Warden; failing: {failed}\n{out[-4000:]}")
+        passed = int(re.search(r"(\d+) passed", out).group(1)) if re.search(r"(\d+) passed", out) else 0
+        c.check(passed >= (100 if sanitized else 470), f"kazoo's suite ran ({passed} passed)")
+        skipped = re.findall(r"^SKIPPED \[\d+\] \S+: (.*)$", out, re.M)
+        c.check(all("Travis" in s or "Kerberos" in s or "gevent" in s or "eventlet" in s for s in skipped),
+                f"only what kazoo skips without its CI, Kerberos, gevent or eventlet is skipped: {skipped}")
+        with open(launches) as f:
+            started = f.read().split()
+        c.check(len(started) >= 3 and all(s.endswith("zoo.cfg") for s in started),
+                f"the harness started Warden, not Java ({len(started)} members started)")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    c.finish()
+
+
+if __name__ == "__main__":
+    main()
