@@ -666,6 +666,11 @@ void ZabPeer::maybe_establish() {
   serving_ = true;
   ready_.role_changed = true;
   committed_ = std::max(committed_, history_end_);
+  // A synced follower had nothing to say while it waited for the others (no pings come before
+  // establishment): its silence counts from now, else the first tick took a follower that acked
+  // NEWLEADER more than syncLimit ago for dead, and with it the quorum (sim seed 7400921, with
+  // reconfigs: 4 voters, establishment waiting ~1 s for the third).
+  for (auto& [id, l] : links_) l.heard = std::max(l.heard, now_);
   // Observers sync once the history is committed: they only ever hold committed txns.
   for (auto& [id, l] : links_)
     if (l.observer && l.phase == Link::Phase::epoch_acked) start_sync(id, l);
