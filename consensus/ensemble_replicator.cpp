@@ -113,10 +113,11 @@ void EnsembleReplicator::start(Zxid applied) {
   cfg.ensemble.voters = settings_.voters;
   cfg.ensemble.observers = settings_.observers;
   cfg.ensemble.version = settings_.config_version;
+  cfg.ensemble.members = settings_.config_members;
   if (settings_.config_of)
     cfg.config_of = [of = settings_.config_of](std::string_view payload) -> std::optional<Ensemble> {
       Ensemble e;
-      if (!of(payload, e.voters, e.observers)) return std::nullopt;
+      if (!of(payload, e.voters, e.observers, e.members)) return std::nullopt;
       return e;
     };
   cfg.init_limit = settings_.init_limit * settings_.subticks;
@@ -262,7 +263,7 @@ Zxid EnsembleReplicator::config_version() const { return core_->peer ? core_->pe
 bool EnsembleReplicator::reconfig_pending() const { return core_->peer && core_->peer->pending_config(); }
 
 bool EnsembleReplicator::quorum_synced(const std::vector<PeerId>& voters, const std::vector<PeerId>& observers) const {
-  return core_->peer && core_->peer->quorum_synced(Ensemble{voters, observers});
+  return core_->peer && core_->peer->quorum_synced(Ensemble{voters, observers, 0, {}});
 }
 
 void EnsembleReplicator::save_state(bool epochs_changed) {
@@ -300,7 +301,8 @@ void EnsembleReplicator::process() {
     Ready r = core_->peer->ready();
     bool work = !r.empty();
     if (r.epochs) save_state(true);
-    if (r.config && hooks_.config_changed) hooks_.config_changed(r.config->version, r.config->voters, r.config->observers);
+    if (r.config && hooks_.config_changed)
+      hooks_.config_changed(r.config->version, r.config->voters, r.config->observers, r.config->members);
     if (r.truncate_after) {
       if (hooks_.finish_writes) hooks_.finish_writes();
       store_.truncate_after(*r.truncate_after);

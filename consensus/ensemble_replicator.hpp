@@ -48,7 +48,9 @@ class EnsembleReplicator final : public Replicator {
     // The configuration's version (its file's), and, with reconfigEnabled, how to tell a
     // reconfig txn: true with the members it installs (server/reconfig/config_txn.hpp).
     Zxid config_version = 0;
-    std::function<bool(std::string_view payload, std::vector<PeerId>& voters, std::vector<PeerId>& observers)>
+    std::string config_members;  // the host's description of the members (Ensemble::members)
+    std::function<bool(std::string_view payload, std::vector<PeerId>& voters, std::vector<PeerId>& observers,
+                       std::string& members)>
         config_of;
   };
   // Leader: a streamed sync to send (consensus/sync_streamer.hpp): the snapshot `snapshot`
@@ -93,7 +95,8 @@ class EnsembleReplicator final : public Replicator {
     std::function<void(PeerId from, std::string payload)> request;  // leader: a forwarded request
     std::function<void()> role_changed;
     // A configuration came into force (a reconfig committed, or one learnt from a member).
-    std::function<void(Zxid version, const std::vector<PeerId>& voters, const std::vector<PeerId>& observers)>
+    std::function<void(Zxid version, const std::vector<PeerId>& voters, const std::vector<PeerId>& observers,
+                       const std::string& members)>
         config_changed;
     // Leader: a voter acknowledged a proposal `micros` after it was made (the newest one its
     // ack covers); a proposal got its quorum `micros` after it was made.

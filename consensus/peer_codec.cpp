@@ -30,6 +30,7 @@ std::string check(const pb::Config& c) {
   if (c.version() < 0) return "a configuration with a negative version";
   if (c.voters().empty()) return "a configuration without voters";
   if (c.voters_size() + c.observers_size() > 1024) return "a configuration of more than 1024 members";
+  if (c.members().size() > 256 * 1024) return "a configuration whose description is over 256 KiB";
   std::vector<int64_t> ids(c.voters().begin(), c.voters().end());
   ids.insert(ids.end(), c.observers().begin(), c.observers().end());
   for (int64_t id : ids)

@@ -42,12 +42,14 @@ void to_pb(const Ensemble& e, pb::Config* out) {
   out->set_version(e.version);
   for (PeerId p : e.voters) out->add_voters(p);
   for (PeerId p : e.observers) out->add_observers(p);
+  out->set_members(e.members);
 }
 Ensemble from_pb(const pb::Config& c) {
   Ensemble e;
   e.version = c.version();
   e.voters.assign(c.voters().begin(), c.voters().end());
   e.observers.assign(c.observers().begin(), c.observers().end());
+  e.members = c.members();
   return e;
 }
 }  // namespace

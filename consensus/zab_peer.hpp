@@ -59,6 +59,9 @@ struct Ensemble {
   std::vector<PeerId> voters;
   std::vector<PeerId> observers;
   Zxid version = 0;
+  // The host's description of the members (the server's: their server.N lines, with the
+  // addresses a member that missed the reconfig needs to reach them); opaque to the core.
+  std::string members;
   size_t quorum() const { return voters.size() / 2 + 1; }
   bool is_voter(PeerId p) const;
   bool is_observer(PeerId p) const;

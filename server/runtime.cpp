@@ -1376,12 +1376,15 @@ struct ServerRuntime::Impl {
     s.sync_limit = config.sync_limit;
     s.subticks = subticks();
     s.config_version = static_cast<Zxid>(config.config_version);
+    s.config_members = members_text(config.servers);
     if (config.reconfig_enabled)
-      s.config_of = [](std::string_view payload, std::vector<int64_t>& voters, std::vector<int64_t>& observers) {
+      s.config_of = [](std::string_view payload, std::vector<int64_t>& voters, std::vector<int64_t>& observers,
+                       std::string& members) {
         auto m = reconfig::members_in_txn(payload);
         if (!m) return false;
         voters = std::move(m->voters);
         observers = std::move(m->observers);
+        members = std::move(m->text);
         return true;
       };
     consensus::EnsembleReplicator::Hooks h;
@@ -1417,9 +1420,18 @@ struct ServerRuntime::Impl {
       server->receive_forwarded(from, payload);
     };
     h.role_changed = [this] { on_role_changed(); };
-    h.config_changed = [this](Zxid version, const std::vector<int64_t>& voters, const std::vector<int64_t>& observers) {
+    h.config_changed = [this](Zxid version, const std::vector<int64_t>& voters, const std::vector<int64_t>& observers,
+                              const std::string& members) {
       spdlog::info("configuration 0x{:x} in force: voters {}, observers {}", static_cast<uint64_t>(version),
                    fmt::join(voters, ","), fmt::join(observers, ","));
+      // A configuration learnt from a member's vote (this one missed the reconfig) names servers
+      // this member may not know: reach them now, before it syncs the txn that says where.
+      Config next;
+      if (!transport || members.empty() || parse_members(next, members, "a peer's configuration", true, true)) return;
+      std::vector<consensus::PeerTransport::Member> known;
+      for (const auto& [id, e] : next.servers)
+        known.push_back({id, e.host, static_cast<uint16_t>(e.quorum_port), static_cast<uint16_t>(e.election_port)});
+      transport->add_members(known);
     };
     h.acked = [this](int64_t voter, int64_t micros) {
       auto& s = metrics.ack_micros[voter];

@@ -36,6 +36,7 @@ std::optional<Members> members_in_txn(std::string_view payload) {
   Members m;
   for (const auto& [id, e] : c.servers) (e.observer() ? m.observers : m.voters).push_back(id);
   if (m.voters.empty()) return std::nullopt;
+  m.text = *set->data;
   return m;
 }
 

@@ -21,6 +21,7 @@ inline constexpr std::string_view config_node = "/zookeeper/config";
 struct Members {
   std::vector<int64_t> voters;
   std::vector<int64_t> observers;
+  std::string text;  // their server.N lines
 };
 
 // The txn that sets /zookeeper/config to `text`.

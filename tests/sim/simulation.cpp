@@ -198,7 +198,7 @@ consensus::PeerConfig World::config_of(const Replica& r) const {
   c.config_of = [](std::string_view payload) -> std::optional<consensus::Ensemble> {
     auto m = server::reconfig::members_in_txn(payload);
     if (!m) return std::nullopt;
-    return consensus::Ensemble{m->voters, m->observers};
+    return consensus::Ensemble{m->voters, m->observers, 0, m->text};
   };
   c.init_limit = 10;
   c.sync_limit = 5;

@@ -876,12 +876,14 @@ TEST_CASE("a member that missed a reconfig learns the configuration in force fro
   auto* c = v.mutable_vote()->mutable_config();
   c->set_version(make_zxid(3, 2));
   for (int64_t id : {1, 2, 4}) c->add_voters(id);
+  c->set_members("server.4=h4:2888:3888");  // where the host reaches a member it did not know
   p.peer->receive(1, v);
   CHECK(p.peer->ensemble().version == make_zxid(3, 2));
   CHECK(p.peer->ensemble().voters == std::vector<PeerId>{1, 2, 4});
   auto r = p.peer->ready();
   REQUIRE(r.config);
   CHECK(r.config->version == make_zxid(3, 2));
+  CHECK(r.config->members == "server.4=h4:2888:3888");
   // An older one, or one from a server outside the configuration, is not taken.
   pb::PeerMessage old = vote(4, 5, 4, make_zxid(3, 9), 3, pb::FOLLOWING);
   old.mutable_vote()->mutable_config()->set_version(make_zxid(3, 1));
