@@ -182,7 +182,6 @@ Prep::Outcome Prep::prep_reconfig(const wire::ReconfigRequest& req, const AuthId
   // Last, as ZooKeeper checks it: the super user, or write permission on /zookeeper/config.
   auto config = view(std::string(reconfig::config_node));
   if (!config || !acl_allows(*config->acl, wire::perms::write, auth)) return Err::noAuth;
-  stage(std::string(reconfig::config_node), *config, nullptr);
   return SetDataTxn{std::string(reconfig::config_node), std::get<reconfig::Plan>(std::move(planned)).text, -1};
 }
 

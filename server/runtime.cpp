@@ -71,6 +71,14 @@ int64_t wall_ms() {
       .count();
 }
 
+// The transport's view of the server.N entries: where each member's peer ports are.
+std::vector<consensus::PeerTransport::Member> peer_members(const std::map<int64_t, PeerEntry>& servers) {
+  std::vector<consensus::PeerTransport::Member> out;
+  for (const auto& [id, e] : servers)
+    out.push_back({id, e.host, static_cast<uint16_t>(e.quorum_port), static_cast<uint16_t>(e.election_port)});
+  return out;
+}
+
 // Writes `path` whole or not at all: a file beside it, synced, renamed over it, and the folder
 // synced. False with the reason in `error`.
 bool write_file_atomically(const std::string& path, std::string_view text, std::string& error) {
@@ -1340,10 +1348,7 @@ struct ServerRuntime::Impl {
       spdlog::error("the configuration 0x{:x} does not parse: {}", static_cast<uint64_t>(version), *why);
       return;
     }
-    std::vector<consensus::PeerTransport::Member> members;
-    for (const auto& [id, e] : next.servers)
-      members.push_back({id, e.host, static_cast<uint16_t>(e.quorum_port), static_cast<uint16_t>(e.election_port)});
-    if (transport) transport->add_members(members);
+    if (transport) transport->add_members(peer_members(next.servers));
     if (config.config_file.empty()) return;
     std::string dynamic = fmt::format("{}.dynamic.{:x}", config.config_file, static_cast<uint64_t>(version));
     std::string static_text;
@@ -1367,11 +1372,8 @@ struct ServerRuntime::Impl {
     persisted_config = static_cast<Zxid>(config.config_version);
     consensus::EnsembleReplicator::Settings s;
     s.id = *config.my_id;
-    std::vector<consensus::PeerTransport::Member> members;
-    for (const auto& [id, e] : config.servers) {
-      (e.observer() ? s.observers : s.voters).push_back(id);
-      members.push_back({id, e.host, static_cast<uint16_t>(e.quorum_port), static_cast<uint16_t>(e.election_port)});
-    }
+    for (const auto& [id, e] : config.servers) (e.observer() ? s.observers : s.voters).push_back(id);
+    std::vector<consensus::PeerTransport::Member> members = peer_members(config.servers);
     s.init_limit = config.init_limit;
     s.sync_limit = config.sync_limit;
     s.subticks = subticks();
@@ -1428,10 +1430,7 @@ struct ServerRuntime::Impl {
       // this member may not know: reach them now, before it syncs the txn that says where.
       Config next;
       if (!transport || members.empty() || parse_members(next, members, "a peer's configuration", true, true)) return;
-      std::vector<consensus::PeerTransport::Member> known;
-      for (const auto& [id, e] : next.servers)
-        known.push_back({id, e.host, static_cast<uint16_t>(e.quorum_port), static_cast<uint16_t>(e.election_port)});
-      transport->add_members(known);
+      transport->add_members(peer_members(next.servers));
     };
     h.acked = [this](int64_t voter, int64_t micros) {
       auto& s = metrics.ack_micros[voter];
