@@ -26,6 +26,15 @@ void add_auth_id(AuthIds& ids, wire::Id id);
 // id of scheme "super" passes every check.
 bool acl_allows(const wire::AclList& acl, int32_t perm, const AuthIds& ids);
 
+// The server's permission check: acl_allows, or nothing checked at all under ZooKeeper's
+// skipACL (zookeeper.skipACL=yes), which passes every request whatever the node's ACL says.
+struct AclCheck {
+  bool skip = false;
+  bool operator()(const wire::AclList& acl, int32_t perm, const AuthIds& ids) const {
+    return skip || acl_allows(acl, perm, ids);
+  }
+};
+
 // The ACL as stored: duplicates dropped, "auth" expanded to the caller's authenticated ids
 // (digest, x509, and sasl with `sasl_scheme`). Empty when the list is empty or an entry is
 // malformed (the caller answers InvalidACL). `sasl_scheme`: ZooKeeper's SASL provider is

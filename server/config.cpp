@@ -306,6 +306,11 @@ ConfigResult parse_config(std::string_view text, std::string_view file_name,
       if (!parse_bool(value, c.standalone_enabled)) err = bad("must be true or false");
     } else if (key == "linearizableReads") {
       if (!parse_bool(value, c.linearizable_reads)) err = bad("must be true or false");
+    } else if (key == "skipACL" || key == "zookeeper.skipACL") {
+      // ZooKeeper compares the value with "yes" and reads anything else as "no": a "true" that
+      // would silently leave every ACL checked is refused here instead.
+      if (value != "yes" && value != "no") err = bad("must be yes or no (ZooKeeper reads any other value as no)");
+      c.skip_acl = value == "yes";
     } else if (key == "enforceQuota" || key == "zookeeper.enforceQuota") {
       if (!parse_bool(value, c.enforce_quota)) err = bad("must be true or false");
     } else if (key == "4lw.commands.whitelist") {

@@ -167,6 +167,9 @@ struct Config {
   // standaloneEnabled: a lone server runs standalone and a reconfig keeps two voters (true).
   bool reconfig_enabled = false;
   bool standalone_enabled = true;
+  // ZooKeeper's skipACL ("yes"; zookeeper.skipACL as a -D flag): no permission is checked, for
+  // any request, reconfig included.
+  bool skip_acl = false;
   // Refuse creates and sets past a hard quota with QuotaExceeded (ZooKeeper's enforceQuota).
   bool enforce_quota = false;
   // Four-letter words that run (4lw.commands.whitelist); "*" for all. ZooKeeper's default.

@@ -103,7 +103,7 @@ Prep::Outcome Prep::prep_create(OpCode type, const wire::CreateTTLRequest& req, 
   std::string parent_name(slash == 0 ? std::string_view("/") : std::string_view(path).substr(0, slash));
   auto parent = view(parent_name);
   if (!parent) return Err::noNode;
-  if (!acl_allows(*parent->acl, wire::perms::create, auth)) return Err::noAuth;
+  if (!allows_(*parent->acl, wire::perms::create, auth)) return Err::noAuth;
   if (wire::is_sequential(*mode)) {
     char suffix[16];
     std::snprintf(suffix, sizeof suffix, "%010d", parent->creates);
@@ -143,7 +143,7 @@ Prep::Outcome Prep::prep_delete(const wire::DeleteRequest& req, const AuthIds& a
   std::string parent_name(slash == 0 ? std::string_view("/") : std::string_view(path).substr(0, slash));
   auto parent = view(parent_name);
   if (!parent) return Err::noNode;
-  if (!acl_allows(*parent->acl, wire::perms::remove, auth)) return Err::noAuth;
+  if (!allows_(*parent->acl, wire::perms::remove, auth)) return Err::noAuth;
   auto node = view(path);
   if (!node) return Err::noNode;
   if (!next_version(node->version, req.version)) return Err::badVersion;
@@ -159,7 +159,7 @@ Prep::Outcome Prep::prep_set_data(const wire::SetDataRequest& req, const AuthIds
   if (!valid_path(req.path)) return Err::badArguments;
   auto node = view(req.path);
   if (!node) return Err::noNode;
-  if (!acl_allows(*node->acl, wire::perms::write, auth)) return Err::noAuth;
+  if (!allows_(*node->acl, wire::perms::write, auth)) return Err::noAuth;
   if (const Node* now = tree_.find(req.path)) {
     auto size = [](const wire::Bytes& d) { return d ? static_cast<int64_t>(d->size()) : 0; };
     if (Err q = check_quota(req.path, 0, size(req.data) - now->data_size()); q != Err::ok) return q;
@@ -181,7 +181,7 @@ Prep::Outcome Prep::prep_reconfig(const wire::ReconfigRequest& req, const AuthId
   if (auto* e = std::get_if<Err>(&planned)) return *e;
   // Last, as ZooKeeper checks it: the super user, or write permission on /zookeeper/config.
   auto config = view(std::string(reconfig::config_node));
-  if (!config || !acl_allows(*config->acl, wire::perms::write, auth)) return Err::noAuth;
+  if (!config || !allows_(*config->acl, wire::perms::write, auth)) return Err::noAuth;
   return SetDataTxn{std::string(reconfig::config_node), std::get<reconfig::Plan>(std::move(planned)).text, -1};
 }
 
@@ -191,7 +191,7 @@ Prep::Outcome Prep::prep_set_acl(const wire::SetACLRequest& req, const AuthIds& 
   if (acl.empty()) return Err::invalidACL;
   auto node = view(req.path);
   if (!node) return Err::noNode;
-  if (!acl_allows(*node->acl, wire::perms::admin, auth)) return Err::noAuth;
+  if (!allows_(*node->acl, wire::perms::admin, auth)) return Err::noAuth;
   auto v = next_version(node->aversion, req.version);
   if (!v) return Err::badVersion;
   node->aversion = *v;
@@ -204,7 +204,7 @@ Prep::Outcome Prep::prep_check(const wire::CheckVersionRequest& req, const AuthI
   if (!valid_path(req.path)) return Err::badArguments;
   auto node = view(req.path);
   if (!node) return Err::noNode;
-  if (!acl_allows(*node->acl, wire::perms::read, auth)) return Err::noAuth;
+  if (!allows_(*node->acl, wire::perms::read, auth)) return Err::noAuth;
   if (!next_version(node->version, req.version)) return Err::badVersion;
   return CheckTxn{req.path};
 }

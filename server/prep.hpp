@@ -36,8 +36,13 @@ struct PrepRequest {
 
 class Prep {
  public:
-  Prep(const DataTree& tree, bool extended_types, bool enforce_quota = false, bool sasl_acls = false)
-      : tree_(tree), extended_types_(extended_types), enforce_quota_(enforce_quota), sasl_acls_(sasl_acls) {}
+  Prep(const DataTree& tree, bool extended_types, bool enforce_quota = false, bool sasl_acls = false,
+       AclCheck allows = {})
+      : tree_(tree),
+        extended_types_(extended_types),
+        enforce_quota_(enforce_quota),
+        sasl_acls_(sasl_acls),
+        allows_(allows) {}
 
   // Any write opcode (create*, delete, setData, setACL, check, multi) into its txn.
   Txn prepare(const PrepRequest& r);
@@ -93,6 +98,7 @@ class Prep {
   bool extended_types_;
   bool enforce_quota_;
   bool sasl_acls_ = false;  // ACLs may name sasl ids (ZooKeeper's SASL provider is configured)
+  AclCheck allows_;
   const reconfig::Gate* reconfig_ = nullptr;
   int64_t quota_logged_ms_ = 0;  // soft-limit lines: at most one a second
   // ZooKeeper's checkQuota: a change of `count_diff` nodes and `bytes_diff` bytes under a quota.

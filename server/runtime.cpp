@@ -740,6 +740,7 @@ struct ServerRuntime::Impl {
     o.standalone_enabled = c.standalone_enabled;
     o.super_digest = c.super_digest;
     o.enforce_quota = c.enforce_quota;
+    o.skip_acl = c.skip_acl;
     o.linearizable_reads = c.linearizable_reads;
     o.sasl_acls = c.sasl_provider;
     if (c.enforce_auth) o.enforce_auth_schemes = c.enforce_auth_schemes;

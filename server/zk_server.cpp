@@ -56,7 +56,8 @@ ZkServer::ZkServer(ServerOptions opts, consensus::Replicator& replicator, Clock 
     : opts_(opts),
       replicator_(replicator),
       clock_(std::move(clock)),
-      prep_(tree_, opts.extended_types, opts.enforce_quota, opts.sasl_acls),
+      allows_{opts.skip_acl},
+      prep_(tree_, opts.extended_types, opts.enforce_quota, opts.sasl_acls, allows_),
       sessions_(opts.tick_ms),
       rng_(opts.random_seed ? *opts.random_seed : std::random_device{}()) {
   tree_.enable_zk_digest(opts.digest_enabled);
@@ -598,11 +599,11 @@ void ZkServer::handle_read(ConnId id, Conn& c, OpCode op, int32_t xid, std::stri
     const Node* n = tree_.find(req->path);
     if (!n) return send_reply(id, xid, last, Err::noNode);
     const auto& acl = *tree_.acl_of(*n);
-    if (!acl_allows(acl, wire::perms::read | wire::perms::admin, c.auth))
+    if (!allows_(acl, wire::perms::read | wire::perms::admin, c.auth))
       return send_reply(id, xid, last, Err::noAuth);
     wire::GetACLResponse resp{acl, client_stat(*n)};
     // Without ADMIN, digest ids are shown without their hashes, as ZooKeeper does.
-    if (!acl_allows(acl, wire::perms::admin, c.auth))
+    if (!allows_(acl, wire::perms::admin, c.auth))
       for (auto& a : resp.acl)
         if (a.id.scheme == "digest") a.id.id = a.id.id.substr(0, a.id.id.find(':')) + ":x";
     return send_reply(id, xid, last, resp);
@@ -654,7 +655,7 @@ void ZkServer::handle_read(ConnId id, Conn& c, OpCode op, int32_t xid, std::stri
 
 Err ZkServer::readable(const Node* n, const Conn& c) const {
   if (!n) return Err::noNode;
-  return acl_allows(*tree_.acl_of(*n), wire::perms::read, c.auth) ? Err::ok : Err::noAuth;
+  return allows_(*tree_.acl_of(*n), wire::perms::read, c.auth) ? Err::ok : Err::noAuth;
 }
 
 std::vector<std::string> ZkServer::children_of(const Node& n) {
@@ -930,7 +931,7 @@ void ZkServer::on_commit(Zxid zxid, std::string_view payload) {
       // Only to connections that may read the node (ZooKeeper's fix for CVE-2024-23944, in
       // Debian's 3.8 and upstream 3.8.4+); the watch is spent either way.
       const Conn* c = conn(e.conn);
-      if (!c || (t.acl && !acl_allows(*t.acl, wire::perms::read, c->auth))) continue;
+      if (!c || (t.acl && !allows_(*t.acl, wire::perms::read, c->auth))) continue;
       send_reply(e.conn, wire::xid::notification, -1, e.event);
     }
   }

@@ -116,6 +116,8 @@ struct ServerOptions {
   int32_t sessionless_timeout_ms = 10000;
   // See Config::super_digest; empty: no super user.
   std::string super_digest;
+  // ZooKeeper's skipACL: no permission is checked (Config::skip_acl).
+  bool skip_acl = false;
   // Refuse changes past a hard quota (ZooKeeper's zookeeper.enforceQuota).
   bool enforce_quota = false;
   // Config::linearizable_reads: each read waits for a no-op txn of its own (a barrier).
@@ -447,6 +449,7 @@ class ZkServer {
     int64_t version() const override { return s.ensemble_ ? s.ensemble_->config_version() : 0; }
     bool quorum_synced(const reconfig::Members& m) const override { return s.ensemble_ && s.ensemble_->quorum_synced(m); }
   } reconfig_gate_{*this};
+  AclCheck allows_;
   Prep prep_;
   SessionTable sessions_;
   WatchManager watches_;

@@ -207,7 +207,7 @@ std::pair<int, std::string> ZkServer::admin_authorized(std::string_view authoriz
   const Node* n = tree_.find(path);
   if (!n) return {403, "Not authorized"};
   for (int32_t bit = 1; bit <= perms; bit <<= 1)
-    if ((perms & bit) && !acl_allows(*tree_.acl_of(*n), bit, ids)) return {403, "Not authorized"};
+    if ((perms & bit) && !allows_(*tree_.acl_of(*n), bit, ids)) return {403, "Not authorized"};
   return {200, ""};
 }
 

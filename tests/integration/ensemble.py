@@ -9,6 +9,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 
@@ -194,6 +195,11 @@ class Ensemble:
         return self
 
     def __exit__(self, *exc):
+        if exc[0] is not None:
+            # What the members said is all CI keeps of a failure: show the end of each log.
+            for m in self.members:
+                print(f"--- server {m.id} ({m.dir}), the end of its log:\n{m.log()[-4000:]}",
+                      file=sys.stderr, flush=True)
         self.stop(keep=exc[0] is not None)
 
 

@@ -11,7 +11,8 @@ rejoins the configuration in force; growing to 5 with two new machines and shrin
 member writing zoo.cfg.dynamic.<version> as ZooKeeper does; zkCli.sh's config and reconfig; the Java
 client's ZooKeeperAdmin and Curator's reconfig and getConfig; the warden command line's config and
 reconfig.
-Writes made between the changes are all there at the end."""
+Writes made between the changes are all there at the end. Last, with skipACL=yes, a session
+without any auth reads and writes another's node and reconfigures."""
 import base64
 import hashlib
 import os
@@ -21,6 +22,7 @@ import tempfile
 import threading
 
 from kazoo.client import KazooClient
+from kazoo.security import make_digest_acl
 from kazoo.exceptions import BadArgumentsError, BadVersionError, NewConfigNoQuorumError, NoAuthError
 
 import support
@@ -268,7 +270,30 @@ config
         admin.stop()
         admin.close()
     shutil.rmtree(java_cp.split(":")[0], ignore_errors=True)
+    skip_acl()
     c.finish()
+
+
+def skip_acl():
+    """skipACL=yes (ZooKeeper's zookeeper.skipACL): a session without any auth may reconfig, and
+    read and write a node whose ACL names someone else."""
+    with Ensemble(3, extra_cfg="reconfigEnabled=true\nskipACL=yes\n") as ens:
+        ens.start()
+        owner = KazooClient(hosts=ens.connect_string, auth_data=[("digest", "alice:secret")])
+        owner.start(timeout=15)
+        owner.create("/mine", b"s", acl=[make_digest_acl("alice", "secret", all=True)])
+        plain = KazooClient(hosts=ens.connect_string)
+        plain.start(timeout=15)
+        c.equal(plain.get("/mine")[0], b"s", "skipACL: a stranger reads a node whose ACL names alice")
+        plain.set("/mine", b"t")
+        c.equal(owner.get("/mine")[0], b"t", "skipACL: a stranger writes it")
+        gone = ens.members[2].id
+        data, _ = plain.reconfig(joining=None, leaving=str(gone), new_members=None)
+        c.equal(sorted(members_of(data.decode())[0]), sorted(m.id for m in ens.members[:2]),
+                "skipACL: a session without the super user reconfigures")
+        for k in (plain, owner):
+            k.stop()
+            k.close()
 
 
 if __name__ == "__main__":

@@ -38,7 +38,7 @@ class Driver:
             s = socket.create_connection(("127.0.0.1", ports[i % len(ports)]), timeout=30)
             s.sendall(zp.frame(zp.connect_request(30000)))
             if zp.read_frame(s) is None:
-                raise RuntimeError("the server refused a session")
+                raise RuntimeError(f"the server on port {ports[i % len(ports)]} closed a new session's connection")
             s.setblocking(False)
             self.socks.append(s)
             self.bufs.append(b"")

@@ -493,6 +493,24 @@ TEST_CASE("JVM flags' -D properties are read as ZooKeeper reads them; zoo.cfg wi
         "$JVMFLAGS -Dreadonlymode.enabled: readonlymode.enabled=maybe: must be true or false");
 }
 
+TEST_CASE("skipACL: yes or no, from zoo.cfg or -Dzookeeper.skipACL; anything else is refused") {
+  auto parse = [](const std::string& text, const char* flags = nullptr) {
+    return parse_config("dataDir=/d\nclientPort=1\n" + text, "z.cfg",
+                        jvm_flag_properties(launcher_properties(flags, nullptr, "")));
+  };
+  CHECK(!std::get<Config>(parse("")).skip_acl);
+  CHECK(std::get<Config>(parse("skipACL=yes\n")).skip_acl);
+  CHECK(!std::get<Config>(parse("skipACL=no\n")).skip_acl);
+  CHECK(std::get<Config>(parse("", "-Dzookeeper.skipACL=yes")).skip_acl);
+  CHECK(!std::get<Config>(parse("skipACL=no\n", "-Dzookeeper.skipACL=yes")).skip_acl);  // zoo.cfg wins
+  for (const char* garbage : {"true", "YES", "", "yes\x01"}) {
+    auto r = parse(std::string("skipACL=") + garbage + "\n");
+    REQUIRE(std::holds_alternative<std::string>(r));
+    CHECK(std::get<std::string>(r).find("z.cfg:3: skipACL=") == 0);
+    CHECK(std::get<std::string>(r).find("must be yes or no") != std::string::npos);
+  }
+}
+
 TEST_CASE("conf/java.env sets the JVM flags as zkEnv.sh sources it") {
   std::map<std::string, std::string> flags{{"SERVER_JVMFLAGS", "-Xmx1g"}}, origins;
   apply_java_env("# comment\nexport SERVER_JVMFLAGS=\"$SERVER_JVMFLAGS -Dreadonlymode.enabled=true\"\n"

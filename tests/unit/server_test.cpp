@@ -380,6 +380,34 @@ TEST_CASE("digest ACLs: auth, NoAuth, auth-scheme expansion, and getACL without 
   CHECK(stranger.link().closed);
 }
 
+TEST_CASE("skipACL (zookeeper.skipACL=yes): no permission is checked, as in ZooKeeper") {
+  for (bool skip : {false, true}) {
+    server::ServerOptions o;
+    o.skip_acl = skip;
+    Harness h(o);
+    Client owner(h), stranger(h);
+    owner.connect();
+    stranger.connect();
+    REQUIRE(owner.call_raw(OpCode::auth, wire::encode(wire::AuthPacket{0, "digest", std::string("alice:secret")}),
+                           wire::xid::auth)
+                .err() == Err::ok);
+    REQUIRE(owner.create("/private", "s", 0, OpCode::create, {wire::Acl{wire::perms::all, wire::Id{"auth", ""}}})
+                .err() == Err::ok);
+    Err want = skip ? Err::ok : Err::noAuth;
+    CAPTURE(skip);
+    CHECK(stranger.call(OpCode::getData, wire::PathWatchRequest{"/private", false}).err() == want);
+    CHECK(stranger.call(OpCode::setData, wire::SetDataRequest{"/private", std::string("x"), -1}).err() == want);
+    CHECK(stranger.create("/private/child", "c").err() == want);
+    auto acl = stranger.call(OpCode::getACL, wire::PathRequest{"/private"});
+    REQUIRE(acl.err() == want);
+    if (skip)  // as with ADMIN: the digest is shown whole
+      CHECK(wire::decode<wire::GetACLResponse>(acl.body)->acl[0].id.id == "alice:aYXlLOpEooaV1cRAvUL1fp9Qt7E=");
+    // The parent's DELETE permission is checked before the child is looked up, as in ZooKeeper.
+    CHECK(stranger.call(OpCode::remove, wire::DeleteRequest{"/private/child", -1}).err() == want);
+    CHECK(stranger.call(OpCode::setACL, wire::SetACLRequest{"/private", Client::open_acl(), -1}).err() == want);
+  }
+}
+
 TEST_CASE("the super digest's user passes every ACL; auth sent again on re-attach counts again") {
   server::ServerOptions o;
   o.super_digest = server::digest_id("root:toor");  // "root:<base64 sha1>", as in zoo.cfg
