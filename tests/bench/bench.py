@@ -393,7 +393,8 @@ class WardenEnsemble:
     def __init__(self, n, tick_ms, extra_cfg=""):
         import ensemble
         self.e = ensemble.Ensemble(n, tick_ms=tick_ms, extra_cfg="maxClientCnxns=0\n" + extra_cfg)
-        self.members = [dict(id=m.id, client_port=m.client_port, member=m, proc=None) for m in self.e.members]
+        self.members = [dict(id=m.id, client_port=m.client_port, quorum_port=m.quorum_port,
+                             election_port=m.election_port, member=m, proc=None) for m in self.e.members]
 
     def start_member(self, m):
         m["member"].start()
@@ -495,6 +496,165 @@ def ensemble_run(args, ops):
               f"{', '.join(f'{x:.3f}' for x in failover[name])} | {med[name]:.3f} |")
     print(f"\nWarden against ZooKeeper: member RSS x{max(rss['warden']) / max(rss['zk']):.3f} (largest member), "
           f"fail-over x{med['warden'] / med['zk']:.2f} (median; lower is better)")
+
+
+class Writers:
+    """`n` threads, each a session doing one 100-byte setData of its own node at a time, on the
+    members' client ports in turn (a lost connection: a new session on the next port); the time
+    of every acknowledged write is kept, for the gaps between them."""
+
+    def __init__(self, ports, n):
+        import threading
+        self.ports, self.acks, self.errors = list(ports), [], 0
+        self.stop_flag = threading.Event()
+        setup = self.session(0)
+        import zkproto as zp
+        for i in range(n):
+            setup.call(zp.CREATE, zp.jstr(f"/w{i}") + zp.jbuf(b"") + zp.jacl(zp.OPEN_ACL) + zp.jint(0))
+        setup.sock.close()
+        self.threads = [threading.Thread(target=self.run, args=(i,), daemon=True) for i in range(n)]
+        for t in self.threads:
+            t.start()
+
+    def session(self, i):
+        import zkproto as zp
+        s = zp.Session(self.ports[i % len(self.ports)], timeout_ms=10000)
+        s.sock.settimeout(10)
+        return s
+
+    def run(self, i):
+        import time
+        import zkproto as zp
+        body = zp.jstr(f"/w{i}") + zp.jbuf(b"x" * 100) + zp.jint(-1)
+        s, turn = None, i
+        while not self.stop_flag.is_set():
+            try:
+                if s is None:
+                    s = self.session(turn)
+                r = s.call(zp.SET_DATA, body)
+                if r is None:
+                    raise OSError("closed")
+                if r[0] == 0:
+                    self.acks.append(time.monotonic())
+                else:
+                    self.errors += 1
+            except Exception:  # any lost connection or refused session: the next member
+                if s is not None:
+                    s.sock.close()
+                s, turn = None, turn + 1
+                time.sleep(0.005)
+        if s is not None:
+            s.sock.close()
+
+    def longest_gap(self, t0, t1):
+        """The longest time without an acknowledged write that overlaps [t0, t1]."""
+        acks = sorted(self.acks)
+        best = 0.0
+        for a, b in zip(acks, acks[1:]):
+            if b >= t0 and a <= t1:
+                best = max(best, b - a)
+        return best
+
+    def close(self):
+        self.stop_flag.set()
+        for t in self.threads:
+            t.join(timeout=30)
+
+
+def reconfig_run(args):
+    """Issue 24, point 7: 3-member ensembles with reconfigEnabled=true and skipACL=yes on both,
+    under --reconfig-writers sessions of synchronous setData: how long a reconfig takes to commit
+    (a follower removed, then added back; kazoo's reconfig on a follower, from sending it to its
+    reply) and the longest gap in acknowledged writes while the leader is removed (then added
+    back). Correctness: tests/integration/reconfig_test.py and fault_test.py."""
+    import statistics
+    import time
+    from kazoo.client import KazooClient
+    from kazoo.exceptions import KazooException
+    cfg = "reconfigEnabled=true\nskipACL=yes\n"
+    results = {}
+
+    def line(m):
+        return (f"server.{m['id']}=127.0.0.1:{m['quorum_port']}:{m['election_port']}:participant;"
+                f"127.0.0.1:{m['client_port']}")
+
+    refused = {"zk": 0, "warden": 0}
+
+    def timed(name, k, want, **change):
+        """Seconds the reconfig took; a refused one (say NewConfigNoQuorum while the member syncs)
+        is counted and tried again, for at most 60 s, and only the one that committed is timed.
+        The configuration it answers must name the members `want`."""
+        deadline = time.monotonic() + 60
+        while True:
+            t = time.monotonic()
+            try:
+                data, _ = k.reconfig(joining=change.get("joining"), leaving=change.get("leaving"), new_members=None)
+                took = time.monotonic() - t
+                got = sorted(int(x.split("=")[0][len("server."):]) for x in data.decode().splitlines()
+                             if x.startswith("server."))
+                if got != sorted(want):
+                    raise RuntimeError(f"{name}: the reconfig {change} answered members {got}, not {sorted(want)}")
+                return took
+            except KazooException:
+                refused[name] += 1
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+
+    for name in ("zk", "warden"):
+        ens = (support.ZkEnsemble(3, args.ensemble_tick_ms, args.zk_heap_mb, extra_cfg=cfg) if name == "zk"
+               else WardenEnsemble(3, args.ensemble_tick_ms, cfg)).start()
+        writers = None
+        try:
+            writers = Writers([m["client_port"] for m in ens.members], args.reconfig_writers)
+            time.sleep(args.warmup)
+            commits, gaps = [], []
+            for _ in range(args.reconfig_rounds):
+                leader = leader_of(ens)
+                follower = next(m for m in ens.members if m is not leader)
+                other = next(m for m in ens.members if m is not leader and m is not follower)
+                k = KazooClient(hosts=f"127.0.0.1:{other['client_port']}", timeout=10)
+                k.start(timeout=30)
+                ids = [m["id"] for m in ens.members]
+                commits.append(timed(name, k, [i for i in ids if i != follower["id"]], leaving=str(follower["id"])))
+                time.sleep(0.5)
+                commits.append(timed(name, k, ids, joining=line(follower)))
+                time.sleep(1)
+                # The leader removed: writes stop until the others lead on.
+                before = len(writers.acks)
+                t0 = time.monotonic()
+                timed(name, k, [i for i in ids if i != leader["id"]], leaving=str(leader["id"]))
+                t1 = time.monotonic()
+                while time.monotonic() - t1 < 30 and not (
+                        len(writers.acks) > before and writers.acks[-1] > t1 + 1):
+                    time.sleep(0.05)
+                gaps.append(writers.longest_gap(t0, time.monotonic()))
+                timed(name, k, ids, joining=line(leader))
+                k.stop()
+                k.close()
+                time.sleep(1)
+            results[name] = dict(commits=commits, gaps=gaps, writes=len(writers.acks), errors=writers.errors,
+                                 refused=refused[name])
+        finally:
+            if writers:
+                writers.close()
+            ens.stop()
+    print(f"\n### Reconfiguration under write load: 3 members, reconfigEnabled and skipACL on both, "
+          f"{args.reconfig_writers} sessions of synchronous setData, tickTime={args.ensemble_tick_ms}\n")
+    print("| server | reconfig commit s (each: remove a follower, add it back) | median | "
+          "longest write gap s while the leader is removed (each round) | median | writes acknowledged | "
+          "reconfigs refused and tried again |")
+    print("|---|---|---|---|---|---|---|")
+    med = {}
+    for name in ("zk", "warden"):
+        r = results[name]
+        med[name] = (statistics.median(r["commits"]), statistics.median(r["gaps"]))
+        print(f"| {'ZooKeeper 3.8' if name == 'zk' else 'Warden'} | {', '.join(f'{x:.3f}' for x in r['commits'])} | "
+              f"{med[name][0]:.3f} | {', '.join(f'{x:.3f}' for x in r['gaps'])} | {med[name][1]:.3f} | "
+              f"{r['writes']} ({r['errors']} refused) | {r['refused']} |")
+    print(f"\nreconfig, Warden against ZooKeeper: commit time x{med['warden'][0] / med['zk'][0]:.2f}, "
+          f"longest write gap while the leader is removed x{med['warden'][1] / med['zk'][1]:.2f} "
+          "(medians; target at most 0.5 each)")
 
 
 def session_mix_run(args):
@@ -1012,6 +1172,8 @@ def main():
     p.add_argument("--ensemble-tick-ms", type=int, default=2000, help="tickTime of both ensembles")
     p.add_argument("--failover-rounds", type=int, default=3)
     p.add_argument("--ensemble-znodes", type=int, default=200_000, help="the tree both ensembles hold for RSS")
+    p.add_argument("--reconfig-rounds", type=int, default=3, help="rounds of the reconfig run (0 skips it)")
+    p.add_argument("--reconfig-writers", type=int, default=8, help="the reconfig run's writing sessions")
     p.add_argument("--lock-contenders", default="1,8,32", help="the lock hand-off run's contenders (empty skips it)")
     # Apache ZooKeeper's zkServer.sh starts the JVM with -Xmx${ZK_SERVER_HEAP}m, 1000 by default
     # (zkEnv.sh); Debian's launcher passes no -Xmx at all (the JVM then allows a quarter of RAM).
@@ -1055,6 +1217,8 @@ def main():
     ensemble_ops = [o for o in args.ensemble_ops.split(",") if o]
     if ensemble_ops:
         ensemble_run(args, ensemble_ops)
+    if args.reconfig_rounds > 0:
+        reconfig_run(args)
     if args.fanout_watchers:
         fanout_run(args)
     if args.storm_sessions > 0:

@@ -212,12 +212,16 @@ class ZkEnsemble:
     syncLimit=5): the reference for ensemble behaviour and the benchmarks' other side. Members
     are dicts (id, client_port, cfg, dir, proc); each one's dataDir is `dir`/data."""
 
-    def __init__(self, n, tick_ms, heap_mb, jvm_flags=()):
+    def __init__(self, n, tick_ms, heap_mb, jvm_flags=(), extra_cfg=""):
+        """`extra_cfg` ends each zoo.cfg; with reconfigEnabled=true in it, the server lines carry
+        their client addresses (ZooKeeper 3.5+'s form, which a reconfig's joining line repeats)."""
         self.dir = tempfile.mkdtemp(prefix="zk-ens-")
         self.jvm_flags = list(jvm_flags)
         self.members = []
         ports = [(free_port(), free_port(), free_port()) for _ in range(n)]
-        lines = "".join(f"server.{i + 1}=127.0.0.1:{q}:{e}\n" for i, (_, q, e) in enumerate(ports))
+        dynamic = "reconfigEnabled=true" in extra_cfg
+        lines = "".join(f"server.{i + 1}=127.0.0.1:{q}:{e}" + (f";127.0.0.1:{c}" if dynamic else "") + "\n"
+                        for i, (c, q, e) in enumerate(ports))
         for i, (client, _, _) in enumerate(ports):
             d = os.path.join(self.dir, str(i + 1))
             os.makedirs(os.path.join(d, "data"))
@@ -227,8 +231,9 @@ class ZkEnsemble:
             with open(cfg, "w") as f:
                 f.write(f"tickTime={tick_ms}\ninitLimit=10\nsyncLimit=5\ndataDir={d}/data\nclientPort={client}\n"
                         f"clientPortAddress=127.0.0.1\nadmin.enableServer=false\nmaxClientCnxns=0\n"
-                        f"4lw.commands.whitelist=*\n{lines}")
-            self.members.append(dict(id=i + 1, client_port=client, cfg=cfg, dir=d, proc=None, heap=heap_mb))
+                        f"4lw.commands.whitelist=*\n{extra_cfg}\n{lines}")
+            self.members.append(dict(id=i + 1, client_port=client, quorum_port=ports[i][1], election_port=ports[i][2],
+                                     cfg=cfg, dir=d, proc=None, heap=heap_mb))
 
     def start_member(self, m):
         m["proc"] = subprocess.Popen(["java", f"-Xmx{m['heap']}m", *self.jvm_flags, "-cp", ZK_CLASSPATH,
