@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <cstdio>
 #include <cstring>
 #include <utility>
@@ -99,6 +100,58 @@ ConnectString ConnectString::parse(std::string_view s) {
   return out;
 }
 
+std::vector<std::pair<std::string, uint16_t>> config_client_hosts(std::string_view config) {
+  std::vector<std::pair<std::string, uint16_t>> out;
+  auto trim = [](std::string_view v) {
+    while (!v.empty() && (v.front() == ' ' || v.front() == '\t' || v.front() == '\r')) v.remove_prefix(1);
+    while (!v.empty() && (v.back() == ' ' || v.back() == '\t' || v.back() == '\r')) v.remove_suffix(1);
+    return v;
+  };
+  // "host:port", "[v6]:port", or "port" alone: (host, port); std::nullopt when it does not parse.
+  auto split = [](std::string_view a) -> std::optional<std::pair<std::string_view, std::string_view>> {
+    if (!a.empty() && a.front() == '[') {
+      auto close = a.find(']');
+      if (close == std::string_view::npos) return std::nullopt;
+      std::string_view rest = a.substr(close + 1);
+      if (!rest.empty() && rest.front() != ':') return std::nullopt;
+      return std::make_pair(a.substr(1, close - 1), rest.empty() ? rest : rest.substr(1));
+    }
+    auto colon = a.find(':');
+    if (colon == std::string_view::npos) return std::make_pair(std::string_view(), a);
+    return std::make_pair(a.substr(0, colon), a.substr(colon + 1));
+  };
+  size_t from = 0;
+  while (from < config.size()) {
+    size_t nl = std::min(config.find('\n', from), config.size());
+    std::string_view line = trim(config.substr(from, nl - from));
+    from = nl + 1;
+    auto eq = line.find('=');
+    if (line.rfind("server.", 0) != 0 || eq == std::string_view::npos) continue;
+    std::string_view value = trim(line.substr(eq + 1));
+    auto semi = value.find(';');
+    if (semi == std::string_view::npos) continue;
+    auto quorum = split(trim(value.substr(0, semi)));
+    std::string_view client = trim(value.substr(semi + 1));
+    // In a "host:port" client address the port is after the last colon (an unbracketed
+    // IPv6 wildcard "::" has more than one).
+    std::optional<std::pair<std::string_view, std::string_view>> addr;
+    if (!client.empty() && client.front() != '[' && client.find(':') != client.rfind(':'))
+      addr = std::make_pair(client.substr(0, client.rfind(':')), client.substr(client.rfind(':') + 1));
+    else
+      addr = split(client);
+    if (!quorum || !addr) continue;
+    std::string_view host = addr->first;
+    if (host.empty() || host == "0.0.0.0" || host == "::") host = quorum->first;
+    uint32_t port = 0;
+    auto [end, ec] = std::from_chars(addr->second.data(), addr->second.data() + addr->second.size(), port);
+    if (ec != std::errc() || end != addr->second.data() + addr->second.size() || port == 0 || port > 65535 ||
+        host.empty())
+      continue;
+    out.emplace_back(std::string(host), static_cast<uint16_t>(port));
+  }
+  return out;
+}
+
 namespace {
 MultiOp make_op(MultiOp::Kind kind, std::string path, std::string data, int32_t version, CreateMode mode) {
   MultiOp o;
@@ -145,6 +198,8 @@ constexpr size_t max_queued_requests = 100000;
 // A setWatches2 frame carries watches of at most this many bytes of paths, as ZooKeeper's
 // client splits them (its SET_WATCHES_MAX_LENGTH), far below any server's jute.maxbuffer.
 constexpr size_t max_set_watches_bytes = 128 * 1024;
+// Where getConfig reads (ZooDefs.CONFIG_NODE): never under a chroot.
+constexpr const char* config_node = "/zookeeper/config";
 
 struct Client::Impl {
   using Done = std::function<void(Err, Zxid, std::string_view)>;
@@ -196,6 +251,11 @@ struct Client::Impl {
   uint64_t generation = 0;
   size_t next_host = 0;
   std::vector<size_t> order;
+  std::pair<std::string, uint16_t> current_host;  // the latest one connect() tried
+  // Options::follow_config: unknown until the first configuration is read; watching: a read of
+  // /zookeeper/config is in flight or its watch is set (setWatches2 keeps it across connections).
+  enum class Follow { unknown, yes, no } follow = Follow::unknown;
+  bool config_watching = false;
   Zxid last_zxid = 0;
   int32_t next_xid = 1;
   std::deque<Request> queued, in_flight;
@@ -278,7 +338,8 @@ struct Client::Impl {
   void connect() {
     if (ended) return;
     uint64_t gen = ++generation;
-    auto [host, port] = cs.hosts[order[next_host++ % order.size()]];
+    current_host = cs.hosts[order[next_host++ % order.size()]];
+    auto [host, port] = current_host;
     {
       std::lock_guard<std::mutex> l(mu);
       server_.clear();
@@ -564,6 +625,59 @@ struct Client::Impl {
       queued.pop_front();
       send_request(std::move(q));
     }
+    if (connected) watch_config();
+  }
+
+  // ---- following the member list (Options::follow_config) ----
+  void watch_config() {
+    if (!opts.follow_config || follow == Follow::no || config_watching || ended) return;
+    config_watching = true;
+    get_data(config_node, config_node,
+             [this](const WatchEvent& e) {
+               if (e.type == EventType::none) return;
+               config_watching = false;
+               watch_config();
+             },
+             [this](Err e, std::string text, Stat) {
+               if (e == Err::ok) return follow_members(text);
+               config_watching = false;  // the watch was not set: the next connection asks again
+               // A server without getConfig's node (ZooKeeper before 3.5) or one that hides it.
+               if (e == Err::noNode || e == Err::noAuth || e == Err::unimplemented) follow = Follow::no;
+             });
+  }
+
+  void follow_members(const std::string& text) {
+    auto hosts = config_client_hosts(text);
+    if (hosts.empty()) return;  // standalone, or no client addresses: nothing to follow
+    auto named = [&](const std::pair<std::string, uint16_t>& h) {
+      return std::find(hosts.begin(), hosts.end(), h) != hosts.end();
+    };
+    if (follow == Follow::unknown) follow = named(current_host) ? Follow::yes : Follow::no;
+    if (follow == Follow::no) return;
+    auto now = hosts, before = cs.hosts;
+    std::sort(now.begin(), now.end());
+    std::sort(before.begin(), before.end());
+    if (now == before) return;
+    bool stays = named(current_host);
+    cs.hosts = std::move(hosts);
+    order.clear();
+    for (size_t i = 0; i < cs.hosts.size(); ++i) order.push_back(i);
+    std::shuffle(order.begin(), order.end(), rng);
+    next_host = 0;
+    // A server that left the ensemble: the session moves on, as updateServerList moves it.
+    if (connected && !stays) broken("the server left the ensemble's configuration");
+  }
+
+  void get_data(std::string server_path, std::string path, Watcher watcher, Callback<std::string, Stat> cb) {
+    bool watch = static_cast<bool>(watcher);
+    submit(OpCode::getData, wire::PathWatchRequest{std::move(server_path), watch},
+           [this, path, watcher = std::move(watcher), cb = std::move(cb)](Err e, Zxid, std::string_view body) mutable {
+             if (e != Err::ok) return cb(e, std::string(), Stat{});
+             auto r = wire::decode<wire::GetDataResponse>(body);
+             if (!r) return cb(Err::marshallingError, std::string(), Stat{});
+             add_watch(WatchKind::data, path, std::move(watcher));
+             cb(Err::ok, r->data.value_or(std::string()), r->stat);
+           });
   }
 
   // The watches again, on a new connection: setWatches2 frames of at most
@@ -579,7 +693,7 @@ struct Client::Impl {
       bytes = 0;
     };
     auto add = [&](std::vector<std::string> wire::SetWatches2::*kind, const std::string& path) {
-      std::string f = full(path);
+      std::string f = path == config_node ? path : full(path);  // getConfig's, outside the chroot
       if (bytes > 0 && bytes + f.size() > max_set_watches_bytes) flush_frame();
       bytes += f.size() + 4;
       (sw.*kind).push_back(std::move(f));
@@ -973,21 +1087,12 @@ void Client::get_async(std::string path, Watcher watcher, Callback<std::string, 
 }
 
 void Client::get_data(std::string server_path, std::string path, Watcher watcher, Callback<std::string, Stat> cb) {
-  auto* i = impl_.get();
-  bool watch = static_cast<bool>(watcher);
-  i->submit(OpCode::getData, wire::PathWatchRequest{std::move(server_path), watch},
-            [i, path, watcher = std::move(watcher), cb = std::move(cb)](Err e, Zxid, std::string_view body) mutable {
-              if (e != Err::ok) return cb(e, std::string(), Stat{});
-              auto r = wire::decode<wire::GetDataResponse>(body);
-              if (!r) return cb(Err::marshallingError, std::string(), Stat{});
-              i->add_watch(Impl::WatchKind::data, path, std::move(watcher));
-              cb(Err::ok, r->data.value_or(std::string()), r->stat);
-            });
+  impl_->get_data(std::move(server_path), std::move(path), std::move(watcher), std::move(cb));
 }
 
 void Client::config_async(Watcher watcher, Callback<std::string, Stat> cb) {
   // Never under the chroot, as ZooKeeper's getConfig; its events keep the whole path too.
-  get_data("/zookeeper/config", "/zookeeper/config", std::move(watcher), std::move(cb));
+  get_data(config_node, config_node, std::move(watcher), std::move(cb));
 }
 
 void Client::reconfig_async(std::optional<std::string> joining, std::optional<std::string> leaving,

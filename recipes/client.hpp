@@ -103,6 +103,14 @@ struct Options {
     std::string key_password;
     bool verify_hostname = true;  // as zookeeper.ssl.hostnameVerification
   } tls;
+  // Follow the ensemble's member list, as Curator's EnsembleTracker does: the client watches
+  // /zookeeper/config and, when a reconfig changes the members, connects from then on to the
+  // client addresses the configuration names (a wildcard address: the member's quorum host),
+  // moving off a server that left with its session. It follows only when the first
+  // configuration it reads names the server it reached, by the address it used: through a
+  // proxy, a NAT or a TLS port the configuration's addresses are not this client's, and the
+  // connect string's list stays. A standalone server's empty configuration changes nothing.
+  bool follow_config = true;
   // SASL on every connection before any request (ZooKeeper's JAAS Client section): DIGEST-MD5
   // with a user and password, or GSSAPI with the Kerberos credentials the environment names. A
   // failed exchange ends the client with State::auth_failed, as the Java client's AuthFailed.
@@ -115,6 +123,11 @@ struct ConnectString {
   std::string chroot;  // "" or "/a/b"
   static ConnectString parse(std::string_view s);
 };
+
+// The client addresses of a configuration's "server.N=host:quorum:election[:role][;[address:]port]"
+// lines, in order: a wildcard (0.0.0.0, ::) or missing address is the member's quorum host.
+// Lines without a client address, and lines that do not parse, are left out.
+std::vector<std::pair<std::string, uint16_t>> config_client_hosts(std::string_view config);
 
 struct MultiOp {
   enum class Kind { create, remove, set, check } kind = Kind::create;

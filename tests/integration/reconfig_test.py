@@ -271,7 +271,36 @@ config
         admin.close()
     shutil.rmtree(java_cp.split(":")[0], ignore_errors=True)
     skip_acl()
+    client_follows(digest)
     c.finish()
+
+
+RECIPES_TESTS = os.path.join(os.path.dirname(os.path.dirname(os.environ["WARDEN_SERVER"])), "tests", "recipes",
+                             "warden-recipes-tests")
+
+
+def client_follows(digest):
+    """Our C++ client follows the member list (tests/recipes/recipes_test.cpp's "[follow]" test):
+    connected to one member that a reconfig removes, it moves on with its session. On Warden, and
+    on ZooKeeper 3.8 run the same way, the reference."""
+    ensembles = [("Warden", lambda: Ensemble(3, extra_cfg=f"reconfigEnabled=true\n"
+                                                        f"DigestAuthenticationProvider.superDigest=super:{digest}\n"))]
+    if support.with_reference():
+        ensembles.append(("ZooKeeper 3.8", lambda: support.ZkEnsemble(
+            3, 500, 256, jvm_flags=[f"-Dzookeeper.DigestAuthenticationProvider.superDigest=super:{digest}"],
+            extra_cfg="reconfigEnabled=true\n")))
+    for name, make in ensembles:
+        ens = make()
+        try:
+            ens.start()
+            first = ens.members[0]
+            port = first.client_port if hasattr(first, "client_port") else first["client_port"]
+            r = subprocess.run([RECIPES_TESTS, "[follow]"], capture_output=True, text=True, timeout=120,
+                               env=dict(os.environ, WARDEN_TEST_HOSTS=f"127.0.0.1:{port}"))
+            c.check(r.returncode == 0 and "All tests passed" in r.stdout,
+                    f"{name}: the C++ client follows a reconfig off its member\n{r.stdout[-3000:]}{r.stderr[-1000:]}")
+        finally:
+            ens.stop()
 
 
 def skip_acl():

@@ -75,6 +75,88 @@ TEST_CASE("connect strings: hosts, IPv6, a chroot, and garbage refused with the 
     CHECK_THROWS_AS(ConnectString::parse(bad), std::invalid_argument);
 }
 
+TEST_CASE("config_client_hosts: ZooKeeper's server lines, wildcards, IPv6, and garbage left out") {
+  using H = std::vector<std::pair<std::string, uint16_t>>;
+  CHECK(config_client_hosts("server.1=10.0.0.1:2888:3888:participant;10.0.0.1:2181\n"
+                            "server.2=10.0.0.2:2888:3888:observer;0.0.0.0:2182\n"
+                            "server.3=10.0.0.3:2888:3888;2183\n"
+                            "server.4=[fe80::1]:2888:3888:participant;[::]:2184\n"
+                            "server.5=10.0.0.5:2888:3888:participant;:::2185\r\n"
+                            "server.6=[::1]:2888:3888;[::1]:2186\n"
+                            "version=100000003") == H{{"10.0.0.1", 2181},
+                                                      {"10.0.0.2", 2182},
+                                                      {"10.0.0.3", 2183},
+                                                      {"fe80::1", 2184},
+                                                      {"10.0.0.5", 2185},
+                                                      {"::1", 2186}});
+  CHECK(config_client_hosts("").empty());  // a standalone server's node
+  CHECK(config_client_hosts("server.1=10.0.0.1:2888:3888\nversion=0").empty());  // no client addresses
+  // Garbage: each bad line is left out, the good one stays; nothing throws.
+  CHECK(config_client_hosts("server.1=a:1:2;a:0\nserver.2=b:1:2;b:99999\nserver.3=c:1:2;c:x\nserver.4=[d:1:2;5\n"
+                            "server.5=e:1:2;[::1\nserver.6;f:1\nnot a line\n\x01\xff;=:\nserver.7=g:1:2;g:7\n") ==
+        H{{"g", 7}});
+  std::mt19937_64 g(7);
+  for (int i = 0; i < 2000; ++i) {
+    std::string junk(g() % 64, '\0');
+    for (auto& ch : junk) ch = "server.=;:[]0123456789ab\n "[g() % 26];
+    for (const auto& [host, port] : config_client_hosts(junk)) CHECK((!host.empty() && port > 0));
+  }
+}
+
+TEST_CASE("the client follows the member list a reconfig changes", "[.][follow]") {
+  // Run by tests/integration/reconfig_test.py on 3 members with reconfigEnabled=true and the
+  // super digest of super:secret, WARDEN_TEST_HOSTS naming one of them (X): X is removed, the
+  // following client moves with its session to another member, one with follow_config off
+  // never does; X is added back.
+  NEEDS_SERVER();
+  Options ao = opts();
+  ao.auth = {{"digest", "super:secret"}};
+  Client admin(ao);
+  admin.start();
+  std::string text = admin.config().first;
+  std::string me_line;
+  for (size_t from = 0; from < text.size();) {
+    size_t nl = std::min(text.find('\n', from), text.size());
+    std::string line = text.substr(from, nl - from);
+    from = nl + 1;
+    auto named = config_client_hosts(line);
+    if (!named.empty() && named[0].first + ":" + std::to_string(named[0].second) == hosts()) me_line = line;
+  }
+  REQUIRE(!me_line.empty());
+  std::string me_id = me_line.substr(7, me_line.find('=') - 7);
+  Client follower(opts());
+  follower.start();
+  Options so = opts();
+  so.follow_config = false;
+  Client stayer(so);
+  stayer.start();
+  int64_t sid = follower.session_id();
+  REQUIRE(follower.server() == hosts());
+  admin.reconfig(std::nullopt, me_id);
+  auto deadline = std::chrono::steady_clock::now() + 20s;
+  while ((follower.server().empty() || follower.server() == hosts()) && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(20ms);
+  CHECK(follower.server() != hosts());
+  CHECK(!follower.server().empty());
+  CHECK(follower.session_id() == sid);
+  std::string p = fresh("follow");
+  CHECK(follower.create(p, "moved") == p);
+  std::string stayed = stayer.server();
+  CHECK((stayed.empty() || stayed == hosts()));
+  // X back: the configuration names it again (a refusal while it catches up is tried again).
+  for (int i = 0;; ++i) {
+    try {
+      admin.reconfig(me_line.substr(0, me_line.size()), std::nullopt);
+      break;
+    } catch (const Error& e) {
+      if (i > 100 || e.code() != Err::newConfigNoQuorum) throw;
+      std::this_thread::sleep_for(200ms);
+    }
+  }
+  CHECK(admin.config().first.find(me_line) != std::string::npos);
+  follower.remove(p);
+}
+
 TEST_CASE("lock children sort by their sequence suffix, as Curator's do") {
   CHECK(lock_sequence("_c_1234-lock-0000000007") == 7);
   CHECK(lock_sequence("lock-0000000010") == 10);
