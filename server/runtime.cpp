@@ -528,6 +528,26 @@ class Connection final : public ClientLink, public std::enable_shared_from_this<
   bool failed_ = false;  // a write failed: the connection is ending
   bool held_ = false;  // requests wait in in_ while the replies drain (output_high_water)
 };
+void listen(tcp::acceptor& a, const std::string& address, int32_t port, const char* key) {
+  boost::system::error_code ec;
+  auto addr = asio::ip::make_address(address, ec);
+  if (ec) throw std::runtime_error(std::string(key) + "Address '" + address + "' is not an IP address");
+  tcp::endpoint ep(addr, static_cast<uint16_t>(port));
+  a.open(ep.protocol(), ec);
+  if (!ec) a.set_option(tcp::acceptor::reuse_address(true), ec);
+  if (!ec) a.bind(ep, ec);
+  if (!ec) a.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) throw ListenError(address, port, ec.message(), ec == asio::error::address_in_use, key);
+}
+
+std::string address_of(const tcp::acceptor& a) {
+  boost::system::error_code ec;
+  auto ep = a.local_endpoint(ec);
+  if (ec) return {};
+  auto host = ep.address().to_string();
+  if (ep.address().is_v6()) host = "[" + host + "]";
+  return host + ":" + std::to_string(ep.port());
+}
 }  // namespace
 
 
@@ -1350,6 +1370,10 @@ struct ServerRuntime::Impl {
       return;
     }
     if (transport) transport->add_members(peer_members(next.servers));
+    if (auto self = next.servers.find(config.my_id.value_or(-1)); self != next.servers.end() &&
+                                                                   self->second.client_port >= 0)
+      move_client_port(self->second.client_host.empty() ? config.client_port_address : self->second.client_host,
+                       self->second.client_port);
     if (config.config_file.empty()) return;
     std::string dynamic = fmt::format("{}.dynamic.{:x}", config.config_file, static_cast<uint64_t>(version));
     std::string static_text;
@@ -1366,6 +1390,47 @@ struct ServerRuntime::Impl {
       spdlog::error("cannot write the configuration 0x{:x}: {}", static_cast<uint64_t>(version), error);
     else
       spdlog::info("configuration 0x{:x} written to {}", static_cast<uint64_t>(version), dynamic);
+  }
+
+  // A configuration that gives this member another client address: it listens there from now
+  // on, as ZooKeeper's member rebinds its client port; the connections made on the old one stay.
+  // An address it cannot bind is logged, and the old one kept.
+  void move_client_port(const std::string& address, int32_t port) {
+    boost::system::error_code ec;
+    auto bound = acceptor.local_endpoint(ec);
+    if (ec || stopping) return;  // no plaintext client port
+    auto wanted = asio::ip::make_address(address, ec);
+    if (ec || (bound.address() == wanted && bound.port() == port)) return;
+    std::string before = address_of(acceptor);
+    tcp::acceptor next{io};
+    auto bind = [&](tcp::acceptor& a, const std::string& host, int32_t p) {
+      try {
+        listen(a, host, p, "clientPort");
+        return std::string();
+      } catch (const std::exception& e) {
+        boost::system::error_code ignored;
+        a.close(ignored);
+        return std::string(e.what());
+      }
+    };
+    std::string why = bind(next, address, port);
+    if (!why.empty()) {
+      // The same port on another address may clash with the old socket: free it, then try.
+      acceptor.close(ec);
+      why = bind(next, address, port);
+      if (!why.empty()) {
+        spdlog::error("the configuration moves this member's client port to {}:{}, which cannot be bound ({}); it "
+                      "stays at {}", address, port, why, before);
+        if (bind(acceptor, bound.address().to_string(), bound.port()).empty()) accept(acceptor, plain_policy);
+        return;
+      }
+    }
+    acceptor.close(ec);  // its pending accept ends (operation_aborted) without another
+    acceptor = std::move(next);
+    config.client_port_address = address;
+    config.client_port = port;
+    accept(acceptor, plain_policy);
+    spdlog::info("client port moved from {} to {} by the configuration", before, address_of(acceptor));
   }
 
   // This member's replicator and peer transport, from the server.N lines.
@@ -1878,8 +1943,8 @@ struct ServerRuntime::Impl {
   void accept(tcp::acceptor& on, const TlsPolicy& policy) {
     on.async_accept([this, &on, &policy](boost::system::error_code ec, tcp::socket s) {
       if (ec) {
-        if (!stopping) spdlog::warn("accept failed: {}", ec.message());
-        if (stopping || ec == asio::error::operation_aborted) return;
+        if (stopping || ec == asio::error::operation_aborted) return;  // closed: shut down, or moved
+        spdlog::warn("accept failed: {}", ec.message());
       } else {
         boost::system::error_code peer_ec;
         std::string peer = s.remote_endpoint(peer_ec).address().to_string();
@@ -1942,28 +2007,6 @@ void remember_command_line(int argc, char** argv) {
   restart_argv().assign(argv, argv + argc);
 }
 
-namespace {
-void listen(tcp::acceptor& a, const std::string& address, int32_t port, const char* key) {
-  boost::system::error_code ec;
-  auto addr = asio::ip::make_address(address, ec);
-  if (ec) throw std::runtime_error(std::string(key) + "Address '" + address + "' is not an IP address");
-  tcp::endpoint ep(addr, static_cast<uint16_t>(port));
-  a.open(ep.protocol(), ec);
-  if (!ec) a.set_option(tcp::acceptor::reuse_address(true), ec);
-  if (!ec) a.bind(ep, ec);
-  if (!ec) a.listen(asio::socket_base::max_listen_connections, ec);
-  if (ec) throw ListenError(address, port, ec.message(), ec == asio::error::address_in_use, key);
-}
-
-std::string address_of(const tcp::acceptor& a) {
-  boost::system::error_code ec;
-  auto ep = a.local_endpoint(ec);
-  if (ec) return {};
-  auto host = ep.address().to_string();
-  if (ep.address().is_v6()) host = "[" + host + "]";
-  return host + ":" + std::to_string(ep.port());
-}
-}  // namespace
 
 void ServerRuntime::bind() {
   const Config& c = impl_->config;

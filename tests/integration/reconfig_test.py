@@ -11,14 +11,17 @@ rejoins the configuration in force; growing to 5 with two new machines and shrin
 member writing zoo.cfg.dynamic.<version> as ZooKeeper does; zkCli.sh's config and reconfig; the Java
 client's ZooKeeperAdmin and Curator's reconfig and getConfig; the warden command line's config and
 reconfig.
-Writes made between the changes are all there at the end. Last, with skipACL=yes, a session
-without any auth reads and writes another's node and reconfigures."""
+Writes made between the changes are all there at the end. Then, with skipACL=yes, a session
+without any auth reads and writes another's node and reconfigures; last, on Warden and on
+ZooKeeper 3.8 alike, the C++ client follows a reconfig that removes its member, and a member
+given another client address listens there at once (its old sessions go on)."""
 import base64
 import hashlib
 import os
 import shutil
 import subprocess
 import tempfile
+import socket
 import threading
 
 from kazoo.client import KazooClient
@@ -26,6 +29,7 @@ from kazoo.security import make_digest_acl
 from kazoo.exceptions import BadArgumentsError, BadVersionError, NewConfigNoQuorumError, NoAuthError
 
 import support
+import zkproto as zp
 from support import wait_until
 from ensemble import Ensemble, Member
 
@@ -299,8 +303,57 @@ def client_follows(digest):
                                env=dict(os.environ, WARDEN_TEST_HOSTS=f"127.0.0.1:{port}"))
             c.check(r.returncode == 0 and "All tests passed" in r.stdout,
                     f"{name}: the C++ client follows a reconfig off its member\n{r.stdout[-3000:]}{r.stderr[-1000:]}")
+            client_address_change(name, ens)
         finally:
             ens.stop()
+
+
+def client_address_change(name, ens):
+    """A reconfig that gives a member another client address (127.0.0.2 and a new port): the
+    member listens there at once, no longer on the old one, and the session made on the old one
+    goes on."""
+    def attr(m, key):
+        return getattr(m, key) if hasattr(m, key) else m[key]
+
+    m, other = ens.members[1], ens.members[0]
+    old = KazooClient(hosts=f"127.0.0.1:{attr(m, 'client_port')}")
+    old.start(timeout=15)
+    admin = KazooClient(hosts=f"127.0.0.1:{attr(other, 'client_port')}", auth_data=[("digest", "super:secret")])
+    admin.start(timeout=15)
+    port = support.free_port()
+    line = (f"server.{attr(m, 'id')}=127.0.0.1:{attr(m, 'quorum_port')}:{attr(m, 'election_port')}:participant;"
+            f"127.0.0.2:{port}")
+    data, _ = admin.reconfig(joining=line, leaving=None, new_members=None)
+    c.check(line in data.decode(), f"{name}: the configuration names the member's new client address")
+
+    def session_on(host, p):
+        try:
+            sock = socket.create_connection((host, p), timeout=2)
+            zp.Session(p, sock=sock).sock.close()
+            return True
+        except (OSError, RuntimeError):
+            return False
+
+    c.check(wait_until(lambda: session_on("127.0.0.2", port), 15),
+            f"{name}: the member takes new sessions on its new client address")
+    c.check(not session_on("127.0.0.1", attr(m, "client_port")), f"{name}: and no longer on the old one")
+    old.create("/moved-address", b"x")
+    c.equal(admin.get("/moved-address")[0], b"x", f"{name}: a session made on the old address goes on")
+    admin.delete("/moved-address")
+    if name == "Warden":
+        # An address it cannot bind (another process listens there): logged, the current one kept.
+        taken = support.fresh_socket(listen=True)
+        taken.listen(1)
+        busy = taken.getsockname()[1]
+        bad = line.replace(f"127.0.0.2:{port}", f"127.0.0.1:{busy}")
+        admin.reconfig(joining=bad, leaving=None, new_members=None)
+        c.check(wait_until(lambda: "cannot be bound" in m.log(), 15),
+                f"{name}: a client address the member cannot bind is logged")
+        c.check(session_on("127.0.0.2", port), f"{name}: and the member keeps taking sessions where it was")
+        taken.close()
+    for k in (old, admin):
+        k.stop()
+        k.close()
 
 
 def skip_acl():
