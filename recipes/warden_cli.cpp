@@ -37,6 +37,7 @@ namespace {
 const char* usage_text =
     "usage: warden [--server HOSTS] [--timeout-ms MS] [--session-timeout-ms MS] [--auth SCHEME:AUTH] COMMAND ...\n"
     "  HOSTS: a connect string, host:port[,host:port...][/chroot]; default $WARDEN_SERVER, else 127.0.0.1:2181\n"
+    "  --fixed-servers: only HOSTS, even after a reconfig names others (the ensemble's list is followed)\n"
     "TLS (to a secureClientPort): [--tls] [--tls-ca FILE] [--tls-cert FILE --tls-key FILE] [--tls-no-hostname-check]\n"
     "  PEM files; each defaults to $WARDEN_TLS_CA, $WARDEN_TLS_CERT, $WARDEN_TLS_KEY (a key's password:\n"
     "  $WARDEN_TLS_KEY_PASSWORD); any of them turns TLS on. Without a CA file, the system's CAs.\n"
@@ -383,6 +384,8 @@ int main(int argc, char** argv) {
     } else if (a == "--sasl" || a == "--sasl-user" || a == "--sasl-host") {
       if (++i >= args.size() || args[i].empty()) return usage(a + " needs a value");
       (a == "--sasl" ? opts.sasl.mechanism : a == "--sasl-user" ? opts.sasl.username : opts.sasl.host) = args[i];
+    } else if (a == "--fixed-servers") {
+      opts.follow_config = false;
     } else if (a == "--tls") {
       opts.tls.enabled = true;
     } else if (a == "--tls-no-hostname-check") {
