@@ -13,7 +13,7 @@ import sys
 import tempfile
 import time
 
-from support import free_port, fresh_socket, handshake_ok
+from support import free_port, fresh_socket, handshake_ok, member_files
 
 
 def four_letter(port, word, timeout=3):
@@ -128,13 +128,10 @@ class Ensemble:
                     q = self.proxy.add(me.id, m.id, "quorum", q)
                     e = self.proxy.add(me.id, m.id, "election", e)
                 lines.append(f"server.{m.id}=127.0.0.1:{q}:{e}{role};127.0.0.1:{m.client_port}")
-            os.makedirs(os.path.join(me.dir, "data"))
-            with open(os.path.join(me.dir, "data", "myid"), "w") as f:
-                f.write(f"{me.id}\n")
-            with open(me.cfg, "w") as f:
-                f.write(f"tickTime={tick_ms}\ninitLimit={init_limit}\nsyncLimit={sync_limit}\n"
-                        f"dataDir={me.dir}/data\n4lw.commands.whitelist=*\nadmin.enableServer=false\n"
-                        f"{'peerType=observer' if me.observer else ''}\n{extra_cfg}\n" + "\n".join(lines) + "\n")
+            member_files(me.dir, me.id, f"tickTime={tick_ms}\ninitLimit={init_limit}\nsyncLimit={sync_limit}\n"
+                                        f"dataDir={me.dir}/data\n4lw.commands.whitelist=*\nadmin.enableServer=false\n"
+                                        f"{'peerType=observer' if me.observer else ''}\n{extra_cfg}\n" +
+                         "\n".join(lines) + "\n")
 
     @property
     def connect_string(self):

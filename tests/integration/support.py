@@ -207,6 +207,18 @@ def start_zookeeper(extended_types=True, extra_cfg="", workdir=None, heap_mb=512
     return Server(proc, port, workdir, log_path, keep)
 
 
+def member_files(d, sid, cfg_text):
+    """An ensemble member's folder `d`: data/myid holding `sid`, and zoo.cfg with `cfg_text` (its
+    path is returned)."""
+    os.makedirs(os.path.join(d, "data"))
+    with open(os.path.join(d, "data", "myid"), "w") as f:
+        f.write(f"{sid}\n")
+    cfg = os.path.join(d, "zoo.cfg")
+    with open(cfg, "w") as f:
+        f.write(cfg_text)
+    return cfg
+
+
 class ZkEnsemble:
     """Apache ZooKeeper 3.8 as `n` QuorumPeerMain processes on loopback (initLimit=10,
     syncLimit=5): the reference for ensemble behaviour and the benchmarks' other side. Members
@@ -224,14 +236,9 @@ class ZkEnsemble:
                         for i, (c, q, e) in enumerate(ports))
         for i, (client, _, _) in enumerate(ports):
             d = os.path.join(self.dir, str(i + 1))
-            os.makedirs(os.path.join(d, "data"))
-            with open(os.path.join(d, "data", "myid"), "w") as f:
-                f.write(f"{i + 1}\n")
-            cfg = os.path.join(d, "zoo.cfg")
-            with open(cfg, "w") as f:
-                f.write(f"tickTime={tick_ms}\ninitLimit=10\nsyncLimit=5\ndataDir={d}/data\nclientPort={client}\n"
-                        f"clientPortAddress=127.0.0.1\nadmin.enableServer=false\nmaxClientCnxns=0\n"
-                        f"4lw.commands.whitelist=*\n{extra_cfg}\n{lines}")
+            cfg = member_files(d, i + 1, f"tickTime={tick_ms}\ninitLimit=10\nsyncLimit=5\ndataDir={d}/data\n"
+                                         f"clientPort={client}\nclientPortAddress=127.0.0.1\nadmin.enableServer=false\n"
+                                         f"maxClientCnxns=0\n4lw.commands.whitelist=*\n{extra_cfg}\n{lines}")
             self.members.append(dict(id=i + 1, client_port=client, quorum_port=ports[i][1], election_port=ports[i][2],
                                      cfg=cfg, dir=d, proc=None, heap=heap_mb))
 
