@@ -168,6 +168,9 @@ bool EnsembleReplicator::receive(PeerId from, std::string_view bytes, std::strin
     process();
     return true;
   }
+  if (m.has_vote() && hooks_.stranger && m.vote().has_config() && !m.vote().config().members().empty() &&
+      !peer.ensemble().is_member(from))
+    hooks_.stranger(from, m.vote().config().members());
   peer.receive(from, m);
   process();
   measure_acks();

@@ -98,6 +98,9 @@ class EnsembleReplicator final : public Replicator {
     std::function<void(Zxid version, const std::vector<PeerId>& voters, const std::vector<PeerId>& observers,
                        const std::string& members)>
         config_changed;
+    // A vote from a server outside the configuration, with the members of its own (the host's
+    // text: its line says where it listens). Once per vote; the host decides what to do.
+    std::function<void(PeerId from, const std::string& members)> stranger;
     // Leader: a voter acknowledged a proposal `micros` after it was made (the newest one its
     // ack covers); a proposal got its quorum `micros` after it was made.
     std::function<void(PeerId voter, int64_t micros)> acked;

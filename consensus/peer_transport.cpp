@@ -94,6 +94,7 @@ struct PeerTransport::Impl {
   asio::io_context& io;
   int64_t self;
   std::map<int64_t, Member> members;
+  bool strangers = false;  // set_accept_strangers
   Receive receive;
   tcp::acceptor quorum{io}, election{io};
   bool stopping = false;
@@ -218,7 +219,7 @@ struct PeerTransport::Impl {
       if (v != PeerTransport::version)
         return "it speaks peer protocol version " + std::to_string(v) + ", this member " +
                std::to_string(PeerTransport::version);
-      if (sender == t.self || !t.members.count(sender))
+      if (sender == t.self || (!t.members.count(sender) && !t.strangers))
         return "server id " + std::to_string(sender) + " is not another member of this ensemble";
       if (target != t.self)
         return "it meant to reach server " + std::to_string(target) + ", this is server " + std::to_string(t.self);
@@ -229,9 +230,15 @@ struct PeerTransport::Impl {
         return "it says it is server " + std::to_string(sender) + ", configured at " + t.members.at(sender).host +
                ", but comes from " + at;
       if (!tls && t.tls.accept == PeerTransport::Tls::Accept::tls) return "it does not speak TLS";
-      if (tls && t.tls.verify_host && !certificate_names(tls->native_handle(), t.members.at(sender).host))
-        return "its certificate does not name server " + std::to_string(sender) + "'s host " +
-               t.members.at(sender).host + " (ssl.quorum.hostnameVerification)";
+      if (tls && t.tls.verify_host) {
+        auto m = t.members.find(sender);
+        if (m == t.members.end())
+          return "server " + std::to_string(sender) + " is not in this member's configuration, so the host its "
+                 "certificate must name is unknown (ssl.quorum.hostnameVerification)";
+        if (!certificate_names(tls->native_handle(), m->second.host))
+          return "its certificate does not name server " + std::to_string(sender) + "'s host " + m->second.host +
+                 " (ssl.quorum.hostnameVerification)";
+      }
       return {};
     }
     // False: the connection must close.
@@ -308,7 +315,10 @@ struct PeerTransport::Impl {
         answer(auth_not_taken, "server " + std::to_string(t.self) + " has quorum.auth.enableSasl=false");
         return true;
       }
-      if (!exchange) exchange = t.auth.server(t.members.at(from));
+      if (!exchange) {
+        auto m = t.members.find(from);  // a stranger (set_accept_strangers) is known by its address
+        exchange = t.auth.server(m != t.members.end() ? m->second : Member{from, remote_address(socket), 0, 0});
+      }
       auto st = exchange->step(frame.substr(1));
       using S = PeerTransport::Auth::Step::Status;
       if (st.status == S::more) {
@@ -764,8 +774,9 @@ void PeerTransport::start() {
   for (auto& [to, bytes, vote] : early) send(to, std::move(bytes), vote);
 }
 
-void PeerTransport::add_members(const std::vector<Member>& members) {
+size_t PeerTransport::add_members(const std::vector<Member>& members) {
   auto& i = *impl_;
+  size_t added = 0;
   for (const auto& m : members) {
     auto known = i.members.find(m.id);
     if (known != i.members.end()) {
@@ -777,6 +788,7 @@ void PeerTransport::add_members(const std::vector<Member>& members) {
     }
     spdlog::info("server {} joins at {}:{}:{}", m.id, m.host, m.quorum_port, m.election_port);
     i.members[m.id] = m;
+    ++added;
     if (!i.started || i.stopping) continue;  // start() resolves and connects to every member
     i.resolve(m.id, m);
     for (bool vote : {false, true}) {
@@ -785,9 +797,12 @@ void PeerTransport::add_members(const std::vector<Member>& members) {
       i.out.emplace(std::make_pair(m.id, vote), std::move(o));
     }
   }
+  return added;
 }
 
 void PeerTransport::set_tls(Tls tls) { impl_->tls = std::move(tls); }
+
+void PeerTransport::set_accept_strangers(bool on) { impl_->strangers = on; }
 
 void PeerTransport::set_auth(Auth auth) { impl_->auth = std::move(auth); }
 

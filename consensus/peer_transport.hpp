@@ -132,6 +132,12 @@ class PeerTransport {
   };
   // Before start().
   void set_auth(Auth auth);
+  // Takes the hellos of servers that are not members (with reconfigEnabled: a server about to
+  // be added follows the leader first, as a ZooKeeper learner outside the configuration does);
+  // what they send reaches the receiver, which may add_members() them to answer. Their address
+  // is not checked (there is none to check it against), nor, with ssl.quorum.hostnameVerification,
+  // can their certificate be: with it they are refused.
+  void set_accept_strangers(bool on);
   // Called when this member's quorum-port connection to `member` breaks or cannot be made.
   void set_on_lost(std::function<void(int64_t member)> lost);
   // Called each time a write to `member`'s quorum port completed (a sync stream sends more).
@@ -144,7 +150,8 @@ class PeerTransport {
   // hellos taken, from now on. A member already known keeps its addresses until a restart (a
   // changed one is logged); none is forgotten, so a removed member can still follow as a
   // server outside the configuration and be added back.
-  void add_members(const std::vector<Member>& members);
+  // Returns how many were new.
+  size_t add_members(const std::vector<Member>& members);
   // Queues an encoded message for `to`; `vote` picks the election port's connection.
   void send(int64_t to, std::string bytes, bool vote);
   void stop();

@@ -584,6 +584,17 @@ void ZabPeer::maybe_start_sync() {
     // This server's history becomes the new epoch's: current, persisted before any NEWLEADER.
     epochs_.current = new_epoch_;
     ready_.epochs = epochs_;
+    // A configuration from the files alone (version 0) gets the new epoch's first zxid as its
+    // version, as ZooKeeper's first leader gives it (ZOOKEEPER-1783), unless a reconfig waits in
+    // the history (its own version must stay the newer). The same members: no quorum changes.
+    // The followers take it with their Sync; a server about to join, started with itself in its
+    // file, takes it from a vote as newer than its own and follows outside it, as ZooKeeper's
+    // joiner does. No txn has that zxid (an epoch's counter starts at 1), and every txn below
+    // it is of the history taken over, committed when this leader establishes.
+    if (cfg_.config_of && cfg_.ensemble.version == 0 && !pending_) {
+      cfg_.ensemble.version = static_cast<Zxid>(new_epoch_) << 32;
+      ready_.config = cfg_.ensemble;
+    }
   }
   for (auto& [id, l] : links_)
     if (l.phase == Link::Phase::epoch_acked && (!l.observer || established_)) start_sync(id, l);

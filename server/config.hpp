@@ -184,9 +184,10 @@ struct Config {
   uint64_t config_version = 0;
   // peerType: this server's role, which its own server.N line decides in the end (as ZooKeeper).
   std::string peer_type = "participant";
-  // An ensemble: more than one server.N line (one alone runs standalone, as ZooKeeper does
-  // with its default standaloneEnabled=true).
-  bool ensemble() const { return servers.size() > 1; }
+  // An ensemble: more than one server.N line; one alone runs standalone, as ZooKeeper does
+  // with its default standaloneEnabled=true, and is an ensemble of one (which a reconfig can
+  // grow) with standaloneEnabled=false.
+  bool ensemble() const { return servers.size() > 1 || (servers.size() == 1 && !standalone_enabled); }
   const PeerEntry* self() const {
     auto it = my_id ? servers.find(*my_id) : servers.end();
     return it == servers.end() ? nullptr : &it->second;

@@ -1497,6 +1497,25 @@ struct ServerRuntime::Impl {
       Config next;
       if (!transport || members.empty() || parse_members(next, members, "a peer's configuration", true, true)) return;
       transport->add_members(peer_members(next.servers));
+      if ((version & 0xffffffff) == 0 && version > persisted_config) {
+        // The files' configuration, versioned by a leader's first epoch (no txn has that zxid):
+        // shown and written as a reconfig's would be, as ZooKeeper writes zoo.cfg.dynamic.<epoch>00000000.
+        // (The hooks run, as the commit handler does, with the tree held.)
+        std::string text = members + fmt::format("version={:x}", static_cast<uint64_t>(version));
+        server->configuration_versioned(text, version);
+        config_in_force(text, version);
+      }
+    };
+    // A server outside the configuration (one about to be added: reconfigEnabled) reaches this
+    // member; its own line in the configuration it sends says where to answer it.
+    h.stranger = [this](int64_t from, const std::string& members) {
+      Config theirs;
+      if (!transport || parse_members(theirs, members, "a joining server's configuration", true, true)) return;
+      auto own = theirs.servers.find(from);
+      if (own == theirs.servers.end()) return;
+      if (transport->add_members(peer_members({*own})) > 0)
+        spdlog::info("server {}, outside the configuration, reached this member: it is answered at {}:{}:{}", from,
+                     own->second.host, own->second.quorum_port, own->second.election_port);
     };
     h.acked = [this](int64_t voter, int64_t micros) {
       auto& s = metrics.ack_micros[voter];
@@ -1549,6 +1568,7 @@ struct ServerRuntime::Impl {
                    q.learner_require_sasl ? ", required to join others" : "",
                    q.server_require_sasl ? ", required of those who join" : "");
     }
+    transport->set_accept_strangers(config.reconfig_enabled);
     transport->set_on_lost([this](int64_t member) {
       if (streamer) streamer->cancel(member);
       auto hold = hold_tree();

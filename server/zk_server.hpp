@@ -155,6 +155,13 @@ class ZkServer {
   // Called with /zookeeper/config's text and version each time a reconfig is applied (from the
   // log, or a snapshot that brought a newer one): the host reaches new members and persists it.
   void set_on_config(std::function<void(std::string_view text, Zxid version)> f) { on_config_ = std::move(f); }
+  // A configuration in force without a txn of its own: the files' one, which a leader's first
+  // epoch gives a version (the epoch's first zxid, as ZooKeeper's). /zookeeper/config shows it
+  // unless it holds a newer one.
+  void configuration_versioned(std::string_view text, Zxid version) {
+    const Node* n = tree_.find(reconfig::config_node);
+    if (n && n->mzxid < version) tree_.set_config_node(text, version, clock_());
+  }
   // Leader: a request a follower or observer forwarded (forward.hpp); garbage is logged and
   // dropped.
   // `from`: the member (its server id) it came from.

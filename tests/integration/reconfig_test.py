@@ -23,6 +23,7 @@ import subprocess
 import tempfile
 import socket
 import threading
+import time
 
 from kazoo.client import KazooClient
 from kazoo.security import make_digest_acl
@@ -31,7 +32,7 @@ from kazoo.exceptions import BadArgumentsError, BadVersionError, NewConfigNoQuor
 import support
 import zkproto as zp
 from support import wait_until
-from ensemble import Ensemble, Member
+from ensemble import Ensemble, Member, mode_of
 
 c = support.Checks("reconfig")
 
@@ -94,7 +95,10 @@ def main():
         data, stat = admin.get("/zookeeper/config")
         roles, version = members_of(data.decode())
         c.equal(roles, {1: "participant", 2: "participant", 3: "participant"}, "getConfig names the members")
-        c.equal(version, "0", "a static configuration's version is 0")
+        # As ZooKeeper's first leader versions it (ZOOKEEPER-1783): its epoch's first zxid.
+        c.check(version != "0" and version.endswith("00000000"),
+                f"the files' configuration gets the first leader's epoch as its version ({version})")
+        static_version = version
         c.equal(stat.version, -1, "/zookeeper/config's version is -1, as ZooKeeper's")
 
         # Refusals.
@@ -122,7 +126,8 @@ def main():
                f"server.9=127.0.0.1:{p[3]}:{p[4]}:participant;127.0.0.1:{p[5]}")
         expect(NewConfigNoQuorumError, lambda: admin.reconfig(joining=None, leaving=None, new_members=far),
                "new voters that are not synchronised get NewConfigNoQuorum")
-        c.equal(members_of(admin.get("/zookeeper/config")[0].decode())[1], "0", "a refused reconfig changes nothing")
+        c.equal(members_of(admin.get("/zookeeper/config")[0].decode())[1], static_version,
+                "a refused reconfig changes nothing")
 
         fired = threading.Event()
         admin.get("/zookeeper/config", watch=lambda event: fired.set())
@@ -276,7 +281,76 @@ config
     shutil.rmtree(java_cp.split(":")[0], ignore_errors=True)
     skip_acl()
     client_follows(digest)
+    grow_from_one()
     c.finish()
+
+
+def grow_from_one():
+    """standaloneEnabled=false: one server is an ensemble of one (it leads), and grows: a server
+    started with the members' lines and its own follows the leader from outside the
+    configuration, so `reconfig -add` of it as a participant commits at once; then a third. The
+    first one SIGKILLed, the two others go on. On Warden, and on ZooKeeper 3.8 the same way."""
+    for name in support.compared_servers():
+        work = tempfile.mkdtemp(prefix="warden-grow-")
+        ports = {i: (support.free_port(), support.free_port(), support.free_port()) for i in (1, 2, 3)}
+        procs = {}
+
+        def line(i):
+            client, quorum, election = ports[i]
+            return f"server.{i}=127.0.0.1:{quorum}:{election}:participant;127.0.0.1:{client}"
+
+        def start(i, members):
+            d = os.path.join(work, str(i))
+            cfg = support.member_files(
+                d, i, f"tickTime=200\ninitLimit=10\nsyncLimit=5\ndataDir={d}/data\n4lw.commands.whitelist=*\n"
+                      f"admin.enableServer=false\nreconfigEnabled=true\nstandaloneEnabled=false\nskipACL=yes\n" +
+                      "".join(line(m) + "\n" for m in members))
+            cmd = ([os.environ["WARDEN_SERVER"], cfg] if name == "Warden" else
+                   ["java", "-Xmx256m", "-cp", support.ZK_CLASSPATH, "org.apache.zookeeper.server.quorum.QuorumPeerMain",
+                    cfg])
+            procs[i] = subprocess.Popen(cmd, stdout=open(os.path.join(d, "server.log"), "w"), stderr=subprocess.STDOUT)
+
+        def mode(i):
+            return mode_of(ports[i][0])
+
+        def add(k, i):
+            for _ in range(100):
+                try:
+                    return k.reconfig(joining=line(i), leaving=None, new_members=None)[0].decode()
+                except NewConfigNoQuorumError:
+                    time.sleep(0.2)
+            return ""
+
+        try:
+            start(1, [1])
+            c.check(wait_until(lambda: mode(1) == "leader", 60), f"{name}: one server with standaloneEnabled=false leads")
+            k = KazooClient(hosts=f"127.0.0.1:{ports[1][0]}")
+            k.start(timeout=30)
+            k.create("/grown", b"from one")
+            start(2, [1, 2])
+            c.check(wait_until(lambda: mode(2) == "follower", 60),
+                    f"{name}: a server started with itself in its file follows before it is added ({mode(2)!r})")
+            data = add(k, 2)
+            c.equal(sorted(members_of(data)[0]), [1, 2], f"{name}: reconfig -add of it commits")
+            start(3, [1, 2, 3])
+            c.check(wait_until(lambda: mode(3) == "follower", 60), f"{name}: a third follows before it is added")
+            c.equal(sorted(members_of(add(k, 3))[0]), [1, 2, 3], f"{name}: and is added")
+            k.stop()
+            k.close()
+            procs[1].kill()
+            procs[1].wait()
+            k2 = KazooClient(hosts=f"127.0.0.1:{ports[2][0]},127.0.0.1:{ports[3][0]}")
+            k2.start(timeout=30)
+            k2.set("/grown", b"without the first")
+            c.equal(k2.get("/grown")[0], b"without the first", f"{name}: the first one killed, the two others write")
+            k2.stop()
+            k2.close()
+        finally:
+            for p in procs.values():
+                if p.poll() is None:
+                    p.terminate()
+                    p.wait()
+            shutil.rmtree(work, ignore_errors=True)
 
 
 RECIPES_TESTS = os.path.join(os.path.dirname(os.path.dirname(os.environ["WARDEN_SERVER"])), "tests", "recipes",

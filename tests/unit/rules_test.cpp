@@ -493,6 +493,17 @@ TEST_CASE("JVM flags' -D properties are read as ZooKeeper reads them; zoo.cfg wi
         "$JVMFLAGS -Dreadonlymode.enabled: readonlymode.enabled=maybe: must be true or false");
 }
 
+TEST_CASE("one server line: standalone, or with standaloneEnabled=false an ensemble of one") {
+  auto parse = [](const std::string& text) {
+    return std::get<Config>(parse_config("dataDir=/d\nserver.1=127.0.0.1:2888:3888;127.0.0.1:2181\n" + text, "z.cfg"));
+  };
+  CHECK(!parse("clientPort=2181\n").ensemble());
+  CHECK(!parse("clientPort=2181\nstandaloneEnabled=true\n").ensemble());
+  CHECK(parse("standaloneEnabled=false\n").ensemble());
+  CHECK(std::get<Config>(parse_config("dataDir=/d\nclientPort=1\nstandaloneEnabled=false\n", "z.cfg")).ensemble() ==
+        false);  // no server line at all: standalone whatever the key says
+}
+
 TEST_CASE("skipACL: yes or no, from zoo.cfg or -Dzookeeper.skipACL; anything else is refused") {
   auto parse = [](const std::string& text, const char* flags = nullptr) {
     return parse_config("dataDir=/d\nclientPort=1\n" + text, "z.cfg",
