@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <iterator>
 #include <tuple>
+#include <utility>
 
 #include "consensus/peer_codec.hpp"
 
@@ -132,10 +133,19 @@ void ZabPeer::adopt(Ensemble e) {
                                                                                              : std::next(it);
       return;
     case Role::following:
-    case Role::observing:
-      if ((now.is_observer(cfg_.id) ? Role::observing : Role::following) != role_ || !now.is_voter(leader_))
-        become_looking();
+    case Role::observing: {
+      PeerId designated = std::exchange(designated_, 0);
+      if ((now.is_observer(cfg_.id) ? Role::observing : Role::following) == role_ && now.is_voter(leader_)) return;
+      // Our leader left and handed leadership over (ZooKeeper's designated leader): no election.
+      // The designated voter leads (its epoch still needs a quorum, as any leader's), the others
+      // follow it; one that never leads sends them looking after initLimit, as a lost leader does.
+      if (designated != 0 && designated != leader_ && now.is_voter(designated) && !pending_) {
+        if (designated == cfg_.id && role_ == Role::following) return become_leader();
+        if (designated != cfg_.id && now.is_member(cfg_.id)) return become_follower(designated);
+      }
+      become_looking();
       return;
+    }
   }
 }
 
@@ -265,11 +275,11 @@ void ZabPeer::on_vote(PeerId from, const pb::PeerMessage& m) {
     // for the link: either way the txn is applied and its clients answered before the
     // configuration may send this follower looking (a reconfig that removed the leader lost the
     // reply on followers otherwise). Its log holds the leader's history, so an entry it holds
-    // at that zxid is the committed reconfig, and everything before it is committed too.
-    if (v.config().version() <= received_upto_)
-      set_committed(v.config().version());
-    else if (from == leader_)
-      return;
+    // at that zxid is the committed reconfig, and everything before it is committed too. From
+    // the leader itself, the link's Commit is awaited: it also names the voter the leader hands
+    // over to, which this vote, overtaking it on the election port, would otherwise pre-empt.
+    if (from == leader_) return;
+    if (v.config().version() <= received_upto_) set_committed(v.config().version());
   } else if (newer && cfg_.ensemble.is_member(from)) {
     // A member that missed a reconfig (it was down, or cut off) learns the configuration in
     // force from any member's vote: every configuration in force was committed. A stranger's
@@ -709,10 +719,12 @@ void ZabPeer::advance_commit() {
   c = std::min(c, std::min(last_proposed_, log_.last_zxid()));
   if (c <= committed_) return;
   committed_ = c;
+  PeerId designated = pending_ && c >= pending_->first && !pending_->second.is_voter(cfg_.id) ? designate(c) : 0;
   for (auto& [id, l] : links_) {
     if (l.observer || (l.phase != Link::Phase::syncing && l.phase != Link::Phase::synced)) continue;
     pb::PeerMessage m;
     m.mutable_commit()->set_zxid(c);
+    m.mutable_commit()->set_designated(designated);
     send_on_link(id, l, std::move(m));
   }
   inform_observers();
@@ -720,6 +732,21 @@ void ZabPeer::advance_commit() {
     maybe_activate();
     advance_commit();  // what follows it needs the new configuration's quorum alone
   }
+}
+
+PeerId ZabPeer::designate(Zxid c) const {
+  // ZooKeeper's getDesignatedLeader: a voter of the new configuration that acknowledged the
+  // reconfig, as up to date as possible. Here: synced, holding at least everything committed
+  // now (so whatever it leads keeps every committed txn), the highest acknowledgement first,
+  // then the highest id, as an election would order them.
+  PeerId best = 0;
+  Zxid best_acked = 0;
+  for (const auto& [id, l] : links_) {
+    if (l.observer || !pending_->second.is_voter(id)) continue;
+    if (l.phase != Link::Phase::synced || l.acked < c) continue;
+    if (best == 0 || l.acked > best_acked || (l.acked == best_acked && id > best)) best = id, best_acked = l.acked;
+  }
+  return best;
 }
 
 void ZabPeer::inform_observers() {
@@ -990,7 +1017,9 @@ void ZabPeer::follow_receive(PeerId from, const pb::PeerMessage& m) {
     if (m.has_inform()) set_committed(m.inform().committed());
     maybe_ack_new_leader();
   } else if (m.has_commit()) {
+    designated_ = m.commit().designated();
     set_committed(m.commit().zxid());
+    designated_ = 0;  // it served the reconfig this commit put in force, or nothing
   } else if (m.has_up_to_date()) {
     if (fphase_ != FPhase::broadcast || serving_) return;
     serving_ = true;

@@ -247,6 +247,10 @@ class ZabPeer {
   bool votes(PeerId p) const;  // a voter of the configuration in force or of the pending one
   void note_config_entry(const Entry& e);
   void adopt(Ensemble e);  // a configuration comes into force
+  // Leading, about to commit up to `c` and with it a reconfig that removes this leader: the new
+  // voter to hand leadership to (a synced one that acknowledged at least `c`, the most up to date
+  // first), or 0.
+  PeerId designate(Zxid c) const;
   void maybe_activate();   // the pending reconfig, once committed
   Zxid commit_point(const Ensemble& e) const;
 
@@ -299,6 +303,9 @@ class ZabPeer {
   PeerId leader_ = 0;
   bool serving_ = false;
   Ready ready_;
+  // Following: the voter our leader handed leadership to with the commit of a reconfig that
+  // removes it (ZooKeeper's designated leader); 0: none.
+  PeerId designated_ = 0;
 
   // Looking.
   uint64_t round_ = 0;

@@ -853,13 +853,22 @@ TEST_CASE("a reconfig commits on a quorum of the old and of the new configuratio
   CHECK(net.committed[l] == *z);  // a quorum of both
   CHECK(net.peers[l]->ensemble().voters == next.voters);
   CHECK(net.peers[l]->ensemble().version == *z);
-  CHECK(net.peers[l]->role() == Role::looking);  // removed: it stops leading
+  CHECK(net.peers[l]->role() != Role::leading);  // removed: it stops leading
+  // ... and hands leadership over with the commit (ZooKeeper's designated leader): a voter of
+  // the new configuration leads at once, the others follow it, with no election.
+  PeerId handed = 0;
+  for (PeerId p : next.voters)
+    if (net.peers[p]->role() == Role::leading) handed = p;
+  CHECK(handed != 0);
+  for (PeerId p : next.voters)
+    if (p != handed) CHECK((net.peers[p]->role() == Role::following && net.peers[p]->leader() == handed));
 
   net.auto_durable = true;
   for (PeerId p : {stays, PeerId{4}, PeerId{5}}) durable(p);
   PeerId l2 = net.settle();
   REQUIRE(l2 != 0);
   CHECK(next.is_voter(l2));
+  CHECK(l2 == handed);
   for (PeerId p = 1; p <= 5; ++p) CHECK(net.peers[p]->ensemble().version == *z);
   // The new configuration's quorum alone commits now: the removed voters are cut off.
   net.cut = {l, goes};
