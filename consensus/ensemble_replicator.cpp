@@ -306,6 +306,7 @@ void EnsembleReplicator::process() {
     if (r.epochs) save_state(true);
     if (r.config && hooks_.config_changed)
       hooks_.config_changed(r.config->version, r.config->voters, r.config->observers, r.config->members);
+    if (r.pending && hooks_.pending_members) hooks_.pending_members(r.pending->members);
     if (r.truncate_after) {
       if (hooks_.finish_writes) hooks_.finish_writes();
       store_.truncate_after(*r.truncate_after);

@@ -101,6 +101,9 @@ class EnsembleReplicator final : public Replicator {
     // A vote from a server outside the configuration, with the members of its own (the host's
     // text: its line says where it listens). Once per vote; the host decides what to do.
     std::function<void(PeerId from, const std::string& members)> stranger;
+    // A reconfig became pending: the members of the configuration it would install (the host's
+    // text), to be reached now (their votes count in every quorum until it is decided).
+    std::function<void(const std::string& members)> pending_members;
     // Leader: a voter acknowledged a proposal `micros` after it was made (the newest one its
     // ack covers); a proposal got its quorum `micros` after it was made.
     std::function<void(PeerId voter, int64_t micros)> acked;

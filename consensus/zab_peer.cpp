@@ -100,6 +100,7 @@ void ZabPeer::note_config_entry(const Entry& e) {
   c->version = e.zxid;
   pending_ = std::make_pair(e.zxid, std::move(*c));
   pending_heard_ = false;
+  ready_.pending = pending_->second;
 }
 
 void ZabPeer::maybe_activate() {
@@ -293,6 +294,7 @@ void ZabPeer::on_vote(PeerId from, const pb::PeerMessage& m) {
       v.pending().version() > cfg_.ensemble.version && (!pending_ || v.pending().version() > pending_->first)) {
     pending_ = std::make_pair(v.pending().version(), from_pb(v.pending()));
     pending_heard_ = true;
+    ready_.pending = pending_->second;
     become_looking();
   }
   if (role_ != Role::looking) {

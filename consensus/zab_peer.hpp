@@ -155,11 +155,15 @@ struct Ready {
   // A configuration came into force (a reconfig committed, or a newer one learnt from a peer):
   // the host persists it (zoo.cfg.dynamic.<version>) and reaches its members.
   std::optional<Ensemble> config;
+  // A reconfig became pending (in the log, or heard of in a vote): the host reaches its members,
+  // whose votes every quorum now needs too; a restarted member finds one in its log whose new
+  // servers its files do not name.
+  std::optional<Ensemble> pending;
   // Leader: requests its synchronised followers and observers forwarded, in each link's order.
   std::vector<std::pair<PeerId, std::string>> requests;
   bool empty() const {
     return !epochs && !truncate_after && !snapshot && append.empty() && messages.empty() && !role_changed &&
-           requests.empty() && !config;
+           requests.empty() && !config && !pending;
   }
 };
 

@@ -1506,6 +1506,14 @@ struct ServerRuntime::Impl {
         config_in_force(text, version);
       }
     };
+    // A pending reconfig's servers are reached at once: every quorum needs its voters' votes too,
+    // and a member restarted with one in its log (its files name only the configuration in force)
+    // would otherwise wait for votes that never come.
+    h.pending_members = [this](const std::string& members) {
+      Config next;
+      if (!transport || members.empty() || parse_members(next, members, "a pending configuration", true, true)) return;
+      transport->add_members(peer_members(next.servers));
+    };
     // A server outside the configuration (one about to be added: reconfigEnabled) reaches this
     // member; its own line in the configuration it sends says where to answer it.
     h.stranger = [this](int64_t from, const std::string& members) {
