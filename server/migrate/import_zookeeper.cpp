@@ -321,19 +321,56 @@ class Rebuild {
   std::set<SessionId> live_;
 };
 
-// What the chosen snapshot left to check: its digest, once the replay reaches its zxid.
-struct DigestCheck {
-  std::optional<zkf::ZxidDigest> pending;
-  bool verified = false;  // the tree matched ZooKeeper's at one zxid: every later txn's digest counts
-};
+// ZooKeeper's digests as the replay meets them: the snapshot's, then each txn's. A snapshot is
+// written while txns apply, so its tree is fuzzy up to the txn its digest names, and nothing
+// before that txn is compared (nor does ZooKeeper compare it). The digest is read after the walk
+// and can be read while a txn is half applied (its node already written, the digest logged still
+// the previous txn's): the tree then differs at the digest's txn and agrees from the next, and
+// ZooKeeper's own start logs the difference and goes on. So a difference refuses the import only
+// when it lasts to the last digest recorded; one that a later digest clears is told.
+class DigestTrail {
+ public:
+  explicit DigestTrail(std::optional<zkf::ZxidDigest> snapshot) : fuzzy_until_(snapshot) {}
 
-void compare_digest(const DataTree& tree, int64_t zk, Zxid at, const std::string& where) {
-  auto ours = static_cast<int64_t>(tree.zk_digest());
-  if (ours != zk)
-    throw ImportError(fmt::format("{}: the tree after txn {} is not ZooKeeper's: its digest is {}, ZooKeeper "
-                                  "recorded {} (nothing was written)",
-                                  where, hex(at), ours, zk));
-}
+  // The tree after txn `at` (the snapshot's own zxid first), whose record in the log carried
+  // `recorded` (3.6+), read at `where`.
+  void after(const DataTree& tree, Zxid at, std::optional<int64_t> recorded, const std::string& where) {
+    if (fuzzy_until_) {
+      if (fuzzy_until_->zxid != at) return;
+      recorded = fuzzy_until_->digest;
+      fuzzy_until_.reset();
+    }
+    if (!recorded) return;
+    auto ours = static_cast<int64_t>(tree.zk_digest());
+    bool agrees = ours == *recorded;
+    last_agreed_ = agrees;
+    if (agrees && differs_) {
+      cleared_.push_back(fmt::format("{} (agrees again after txn {})", *differs_, hex(at)));
+      differs_.reset();
+    } else if (!agrees && !differs_) {
+      differs_ = fmt::format("{}: the tree after txn {} is not ZooKeeper's: its digest is {}, ZooKeeper recorded {}",
+                             where, hex(at), ours, *recorded);
+    }
+  }
+
+  // After the last txn: refuses a difference no later digest cleared, and tells the cleared ones.
+  void finish(const std::string& snapshot, ImportReport& rep) const {
+    if (fuzzy_until_)
+      throw ImportError(fmt::format("{}: its digest is of txn {}, which no log holds: txns are missing", snapshot,
+                                    hex(fuzzy_until_->zxid)));
+    if (differs_) throw ImportError(*differs_ + ", and no later digest agrees (nothing was written)");
+    for (const auto& c : cleared_)
+      rep.notes.push_back("a difference from ZooKeeper's digest that a later one clears (as when a snapshot's digest "
+                          "is read while a txn applies): " + c);
+    rep.digest_checked = last_agreed_.value_or(false);
+  }
+
+ private:
+  std::optional<zkf::ZxidDigest> fuzzy_until_;
+  std::optional<std::string> differs_;  // the first difference since the tree last agreed
+  std::optional<bool> last_agreed_;
+  std::vector<std::string> cleared_;
+};
 }  // namespace
 
 ImportReport import_zookeeper(const ImportOptions& o) {
@@ -351,7 +388,7 @@ ImportReport import_zookeeper(const ImportOptions& o) {
   auto logs = zkf::list_logs(log_dir);
   auto snaps = zkf::list_snapshots(snap_dir);
   Rebuild state;
-  DigestCheck digest;
+  std::optional<zkf::ZxidDigest> snapshot_digest;
   std::vector<std::string> passed_over;
   bool loaded = false;
   for (const auto& snap : snaps) {
@@ -359,7 +396,7 @@ ImportReport import_zookeeper(const ImportOptions& o) {
       auto sum = state.load(snap);
       rep.snapshot = snap.path;
       rep.snapshot_zxid = snap.zxid;
-      if (sum.digest && sum.digest->zxid >= snap.zxid) digest.pending = sum.digest;
+      if (sum.digest && sum.digest->zxid >= snap.zxid) snapshot_digest = sum.digest;
       loaded = true;
       break;
     } catch (const zkf::FormatError& e) {
@@ -384,14 +421,8 @@ ImportReport import_zookeeper(const ImportOptions& o) {
   for (size_t i = 0; i < logs.size(); ++i)
     if (logs[i].first <= rep.snapshot_zxid + 1) first_log = i;
   Zxid last = rep.snapshot_zxid;
-  auto check_digest = [&](Zxid at, const std::string& where) {
-    if (digest.pending && digest.pending->zxid == at) {
-      compare_digest(state.tree(), digest.pending->digest, at, where);
-      digest.pending.reset();
-      digest.verified = rep.digest_checked = true;
-    }
-  };
-  check_digest(last, rep.snapshot);
+  DigestTrail digests(snapshot_digest);
+  digests.after(state.tree(), last, std::nullopt, rep.snapshot);
   for (size_t i = first_log; i < logs.size(); ++i) {
     auto sum = zkf::read_log(logs[i], [&](zkf::Txn t, uint64_t offset) {
       if (t.zxid <= last) return;  // the snapshot holds it, or an older log's copy was read
@@ -409,14 +440,11 @@ ImportReport import_zookeeper(const ImportOptions& o) {
       }
       last = t.zxid;
       ++rep.txns;
-      if (digest.verified && t.digest) compare_digest(state.tree(), *t.digest, t.zxid, where);
-      check_digest(t.zxid, where);
+      digests.after(state.tree(), t.zxid, t.digest, where);
     });
     if (!sum.torn_tail.empty()) rep.notes.push_back(sum.torn_tail);
   }
-  if (digest.pending)
-    throw ImportError(fmt::format("{}: its digest is of txn {}, which no log holds: txns are missing", rep.snapshot,
-                                  hex(digest.pending->zxid)));
+  digests.finish(rep.snapshot, rep);
   rep.last = last;
   if (size_t orphans = state.drop_orphan_ephemerals(last))
     rep.notes.push_back(fmt::format("removed the ephemerals of {} sessions ZooKeeper no longer held, as its start does",

@@ -6,8 +6,9 @@
 // ZooKeeper passes it over), the logs after it replayed over it (fuzzy: txns the snapshot
 // already holds are met again, as ZooKeeper meets them), the ephemerals of sessions that did
 // not survive removed. It is checked against what ZooKeeper recorded (the snapshot's digest
-// and each txn's, from 3.6 on; txns contiguous within an epoch; every ACL resolved) and only
-// then written, as one Warden snapshot at the last zxid, with the epochs ZooKeeper held.
+// and each txn's, from 3.6 on: the tree must agree with the last one, and a difference a later
+// digest clears is told; txns contiguous within an epoch; every ACL resolved) and only then
+// written, as one Warden snapshot at the last zxid, with the epochs ZooKeeper held.
 // Sessions keep their ids, timeouts and the passwords ZooKeeper gave them, so that clients
 // reconnect to them.
 #pragma once
@@ -35,7 +36,7 @@ struct ImportReport {
   Zxid last = 0;  // the state imported is the one after this txn; Warden continues after it
   uint64_t nodes = 0, sessions = 0, txns = 0;
   uint32_t accepted_epoch = 0, current_epoch = 0;
-  bool digest_checked = false;  // ZooKeeper's digest was compared, and agreed
+  bool digest_checked = false;  // the tree agreed with the last digest ZooKeeper recorded
   double load_s = 0, replay_s = 0, write_s = 0;  // where the time went
   std::vector<std::string> notes;  // files passed over, tails left out, ephemerals removed
 };

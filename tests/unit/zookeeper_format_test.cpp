@@ -10,7 +10,9 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <set>
 
+#include "server/data_tree.hpp"
 #include "server/migrate/import_zookeeper.hpp"
 #include "server/stored_state.hpp"
 #include "storage/zookeeper_format/zookeeper_files.hpp"
@@ -132,7 +134,7 @@ zkf::SnapshotSummary read(const fs::path& p, zkf::Compression c, std::vector<zkf
 }
 
 std::string txn_record(int64_t zxid, int32_t type, const std::function<void(warden::wire::Writer&)>& body,
-                       bool digest = true) {
+                       std::optional<int64_t> digest = 0xabcdef) {
   std::string out;
   warden::wire::Writer w(out);
   w.put_long(0x77);  // session
@@ -143,7 +145,7 @@ std::string txn_record(int64_t zxid, int32_t type, const std::function<void(ward
   body(w);
   if (digest) {
     w.put_int(2);
-    w.put_long(0xabcdef);
+    w.put_long(*digest);
   }
   return out;
 }
@@ -274,7 +276,7 @@ TEST_CASE("a log's txns decode, its zero tail ends it, a torn last record is lef
       create_record(0x100000001, "/a"),
       txn_record(0x100000002, -10, [](auto& w) { w.put_int(30000); }),
       txn_record(0x100000003, -11, [](auto& w) { w.put_int(1), w.put_string("/a"); }),
-      txn_record(0x100000004, -11, [](auto&) {}, false),
+      txn_record(0x100000004, -11, [](auto&) {}, std::nullopt),
       txn_record(0x100000005, 14,
                  [](auto& w) {
                    w.put_int(2);
@@ -412,7 +414,7 @@ void fuzzy_acl_directory(const fs::path& dir, const std::string& created) {
     w.put_string("127.0.0.1");
     w.put_bool(false);
     w.put_int(2);
-  });
+  }, std::nullopt);
   write_file(dir / "version-2" / "log.6", log_bytes({rec}, 512));
 }
 }  // namespace
@@ -437,4 +439,120 @@ TEST_CASE("an ACL a fuzzy snapshot's map lacks is taken from the log's create, o
   CHECK_THROWS_WITH(warden::server::migrate::import_zookeeper(o),
                     Catch::Contains("node /b names ACL 7") && Catch::Contains("nothing was written"));
   CHECK_FALSE(fs::exists(e.path / "warden" / "log"));
+}
+
+namespace {
+// Node `path` as txn `zxid` creates it (test_create's fields), for a snapshot and for a tree.
+zkf::SnapshotNode made_by(const std::string& path, int64_t zxid, int32_t creates = 0) {
+  zkf::SnapshotNode n;
+  n.path = path;
+  n.data = std::string(path == "/" ? "" : "x");
+  n.acl = -1;
+  int64_t t = path == "/" ? 0 : 1700000000000;
+  n.stat = {zxid, zxid, t, t, 0, creates, 0, 0, zxid};
+  return n;
+}
+
+// Txn `zxid` creating /tN under the root (whose create counter becomes `creates`), with
+// ZooKeeper's digest of the tree after it.
+std::string test_create(int64_t zxid, int32_t creates, int64_t digest) {
+  return txn_record(zxid, 1, [&](warden::wire::Writer& w) {
+    w.put_string(fmt::format("/t{}", zxid));
+    w.put_string("x");
+    w.put_int(1);
+    w.put_int(31);
+    w.put_string("world");
+    w.put_string("anyone");
+    w.put_bool(false);
+    w.put_int(creates);
+  }, digest);
+}
+
+// ZooKeeper's digest of the root and /t6../tN, as txns 6..N leave them (the product's digest,
+// which it_migrate_zookeeper checks against ZooKeeper's own).
+int64_t digest_after(int64_t last) {
+  warden::server::DataTree tree;
+  tree.start_load();
+  auto load = [&](const zkf::SnapshotNode& z) {
+    warden::server::SnapshotNode n;
+    n.data = z.data;
+    n.acl = {warden::wire::Acl{31, warden::wire::Id{"world", "anyone"}}};
+    n.czxid = z.stat.czxid, n.mzxid = z.stat.mzxid, n.pzxid = z.stat.pzxid;
+    n.ctime = z.stat.ctime, n.mtime = z.stat.mtime, n.creates = z.stat.cversion;
+    REQUIRE(tree.load_node(z.path, n));
+  };
+  auto root = made_by("/", 0, static_cast<int32_t>(last - 5));
+  root.stat.pzxid = last > 5 ? last : 0;
+  load(root);
+  for (int64_t z = 6; z <= last; ++z) load(made_by(fmt::format("/t{}", z), z));
+  tree.finish_load(last);
+  tree.enable_zk_digest(true);
+  return static_cast<int64_t>(tree.zk_digest());
+}
+
+// A ZooKeeper directory: snapshot.5 (the root alone, or also /t7 when `fuzzy`: txn 7's node
+// written while the walk ran) whose digest names txn `digest_of`, and a log creating /t6../t8,
+// whose txn digests are the true ones but for the txns in `wrong`.
+void digest_directory(const fs::path& dir, bool fuzzy, int64_t digest_of, const std::set<int64_t>& wrong) {
+  fs::create_directories(dir / "version-2");
+  zkf::SnapshotFileWriter w((dir / "version-2" / "snapshot.5").string());
+  w.sessions({});
+  w.acls({});
+  w.node(made_by("/", 0, 0));
+  if (fuzzy) w.node(made_by("/t7", 7));
+  w.finish(zkf::ZxidDigest{digest_of, 2, digest_after(digest_of)});
+  std::vector<std::string> recs;
+  for (int64_t z = 6; z <= 8; ++z)
+    recs.push_back(test_create(z, static_cast<int32_t>(z - 5), digest_after(z) + static_cast<int64_t>(wrong.count(z))));
+  write_file(dir / "version-2" / "log.6", log_bytes(recs, 512));
+}
+}  // namespace
+
+TEST_CASE("a difference from ZooKeeper's digest refuses the import only when it lasts", "[zookeeper_format]") {
+  namespace mig = warden::server::migrate;
+  auto import = [](bool fuzzy, int64_t digest_of, const std::set<int64_t>& wrong) {
+    TempDir d;
+    digest_directory(d.path / "zk", fuzzy, digest_of, wrong);
+    mig::ImportOptions o{(d.path / "zk").string(), "", (d.path / "warden").string()};
+    try {
+      auto r = mig::import_zookeeper(o);
+      CHECK(fs::exists(d.path / "warden" / "log"));
+      return std::make_pair(r, std::string());
+    } catch (const mig::ImportError& e) {
+      CHECK_FALSE(fs::exists(d.path / "warden" / "log"));
+      return std::make_pair(mig::ImportReport{}, std::string(e.what()));
+    }
+  };
+  SECTION("every digest agrees: nothing told") {
+    auto [r, err] = import(false, 5, {});
+    CHECK(err.empty());
+    CHECK(r.digest_checked);
+    CHECK(r.last == 8);
+    CHECK(r.notes.empty());
+  }
+  SECTION("the snapshot's digest read while txn 7 applied: told, and the next txn's agrees") {
+    auto [r, err] = import(true, 6, {});
+    INFO(err);
+    CHECK(err.empty());
+    CHECK(r.digest_checked);
+    REQUIRE(r.notes.size() == 1);
+    CHECK_THAT(r.notes[0], Catch::Contains("the tree after txn 0x6 is not ZooKeeper's") &&
+                               Catch::Contains("agrees again after txn 0x7"));
+  }
+  SECTION("a txn's digest wrong and the next right: told") {
+    auto [r, err] = import(false, 5, {7});
+    CHECK(err.empty());
+    REQUIRE(r.notes.size() == 1);
+    CHECK_THAT(r.notes[0], Catch::Contains("after txn 0x7") && Catch::Contains("agrees again after txn 0x8"));
+  }
+  SECTION("the last digest differs: refused, nothing written") {
+    auto [r, err] = import(false, 5, {8});
+    CHECK_THAT(err, Catch::Contains("log.6: offset") && Catch::Contains("the tree after txn 0x8 is not ZooKeeper's") &&
+                        Catch::Contains("no later digest agrees"));
+  }
+  SECTION("a difference that lasts: refused, naming where it began") {
+    auto [r, err] = import(true, 6, {7, 8});
+    CHECK_THAT(err, Catch::Contains("the tree after txn 0x6 is not ZooKeeper's") &&
+                        Catch::Contains("no later digest agrees"));
+  }
 }
