@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -19,6 +20,14 @@ namespace {
 bool is_ip_address(const std::string& s) {
   unsigned char buf[16];
   return inet_pton(AF_INET, s.c_str(), buf) == 1 || inet_pton(AF_INET6, s.c_str(), buf) == 1;
+}
+
+// 0.0.0.0 or :: (any spelling): every address of the machine.
+bool is_any_address(const std::string& s) {
+  unsigned char buf[16] = {};
+  static const unsigned char zero[16] = {};
+  if (inet_pton(AF_INET, s.c_str(), buf) == 1) return std::memcmp(buf, zero, 4) == 0;
+  return inet_pton(AF_INET6, s.c_str(), buf) == 1 && std::memcmp(buf, zero, 16) == 0;
 }
 
 std::string_view trim(std::string_view s) {
@@ -508,7 +517,7 @@ ConfigResult parse_config(std::string_view text, std::string_view file_name,
         return f + ": enforce.auth.schemes: authentication scheme '" + shown(scheme) + "' is not available" +
                " (Warden's schemes: digest, ip, x509, sasl)";
   }
-  if (c.ensemble()) {
+  if (c.ensemble() || (c.servers.size() == 1 && c.servers.begin()->second.client_port >= 0)) {
     // The client port may come from this member's server line instead; check_ensemble sees to it.
     Config probe = c;
     if (probe.client_port < 0) probe.client_port = 0;
@@ -541,8 +550,39 @@ std::string members_text(const std::map<int64_t, PeerEntry>& servers) {
   return out;
 }
 
+// ZooKeeper's setupClientPort: the client address on this server's own server.N line
+// (";[address:]port") is where it serves clients, in an ensemble and in a standalone server
+// started from one such line alike; clientPort and clientPortAddress may repeat it but not
+// contradict it (a wildcard clientPortAddress agrees with any address).
+std::optional<std::string> take_line_client_address(Config& c, const PeerEntry& self) {
+  if (self.client_port < 0) return std::nullopt;
+  if (c.client_port >= 0) {
+    bool port_differs = c.client_port != self.client_port;
+    bool host_differs = !self.client_host.empty() && !is_any_address(c.client_port_address) &&
+                        !is_any_address(self.client_host) && c.client_port_address != self.client_host;
+    if (port_differs || host_differs)
+      return c.client_port_origin + ": clientPort " + std::to_string(c.client_port) +
+             (c.client_port_address == "0.0.0.0" ? "" : " on " + c.client_port_address) + " is not server." +
+             std::to_string(self.id) + "'s client address " + self.client_address + " (" + self.origin +
+             "): give one, or the same in both";
+  }
+  if (!self.client_host.empty()) c.client_port_address = self.client_host;
+  c.client_port = self.client_port;
+  c.client_port_origin = self.origin;
+  return std::nullopt;
+}
+
 std::optional<std::string> check_ensemble(Config& c) {
-  if (!c.ensemble()) return std::nullopt;
+  if (!c.ensemble()) {
+    // A standalone server from one server.N line: the line's client address serves, as in
+    // ZooKeeper, when myid names that line.
+    if (c.servers.size() != 1) return std::nullopt;
+    if (const PeerEntry* self = c.self()) return take_line_client_address(c, *self);
+    if (c.client_port >= 0 || c.secure_client_port >= 0) return std::nullopt;
+    const PeerEntry& line = c.servers.begin()->second;
+    return line.origin + ": clientPort is not set, and server." + std::to_string(line.id) + "'s client address " +
+           "serves only a server whose " + c.data_dir + "/myid holds " + std::to_string(line.id);
+  }
   std::string ids;
   for (const auto& [id, e] : c.servers) ids += (ids.empty() ? "" : ", ") + std::to_string(id);
   std::string myid_file = c.data_dir + "/myid";
@@ -576,11 +616,7 @@ std::optional<std::string> check_ensemble(Config& c) {
     }
   }
   if (voters == 0) return c.data_dir_origin + ": every server.N line is an observer: an ensemble needs voters";
-  if (self->client_port >= 0) {
-    if (!self->client_host.empty()) c.client_port_address = self->client_host;
-    c.client_port = self->client_port;
-    c.client_port_origin = self->origin;
-  }
+  if (auto why = take_line_client_address(c, *self)) return why;
   if (c.client_port < 0 && c.secure_client_port < 0)
     return self->origin + ": server." + std::to_string(*c.my_id) + " has no client port: set clientPort, or add "
            "';clientPort' to this line";

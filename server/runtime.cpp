@@ -1370,18 +1370,29 @@ struct ServerRuntime::Impl {
       return;
     }
     if (transport) transport->add_members(peer_members(next.servers));
-    if (auto self = next.servers.find(config.my_id.value_or(-1)); self != next.servers.end() &&
-                                                                   self->second.client_port >= 0)
+    auto self = next.servers.find(config.my_id.value_or(-1));
+    bool line_has_client = self != next.servers.end() && self->second.client_port >= 0;
+    if (line_has_client)
       move_client_port(self->second.client_host.empty() ? config.client_port_address : self->second.client_host,
                        self->second.client_port);
     if (config.config_file.empty()) return;
     std::string dynamic = fmt::format("{}.dynamic.{:x}", config.config_file, static_cast<uint64_t>(version));
+    // As ZooKeeper's editStaticConfig: when this member's line names its client port, the static
+    // clientPort goes too (and clientPortAddress, when the line names an address), so that a
+    // restart does not find them contradicting the line.
     std::string static_text;
     {
       std::ifstream in(config.config_file);
       std::string line;
-      while (std::getline(in, line))
-        if (line.rfind("server.", 0) != 0 && line.rfind("dynamicConfigFile", 0) != 0) static_text += line + "\n";
+      while (std::getline(in, line)) {
+        std::string key = line.substr(0, line.find('='));
+        key.erase(key.find_last_not_of(" \t\r") + 1);
+        key.erase(0, key.find_first_not_of(" \t"));
+        if (key.rfind("server.", 0) == 0 || key == "dynamicConfigFile") continue;
+        if (line_has_client && key == "clientPort") continue;
+        if (line_has_client && key == "clientPortAddress" && !self->second.client_host.empty()) continue;
+        static_text += line + "\n";
+      }
     }
     static_text += "dynamicConfigFile=" + dynamic + "\n";
     std::string error;

@@ -18,6 +18,7 @@ given another client address listens there at once (its old sessions go on)."""
 import base64
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -383,6 +384,10 @@ def client_follows(digest):
     for name, make in ensembles:
         ens = make()
         try:
+            if name == "Warden":
+                # clientPort beside the members' lines, agreeing with them, as many zoo.cfg files have it
+                for m in ens.members:
+                    m.rewrite_cfg(f"clientPort={m.client_port}\nclientPortAddress=127.0.0.1\n", ())
             ens.start()
             first = ens.members[0]
             port = first.client_port if hasattr(first, "client_port") else first["client_port"]
@@ -428,6 +433,16 @@ def client_address_change(name, ens):
     c.equal(admin.get("/moved-address")[0], b"x", f"{name}: a session made on the old address goes on")
     admin.delete("/moved-address")
     if name == "Warden":
+        # As ZooKeeper's editStaticConfig, the static clientPort and clientPortAddress went when the
+        # member's line came to name its client address: restarted, it serves where the line says.
+        with open(m.cfg) as f:
+            static = f.read()
+        c.check(not re.search(r"^clientPort(Address)?=", static, re.M),
+                f"{name}: the static clientPort and clientPortAddress are gone ({static!r})")
+        m.terminate()
+        m.start()
+        c.check(wait_until(lambda: session_on("127.0.0.2", port), 30),
+                f"{name}: restarted, the member serves on its new client address\n{m.log()[-2000:]}")
         # An address it cannot bind (another process listens there): logged, the current one kept.
         taken = support.fresh_socket(listen=True)
         taken.listen(1)

@@ -434,6 +434,24 @@ TEST_CASE("zoo.cfg: an ensemble member is checked against its myid and its serve
     auto c = std::get<Config>(d.load());
     CHECK_FALSE(c.ensemble());
   }
+  {  // one server line naming a client address, no clientPort: with its myid, that address serves
+    EnsembleDir d("server.1=127.0.0.1:2888:3888;127.0.0.7:2191\n", "1");
+    auto c = std::get<Config>(d.load());
+    CHECK_FALSE(c.ensemble());
+    CHECK(c.client_port == 2191);
+    CHECK(c.client_port_address == "127.0.0.7");
+  }
+  {  // clientPort and clientPortAddress repeating the line, or a wildcard address: agreed
+    for (const char* same : {"clientPort=2191\nclientPortAddress=127.0.0.7\n", "clientPort=2191\n",
+                             "clientPort=2191\nclientPortAddress=::\n"}) {
+      EnsembleDir d(std::string(same) + "server.1=127.0.0.1:2888:3888;127.0.0.7:2191\nserver.2=127.0.0.2:2888:3888\n"
+                    "server.3=127.0.0.3:2888:3888\n", "1");
+      auto r = d.load();
+      REQUIRE(std::holds_alternative<Config>(r));
+      CHECK(std::get<Config>(r).client_port == 2191);
+      CHECK(std::get<Config>(r).client_port_address == "127.0.0.7");
+    }
+  }
 }
 
 TEST_CASE("zoo.cfg: a bad ensemble names the file, the line and the reason") {
@@ -466,6 +484,19 @@ TEST_CASE("zoo.cfg: a bad ensemble names the file, the line and the reason") {
   CHECK(err("clientPort=1\nserver.1=127.0.0.1:2888:3888;nohost:x\nserver.2=127.0.0.2:2888:3888\n", "1") ==
         "CFG:4: server.1=127.0.0.1:2888:3888;nohost:x: the client address 'nohost' is not an IP address");
   CHECK(err("clientPort=1\npeerType=leader\n", "1") == "CFG:4: peerType=leader: must be participant or observer");
+  // clientPort contradicting the member's own line (ZooKeeper's setupClientPort refuses it too)
+  CHECK(err("clientPort=2181\nserver.1=127.0.0.1:2888:3888;2182\nserver.2=127.0.0.2:2888:3888\n", "1") ==
+        "CFG:3: clientPort 2181 is not server.1's client address 2182 (CFG:4): give one, or the same in both");
+  CHECK(err("clientPort=2181\nclientPortAddress=127.0.0.2\nserver.1=127.0.0.1:2888:3888;127.0.0.1:2181\n"
+            "server.2=127.0.0.2:2888:3888\n", "1") ==
+        "CFG:3: clientPort 2181 on 127.0.0.2 is not server.1's client address 127.0.0.1:2181 (CFG:5): give one, or "
+        "the same in both");
+  // the same in a standalone server started from one line
+  CHECK(err("clientPort=2181\nserver.1=127.0.0.1:2888:3888;2182\n", "1") ==
+        "CFG:3: clientPort 2181 is not server.1's client address 2182 (CFG:4): give one, or the same in both");
+  // one line's client address, but no myid naming it: nothing says this server is server.1
+  CHECK(err("server.1=127.0.0.1:2888:3888;2182\n", "") ==
+        "CFG:3: clientPort is not set, and server.1's client address serves only a server whose MYID holds 1");
 }
 
 TEST_CASE("JVM flags' -D properties are read as ZooKeeper reads them; zoo.cfg wins; a bad one names its flag") {
