@@ -754,12 +754,15 @@ PeerId ZabPeer::designate(Zxid c) const {
 void ZabPeer::inform_observers() {
   for (auto it = links_.begin(); it != links_.end();) {
     auto& [id, l] = *it;
-    if (l.observer && l.informed < log_.base()) {
+    // An observer not yet synced has been informed of nothing: its sync (a SNAP if need be)
+    // starts from the log as it is then, so the log's base says nothing about it yet.
+    bool syncing = l.phase == Link::Phase::syncing || l.phase == Link::Phase::synced;
+    if (l.observer && syncing && l.informed < log_.base()) {
       it = links_.erase(it);  // the log no longer reaches back to it: it comes back for a SNAP
       continue;
     }
     ++it;
-    if (!l.observer || l.phase == Link::Phase::info || l.phase == Link::Phase::epoch_acked) continue;
+    if (!l.observer || !syncing) continue;
     while (l.informed < committed_) {
       auto entries = read(l.informed, committed_);
       if (entries.empty()) break;

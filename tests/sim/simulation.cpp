@@ -96,7 +96,7 @@ struct Replica final : consensus::MemoryLog {
   std::set<Zxid> waiting;          // own proposals a client waits for
   uint64_t applies_since_snapshot = 0;
   uint64_t snapshot_every = 100;
-
+  int64_t served_at = -1;  // the last tick at which it served (a leader established, or synced)
 };
 
 struct Event {
@@ -158,6 +158,7 @@ class World {
   void fault();
   void begin_calm(int64_t until);
   int64_t settle_bound_ms() const;
+  void check_everyone_rejoined();
 
   SimOptions opt_;
   std::mt19937_64 rng_;
@@ -619,6 +620,23 @@ void World::begin_calm(int64_t until) {
   trace(fmt::format("a calm stretch begins: every server up, the network whole, disks quick (until {} ms)", until));
 }
 
+// At the end of the last calm stretch (every server up, the network whole, seconds past the
+// settle bound, no reconfig proposed): every member of the newest configuration served within
+// the last settle bound (a leader may be changing at the very end: an epoch whose zxids ran
+// out). A server that never rejoins, while the others commit without it, fails here and
+// nowhere else.
+void World::check_everyone_rejoined() {
+  const consensus::Ensemble& e = configs_.empty() ? reps_.front().config : configs_.rbegin()->second;
+  int64_t since = now_ - settle_bound_ms();
+  for (const auto& r : reps_) {
+    if (!e.is_member(r.id) || r.served_at >= since) continue;
+    return fail(fmt::format("server {} ({} of the newest configuration) has not served since {} ms, at the end "
+                            "of the last calm stretch ({} ms); it is {}, following server {}",
+                            r.id, e.is_voter(r.id) ? "a voter" : "an observer", r.served_at, since,
+                            r.up ? consensus::role_name(r.peer->role()) : "down", r.up ? r.peer->leader() : 0));
+  }
+}
+
 SimResult World::run() {
   int n = opt_.voters + opt_.observers + opt_.spares;
   reps_.resize(static_cast<size_t>(n));
@@ -647,6 +665,7 @@ SimResult World::run() {
         if (!r.up || r.incarnation != e.inc) break;
         r.peer->tick(rng_());
         process(r);
+        if (r.up && r.peer->serving()) r.served_at = now_;
         Event t{Event::tick};
         t.at = now_ + tick_ms;
         t.a = e.a;
@@ -713,6 +732,7 @@ SimResult World::run() {
         break;
     }
   }
+  if (result_.ok) check_everyone_rejoined();
   if (result_.ok) {
     for (const auto& [z, h] : acked_) {
       auto it = committed_.find(z);
