@@ -14,6 +14,7 @@ client, lock and watcher modules only; WARDEN_KAZOO_SUITE=all runs everything th
 import os
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -46,6 +47,24 @@ def free_block(size=30):
     raise RuntimeError("no block of free ports")
 
 
+def end_servers_left(launches):
+    """SIGKILLs the servers kazoo's harness started (by the ids our `java` recorded) that still run:
+    a harness cut off by its time limit never stops them."""
+    try:
+        with open(launches) as f:
+            pids = [int(line.split()[0]) for line in f.read().splitlines() if line.strip()]
+    except (OSError, ValueError):
+        return
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if b"warden-server" not in f.read():
+                    continue  # gone, and the id taken by another process
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
 def main():
     sanitized = os.environ.get("WARDEN_NO_REFERENCE") == "1" and os.environ.get("WARDEN_KAZOO_SUITE") != "all"
     modules = SHARE if sanitized else ALL
@@ -55,10 +74,19 @@ def main():
     env.update(PATH=os.path.join(HERE, "kazoo_suite") + ":" + env.get("PATH", ""), ZOOKEEPER_PATH="/usr/share/java",
                ZOOKEEPER_VERSION="3.8.0", ZOOKEEPER_CLUSTER_SIZE="3", ZOOKEEPER_PORT_OFFSET=str(free_block()),
                WARDEN_KAZOO_LAUNCHES=launches)
-    def pytest(*targets):
-        r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rfEs", "--pyargs",
-                            *targets], cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                           timeout=1500)
+    def pytest(*targets, seconds=420):
+        # -v names each test as it ends: a run cut off by its time limit (below ctest's 600 s, so
+        # that this script still speaks) shows the last tests that ended; the next one hung.
+        try:
+            r = subprocess.run([sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", "-rfEs", "--pyargs",
+                                *targets], cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               text=True, timeout=seconds)
+        except subprocess.TimeoutExpired as e:
+            end_servers_left(launches)
+            out = e.output.decode(errors="replace") if isinstance(e.output, bytes) else (e.output or "")
+            ended = [line for line in out.splitlines() if re.search(r"::\S+ (PASSED|FAILED|ERROR|SKIPPED)", line)]
+            raise SystemExit(f"FAILED: kazoo's suite did not end within {seconds} s; the last tests to end:\n"
+                             + "\n".join(ended[-8:]) + f"\n({len(ended)} ended)")
         failed = re.findall(r"^(?:FAILED|ERROR) (\S+)", r.stdout, re.M)
         # What pytest says of each failure (its FAILURES section), without the client's chatter.
         report = r.stdout[r.stdout.find("= FAILURES ="):] if "= FAILURES =" in r.stdout else r.stdout[-3000:]
@@ -75,7 +103,8 @@ def main():
             # Once more, each alone (a fresh cluster): a test that failed only beside CI's other
             # load is named here, and counts as passed only if it passes now.
             print(f"failed at first, run again alone: {failed}\n{report}", flush=True)
-            again, still, report = pytest(*("kazoo.tests." + f.replace(".py::", "::").replace("/", ".") for f in failed))
+            again, still, report = pytest(*("kazoo.tests." + f.replace(".py::", "::").replace("/", ".") for f in failed),
+                                          seconds=150)
             print(f"run again: {'all passed' if again.returncode == 0 and not still else still}", flush=True)
             failed = still if still or again.returncode == 0 else failed
         c.check(not failed, f"kazoo's suite passes on Warden; failing: {failed}\n{report}")
@@ -85,7 +114,7 @@ def main():
         c.check(all("Travis" in s or "Kerberos" in s or "gevent" in s or "eventlet" in s for s in skipped),
                 f"only what kazoo skips without its CI, Kerberos, gevent or eventlet is skipped: {skipped}")
         with open(launches) as f:
-            started = f.read().split()
+            started = [line.split()[-1] for line in f.read().splitlines() if line.strip()]
         c.check(len(started) >= 3 and all(s.endswith("zoo.cfg") for s in started),
                 f"the harness started Warden, not Java ({len(started)} members started)")
     finally:
