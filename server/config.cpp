@@ -536,16 +536,34 @@ std::string config_node_text(const Config& c) {
 }
 
 std::string members_text(const std::map<int64_t, PeerEntry>& servers) {
-  auto host = [](const std::string& h) { return h.find(':') == std::string::npos ? h : "[" + h + "]"; };
+  // Appended piece by piece: GCC 12 at -O3 takes "[" + h + "]" for an overlapping copy.
   std::string out;
+  auto host = [&out](const std::string& h) {
+    bool v6 = h.find(':') != std::string::npos;
+    if (v6) out += '[';
+    out += h;
+    if (v6) out += ']';
+  };
   for (const auto& [id, e] : servers) {
-    out += "server." + std::to_string(id) + "=" + host(e.host) + ":" + std::to_string(e.quorum_port) + ":" +
-           std::to_string(e.election_port) + ":" + e.role;
+    out += "server.";
+    out += std::to_string(id);
+    out += '=';
+    host(e.host);
+    out += ':';
+    out += std::to_string(e.quorum_port);
+    out += ':';
+    out += std::to_string(e.election_port);
+    out += ':';
+    out += e.role;
     // A client address given on the line is part of it (0.0.0.0 when only a port is given);
     // one from clientPort is not, as in ZooKeeper.
-    if (e.client_port >= 0)
-      out += ";" + host(e.client_host.empty() ? "0.0.0.0" : e.client_host) + ":" + std::to_string(e.client_port);
-    out += "\n";
+    if (e.client_port >= 0) {
+      out += ';';
+      host(e.client_host.empty() ? std::string("0.0.0.0") : e.client_host);
+      out += ':';
+      out += std::to_string(e.client_port);
+    }
+    out += '\n';
   }
   return out;
 }
