@@ -139,6 +139,11 @@ struct Registry {
   // here until the pipeline drains.
   std::function<bool()> over_limit;
   std::vector<std::weak_ptr<Connection>> paused;
+  // Connections given a frame outside a batch of their own requests (a committed write's reply,
+  // a watch event, a close): written together once the io handler that queued them ends, by one
+  // posted handler, so that a batch of commits costs each connection one write, not one a frame.
+  std::vector<std::weak_ptr<Connection>> to_flush;
+  bool flush_posted = false;
 };
 
 // Answers a four-letter word asked on connection `id` (whitelist applied).
@@ -187,8 +192,9 @@ class Connection final : public ClientLink, public std::enable_shared_from_this<
       asio::post(raw().get_executor(), [self = shared_from_this()] { self->finish(); });
       return;
     }
-    if (!tls_ && !writing_ && !corked_ && pending_.empty()) {
-      // Nothing waits before it: straight to the socket, and only what it does not take waits.
+    if (!tls_ && !writing_ && !corked_ && pending_.empty() && is_watch_event(frame)) {
+      // A watch event with nothing before it: straight to the socket (a fan-out gives each
+      // watcher one; waiting for the handler's end would only delay the first ones).
       iovec v{frame.data(), frame.size()};
       size_t sent = 0;
       if (!write_now(&v, 1, sent) || sent == frame.size()) return;
@@ -196,7 +202,30 @@ class Connection final : public ClientLink, public std::enable_shared_from_this<
     }
     pending_.push(std::move(frame));
     ++queued_;
-    if (!writing_ && !corked_) flush();
+    if (writing_ || corked_ || deferred_) return;
+    deferred_ = true;
+    registry_.to_flush.push_back(weak_from_this());
+    if (!registry_.flush_posted) {
+      registry_.flush_posted = true;
+      asio::post(raw().get_executor(), [self = shared_from_this()] { self->flush_deferred(); });
+    }
+  }
+
+  // A notification: its reply header's xid is -1.
+  static bool is_watch_event(const std::string& frame) {
+    return frame.size() >= 8 && std::memcmp(frame.data() + 4, "\xff\xff\xff\xff", 4) == 0;
+  }
+
+  // The posted handler: every connection that queued frames outside a batch writes them now.
+  void flush_deferred() {
+    registry_.flush_posted = false;
+    std::vector<std::weak_ptr<Connection>> list;
+    list.swap(registry_.to_flush);
+    for (auto& weak : list)
+      if (auto c = weak.lock()) {
+        c->deferred_ = false;
+        if (!c->done_ && !c->failed_ && !c->writing_ && !c->corked_ && !c->pending_.empty()) c->flush();
+      }
   }
 
   void close() override {
@@ -525,6 +554,7 @@ class Connection final : public ClientLink, public std::enable_shared_from_this<
   std::vector<asio::const_buffer> iov_;
   bool writing_ = false, close_requested_ = false, done_ = false;
   bool corked_ = false;  // consume() is answering a batch: replies wait for its end
+  bool deferred_ = false;  // in registry_.to_flush: written when the running io handler ends
   bool failed_ = false;  // a write failed: the connection is ending
   bool held_ = false;  // requests wait in in_ while the replies drain (output_high_water)
 };
