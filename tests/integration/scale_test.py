@@ -46,6 +46,7 @@ class Swarm:
         self.events = [[] for _ in range(n)]
         self.replies = [{} for _ in range(n)]
         self.xids = [0] * n
+        self.last_ping = time.time()
         for i in range(n):
             s = socket.create_connection(("127.0.0.1", port), timeout=30)
             s.sendall(zp.frame(zp.connect_request(TIMEOUT_MS)))  # sent now: the server sees them all at once
@@ -55,11 +56,15 @@ class Swarm:
             self.sel.register(s, selectors.EVENT_READ, i)
 
     def pump(self, until, deadline):
-        """Reads whatever arrives until until() or the deadline; True when until() held."""
+        """Reads whatever arrives until until() or the deadline; True when until() held. Every
+        session still open pings each third of its timeout meanwhile, as a client's does: on a
+        loaded machine a phase may take longer than the timeout."""
         while not until():
             left = deadline - time.time()
             if left <= 0:
                 return False
+            if time.time() - self.last_ping > TIMEOUT_MS / 3000:
+                self.ping(key.data for key in list(self.sel.get_map().values()))
             for key, _ in self.sel.select(timeout=min(left, 0.2)):
                 i = key.data
                 try:
@@ -105,9 +110,15 @@ class Swarm:
 
     def ping(self, members):
         for i in members:
-            self.socks[i].setblocking(True)
-            self.socks[i].sendall(zp.frame(struct.pack(">ii", -2, 11)))
-            self.socks[i].setblocking(False)
+            if self.sessions[i] is None:
+                continue  # still connecting
+            try:
+                self.socks[i].setblocking(True)
+                self.socks[i].sendall(zp.frame(struct.pack(">ii", -2, 11)))
+                self.socks[i].setblocking(False)
+            except OSError:
+                pass  # closed by the server: the reads say so
+        self.last_ping = time.time()
 
     def call_all(self, members, op, body_of, what, timeout=60):
         """Sends one request on each member's session and waits for every reply; their errors."""
