@@ -933,6 +933,9 @@ static double cpu_seconds() {
 }
 
 int main(int argc, char** argv) {
+  // A server that resets a connection (ZooKeeper's TLS port under a connection storm) must fail
+  // that connection's write, not kill the loadgen: SSL_write writes through write(2).
+  signal(SIGPIPE, SIG_IGN);
   Options o;
   try {
     for (int i = 1; i + 1 < argc; i += 2) {
