@@ -124,7 +124,8 @@ bool quorum_peer_config_key(std::string_view key) {
       "secureClientPortAddress", "sslQuorum", "sslQuorumReloadCertFiles", "standaloneEnabled", "syncEnabled",
       "syncLimit", "tickTime", "quorum.auth.enableSasl", "quorum.auth.serverRequireSasl",
       "quorum.auth.learnerRequireSasl", "quorum.auth.learner.saslLoginContext", "quorum.auth.server.saslLoginContext",
-      "quorum.auth.kerberos.servicePrincipal"};
+      "quorum.auth.kerberos.servicePrincipal", "jvm.pause.monitor", "jvm.pause.sleep.time.ms",
+      "jvm.pause.info-threshold.ms", "jvm.pause.warn-threshold.ms"};
   auto starts = [&](std::string_view p) { return key.substr(0, p.size()) == p; };
   return own.count(key) || starts("server.") || starts("group") || starts("weight") || starts("metricsProvider.");
 }
@@ -452,6 +453,14 @@ ConfigResult parse_config(std::string_view text, std::string_view file_name,
       if (!parse_bool(value, c.admin_restore_enabled)) err = bad("must be true or false");
     } else if (key == "admin.rateLimiterIntervalInMS" || key == "zookeeper.admin.rateLimiterIntervalInMS") {
       err = set_int(c.admin_rate_limit_ms, 0, 1 << 30);
+    } else if (key == "jvm.pause.monitor") {
+      if (!parse_bool(value, c.pause.enabled)) err = bad("must be true or false");
+    } else if (key == "jvm.pause.sleep.time.ms") {
+      err = set_int(c.pause.sleep_ms, 1, 1 << 30);
+    } else if (key == "jvm.pause.info-threshold.ms") {
+      err = set_int(c.pause.info_threshold_ms, 0, 1 << 30);
+    } else if (key == "jvm.pause.warn-threshold.ms") {
+      err = set_int(c.pause.warn_threshold_ms, 0, 1 << 30);
     } else if (key == "metricsProvider.className") {
       c.metrics.enabled = value == "org.apache.zookeeper.metrics.prometheus.PrometheusMetricsProvider";
       if (!c.metrics.enabled && value != "org.apache.zookeeper.metrics.impl.DefaultMetricsProvider")

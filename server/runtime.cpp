@@ -144,6 +144,7 @@ struct Registry {
   // posted handler, so that a batch of commits costs each connection one write, not one a frame.
   std::vector<std::weak_ptr<Connection>> to_flush;
   bool flush_posted = false;
+  int64_t handshakes = 0;  // TLS handshakes begun and not ended: outstanding_tls_handshake
 };
 
 // Answers a four-letter word asked on connection `id` (whitelist applied).
@@ -244,6 +245,7 @@ class Connection final : public ClientLink, public std::enable_shared_from_this<
   void finish() {
     if (done_) return;
     done_ = true;
+    handshake_ended();
     boost::system::error_code ec;
     handshake_timer_.cancel();
     raw().close(ec);
@@ -294,8 +296,11 @@ class Connection final : public ClientLink, public std::enable_shared_from_this<
   void handshake() {
     tls_ = std::make_unique<asio::ssl::stream<tcp::socket>>(std::move(socket_), *(context_ = policy_.context->current()));
     if (policy_.mode == TlsPolicy::Mode::tls) arm_handshake_timer();
+    handshaking_ = true;
+    ++registry_.handshakes;
     tls_->async_handshake(asio::ssl::stream_base::server, [self = shared_from_this()](boost::system::error_code ec) {
       self->handshake_timer_.cancel();
+      self->handshake_ended();
       if (self->done_) return;
       if (ec) {
         if (!self->timed_out_)
@@ -306,6 +311,11 @@ class Connection final : public ClientLink, public std::enable_shared_from_this<
       self->take_certificate();
       self->begin();
     });
+  }
+
+  void handshake_ended() {
+    if (handshaking_) --registry_.handshakes;
+    handshaking_ = false;
   }
 
   // OpenSSL's reason, which says what was wrong ("certificate verify failed", "wrong version
@@ -540,6 +550,7 @@ class Connection final : public ClientLink, public std::enable_shared_from_this<
   std::unique_ptr<asio::ssl::stream<tcp::socket>> tls_;
   asio::steady_timer handshake_timer_;
   bool timed_out_ = false;
+  bool handshaking_ = false;  // counted in registry_.handshakes
   std::vector<wire::Id> certificate_ids_;
   ConnId id_ = 0;
   std::string peer_, endpoint_;
@@ -663,12 +674,14 @@ struct ServerRuntime::Impl {
     // LOOKING to its BROADCAST).
     std::optional<std::chrono::steady_clock::time_point> unavailable_since;
     admin::Summary log_write_micros{true};  // Warden: each group-commit write (a histogram in /metrics)
+    admin::Summary jvm_pause_time{true};    // the pause monitor's overshoots (jvm.pause.monitor)
     std::map<int64_t, std::unique_ptr<admin::Summary>> ack_micros;  // Warden: per voter, on the leader
     int64_t looking_count = 0, snap_count = 0, diff_count = 0;
     std::optional<std::chrono::steady_clock::time_point> looking_since, syncing_since;
     std::chrono::steady_clock::time_point snapshot_started;
   };
   mutable Metrics metrics;  // read by the const four_letter_env, reset by srst
+  std::unique_ptr<admin::PauseMonitor> pause_monitor;  // jvm.pause.monitor: feeds metrics.jvm_pause_time
   // A leader's counters per observer link, as ZooKeeper's LearnerHandler keeps them: when the
   // link was synced (seen at a peer tick), the link's message counts at the last
   // observer_connection_stat_reset, and the requests it forwarded since.
@@ -875,13 +888,15 @@ struct ServerRuntime::Impl {
                        {"inflight_snap_count", &metrics.inflight_snap_count},
                        {"inflight_diff_count", &metrics.inflight_diff_count},
                        {"proposal_latency", &metrics.proposal_latency},
-                       {"quorum_ack_latency", &metrics.quorum_ack_latency}};
+                       {"quorum_ack_latency", &metrics.quorum_ack_latency},
+                       {"jvm_pause_time_ms", &metrics.jvm_pause_time}};
       env.metrics = {{"looking_count", metrics.looking_count},
                      {"snap_count", metrics.snap_count},
                      {"diff_count", metrics.diff_count},
                      {"sync_processor_request_queued", metrics.sync_processor_queued},
                      {"connection_rejected", metrics.connection_rejected},
-                     {"learner_proposal_received_count", metrics.learner_proposals}};
+                     {"learner_proposal_received_count", metrics.learner_proposals},
+                     {"outstanding_tls_handshake", registry.handshakes}};
       if (ensemble) {
         int64_t voters = 0;
         for (const auto& [id, e] : config.servers) voters += e.observer() ? 0 : 1;
@@ -2113,6 +2128,8 @@ void ServerRuntime::bind() {
         });
     impl_->metrics_server->start();
   }
+  if (c.pause.enabled)
+    impl_->pause_monitor = std::make_unique<admin::PauseMonitor>(c.pause, impl_->metrics.jvm_pause_time);
 }
 
 uint16_t ServerRuntime::admin_port() const { return impl_->admin_server ? impl_->admin_server->port() : 0; }

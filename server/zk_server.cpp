@@ -143,6 +143,7 @@ void ZkServer::receive(ConnId id, std::string_view payload) {
   Route to = c->held.empty() ? route(*c, payload) : Route::hold;
   if (to == Route::now) {
     metrics_.prep_queue_time.add_zero_or(0);
+    note_read_wait(payload, 0);
     process(id, *c, payload);
     return;
   }
@@ -157,6 +158,7 @@ void ZkServer::receive(ConnId id, std::string_view payload) {
     c->after_writes.push_back(Conn::Attached{c->last_write, Conn::Held{std::string(payload), clock_()}});
   else
     c->held.push_back(Conn::Held{std::string(payload), clock_()});
+  metrics_.session_queue_size.add(static_cast<int64_t>(c->held.size() + c->after_writes.size()));
 }
 
 ZkServer::Route ZkServer::route(const Conn& c, std::string_view payload) const {
@@ -173,6 +175,15 @@ ZkServer::Route ZkServer::route(const Conn& c, std::string_view payload) const {
   if (!reads_tree(op) || opts_.linearizable_reads || c.read_only || c.writes == 0) return Route::hold;
   auto it = session_writes_.find(c.session);
   return it != session_writes_.end() && it->second == c.writes ? Route::after_write : Route::hold;
+}
+
+void ZkServer::note_read_wait(std::string_view payload, int64_t waited) {
+  // The op is the header's second int (after the xid); a frame too short for it is no read.
+  if (payload.size() < 8) return;
+  auto b = reinterpret_cast<const unsigned char*>(payload.data()) + 4;
+  auto op = static_cast<OpCode>(
+      static_cast<int32_t>(uint32_t{b[0]} << 24 | uint32_t{b[1]} << 16 | uint32_t{b[2]} << 8 | uint32_t{b[3]}));
+  if (reads_tree(op)) metrics_.read_commitproc_time.add_zero_or(std::max<int64_t>(0, waited));
 }
 
 bool ZkServer::reads_tree(OpCode op) {
@@ -207,15 +218,21 @@ void ZkServer::release_reads(const Pending& p) {
     --c->writes;
     // The reads that came between this write and the next are answered now, at their point
     // in the apply order: after it, before the next of the session's writes applies.
+    bool queued = !c->after_writes.empty() || !c->held.empty();
+    int64_t answered = 0;
     while (!c->closing && !c->after_writes.empty() && c->after_writes.front().after == p.seq) {
       Conn::Held h = std::move(c->after_writes.front().frame);
       c->after_writes.pop_front();
       --held_total_;
-      metrics_.prep_queue_time.add(std::max<int64_t>(0, clock_() - h.arrived_ms));
+      ++answered;
+      int64_t waited = clock_() - h.arrived_ms;
+      metrics_.prep_queue_time.add(std::max<int64_t>(0, waited));
+      note_read_wait(h.payload, waited);
       process(p.conn, *c, h.payload);
       c = conn(p.conn);
       if (!c) break;
     }
+    if (queued) metrics_.reads_after_write.add(answered);
   }
   auto it = session_writes_.find(p.holds_reads);
   if (it == session_writes_.end() || --it->second > 0) return;
@@ -248,7 +265,9 @@ void ZkServer::drain(ConnId id) {
       continue;
     }
     --held_total_;
-    metrics_.prep_queue_time.add(std::max<int64_t>(0, clock_() - h.arrived_ms));
+    int64_t waited = clock_() - h.arrived_ms;
+    metrics_.prep_queue_time.add(std::max<int64_t>(0, waited));
+    note_read_wait(h.payload, waited);
     process(id, *c, h.payload);
   }
 }
@@ -869,6 +888,7 @@ void ZkServer::submit(Txn txn, Pending p) {
   if (Conn* c = p.conn ? conn(p.conn) : nullptr) ++c->in_flight;
   p.prep_mark = prep_.mark();
   p.seq = ++submitted_;
+  p.proposed_ms = clock_();
   hold_reads(p, txn.session);
   // Queued before proposing (its zxid unknown yet): a synchronous log commits it from inside
   // propose(), and a commit while the front's zxid is unknown is that one.
@@ -903,6 +923,7 @@ void ZkServer::submit(Txn txn, Pending p) {
 void ZkServer::on_commit(Zxid zxid, std::string_view payload) {
   int64_t started = clock_();
   ++(leads() ? metrics_.leader_commits : metrics_.learner_commits);
+  ++metrics_.commits_applied;
   auto txn = decode_txn(payload);
   if (!txn) {
     // Only our own encoder writes payloads: a failure here is a bug, never input.
@@ -951,6 +972,8 @@ void ZkServer::on_commit(Zxid zxid, std::string_view payload) {
   pending_.pop_front();
   retire_staged(p.prep_mark);
   if (p.kind == Kind::request && p.conn == 0 && !p.forwarded) ++metrics_.stale_replies;  // its client left
+  if (p.kind == Kind::request && !p.barrier)
+    metrics_.write_commit_wait.add(std::max<int64_t>(0, started - p.proposed_ms));
   if (p.barrier) {
     if (Conn* c = p.conn ? conn(p.conn) : nullptr) c->barrier_passed = true;
   } else {

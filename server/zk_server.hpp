@@ -333,6 +333,7 @@ class ZkServer {
     ConnId conn = 0;
     int32_t xid = 0;
     int64_t started_ms = 0;  // when the request arrived: its latency runs to the reply
+    int64_t proposed_ms = 0;  // handed to the replicator: write_commitproc_time_ms runs from here
     uint64_t prep_mark = 0;  // prep's mark once this txn was prepared: retired when it applies
     uint64_t seq = 0;        // submission order, to find it again after propose()
     Zxid zxid = 0;           // what propose() gave it; 0 until then
@@ -357,6 +358,9 @@ class ZkServer {
   // A read answered from the tree alone (what a linearizable read's barrier and a read's place
   // after its session's write apply to).
   static bool reads_tree(wire::OpCode op);
+  // read_commitproc_time_ms: a read's wait from its arrival to its answer (0 when answered at
+  // once), as ZooKeeper times a read's stay in its CommitProcessor.
+  void note_read_wait(std::string_view payload, int64_t waited);
   // Counts `p` as a write of `s` in flight (Pending::holds_reads).
   void hold_reads(Pending& p, SessionId s);
   // `p` left the queue (applied, lost or aborted), its reply sent: the reads that waited for

@@ -111,7 +111,7 @@ std::vector<std::pair<std::string, Json>> ZkServer::monitor_keys(const FourLette
 }
 
 admin::NamedSummaries ZkServer::summaries(const FourLetterEnv& env) {
-  admin::NamedSummaries all = metrics_.summaries();
+  admin::NamedSummaries all = metrics_.summaries_with_unfed();
   all.insert(all.end(), env.summaries.begin(), env.summaries.end());
   return all;
 }

@@ -9,6 +9,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "server/admin/server_metrics.hpp"
+
 namespace warden::server::admin {
 
 namespace {
@@ -121,16 +123,29 @@ std::string prometheus_histogram(const std::string& name, const std::string& hel
   return out;
 }
 
+namespace {
+// A metric's HELP: its name, or for one of ZooKeeper's that Warden does not feed, why not.
+std::string help_of(const std::string& name) {
+  static const std::map<std::string, std::string, std::less<>> unfed = [] {
+    std::map<std::string, std::string, std::less<>> m;
+    for (const auto& u : unfed_metrics()) m.emplace(u.name, std::string("never fed: ") + u.why);
+    return m;
+  }();
+  auto it = unfed.find(name);
+  return it == unfed.end() ? name : it->second;
+}
+}  // namespace
+
 std::string prometheus_text(const std::vector<std::pair<std::string, Json>>& values,
                             const NamedSummaries& summaries, const NamedSummarySets& sets, const std::string& extra) {
   std::string out;
   for (const auto& [name, v] : values) {
     auto n = v.number();
     if (!n || !valid_name(name)) continue;  // version and server_state are text: no metric
-    metric(out, name, "gauge", name, *n);
+    metric(out, name, "gauge", help_of(name), *n);
   }
   for (const auto& [name, s] : summaries) {
-    out += fmt::format("# HELP {} {}\n# TYPE {} summary\n", name, name, name);
+    out += fmt::format("# HELP {} {}\n# TYPE {} summary\n", name, help_of(name), name);
     summary_lines(out, name, "", *s, 1);
   }
   for (const auto& [name, set] : sets) {

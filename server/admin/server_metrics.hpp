@@ -8,8 +8,8 @@
 // does the same work: the "prep processor queue" is a connection's frames held behind its
 // writes in flight (ZooKeeper's requests wait in PrepRequestProcessor's queue instead), the
 // "final processor" is the apply of a commit with its watch events and reply (ZooKeeper 3.8
-// registers read_final_proc_time_ms and never feeds it: Warden leaves it out, as it leaves out
-// what it does not measure), and dead watchers
+// registers read_final_proc_time_ms and never feeds it: unfed_metrics() lists it with the
+// metrics of parts Warden does not have), and dead watchers
 // are those of a closed connection (removed at once: Warden has no cleaner thread to queue them
 // for, so queued and cleared count the same watches).
 #pragma once
@@ -23,6 +23,18 @@
 #include "server/admin/summary.hpp"
 
 namespace warden::server::admin {
+
+// ZooKeeper 3.8's metrics for parts Warden does not have: each is listed under its name and
+// kind, so that whatever reads ZooKeeper's monitor, mntr or /metrics finds every key, and reads
+// what ZooKeeper shows with that part switched off or idle: a counter 0, a summary with no
+// samples. `why` says why Warden does not feed it (docs/operations.md lists them the same way).
+struct UnfedMetric {
+  enum class Kind { counter, ratio, summary, advanced_summary };
+  const char* name;
+  Kind kind;
+  const char* why;
+};
+const std::vector<UnfedMetric>& unfed_metrics();
 
 struct PipelineMetrics {
   // Counters.
@@ -45,6 +57,7 @@ struct PipelineMetrics {
   int64_t sessionless_expired = 0;  // sessionless_connections_expired: no ConnectRequest in time
   int64_t connection_revalidations = 0;  // connection_revalidate_count: ConnectRequests with a session id
   int64_t revalidations = 0;             // revalidate_count: a leader's re-attaches asked by members
+  int64_t commits_applied = 0;           // request_commit_queued: every commit this server applies
 
   // Summaries (ms unless named otherwise). Only ZkServer's thread touches them (the AdminServer
   // reads them there too): they do not lock.
@@ -62,6 +75,12 @@ struct PipelineMetrics {
   Summary commit_process_time{false, mine};    // applying a committed txn to the tree
   Summary write_final_time{true, mine};        // write_final_proc_time_ms: a commit's apply, events and reply
   Summary dead_watchers_latency{true, mine};   // dead_watchers_cleaner_latency: a closed connection's watches removed
+  // ZooKeeper's CommitProcessor holds a session's requests behind its writes; Warden's
+  // pipeline holds them per connection (zk_server.hpp): the same waits, under its names.
+  Summary read_commitproc_time{true, mine};  // read_commitproc_time_ms: a read's arrival to its answer
+  Summary write_commit_wait{true, mine};     // write_commitproc_time_ms: a client's write proposed to committed here
+  Summary session_queue_size{false, mine};   // requests_in_session_queue: frames waiting, at each one queued
+  Summary reads_after_write{false, mine};    // reads_after_write_in_session_queue: answered as a write applied
   // Bytes per top-level namespace, as ZooKeeper's DataTree counts them (reads: path, data and a
   // Stat's 68 bytes; writes: path and data). The first 1000 namespaces get a summary each
   // (ZooKeeper's sets are unbounded): the sets stay bounded whatever clients create at the top.
@@ -74,9 +93,11 @@ struct PipelineMetrics {
   // A watch trigger of `type` (wire::EventType) fired `watchers` watches of one manager.
   void add_fired(int32_t type, size_t watchers);
 
-  // monitor's counters (ZooKeeper's names), its summaries and summary sets.
+  // monitor's counters (ZooKeeper's names, unfed_metrics()'s counters included), its summaries
+  // and summary sets.
   void list(std::vector<std::pair<std::string, Json>>& values) const;
-  NamedSummaries summaries();
+  NamedSummaries summaries();             // those this struct feeds (srst resets them)
+  NamedSummaries summaries_with_unfed();  // ... and unfed_metrics()'s, for the lists
   NamedSummarySets summary_sets();
   void reset();
 

@@ -2,7 +2,7 @@
 admin.idleTimeout) against ZooKeeper 3.8's, both started with the same keys (Debian's
 ZooKeeper starts its AdminServer only with servlet-api.jar on its class path): for every command
 Warden serves, and their short names, the same HTTP status, the same "command" and "error", the
-same keys with the same JSON types (ZooKeeper's Java-only keys aside, listed below); the command
+same keys with the same JSON types (monitor's every one; environment's Java-only ones aside); the command
 list; an unknown command. Then what ZooKeeper's tests do not show: garbage gets 400 and a
 closed connection, an oversized header too, a silent connection holds up nobody and is closed
 after admin.idleTimeout, a taken port is one log line while clients are served, and bad
@@ -23,42 +23,6 @@ import support
 c = support.Checks("admin")
 # Keys only a JVM has (environment).
 JAVA_ONLY = re.compile(r"^(java\.|os\.memory\.)")
-# ZooKeeper's metrics that monitor does not have on Warden, each for a mechanism Warden does not
-# have (docs/operations.md says the same). Every other key of ZooKeeper's monitor must be there
-# with ZooKeeper's type: a metric lost, or a new one of ZooKeeper's not listed here, fails.
-ABSENT_METRICS = [
-    # the JVM and Netty, ZooKeeper's cache of serialized replies
-    "jvm_pause_time_ms", "netty_queued_buffer_capacity", "response_packet_cache_hits",
-    "response_packet_cache_misses", "response_packet_get_children_cache_hits",
-    "response_packet_get_children_cache_misses", "outstanding_tls_handshake", "socket_closing_time",
-    # the CommitProcessor's worker pool and session queues, the SyncRequestProcessor's per-request
-    # append and the learner's request processor: Warden applies commits on the server thread and
-    # its group commit writes a batch at once
-    "commit_commit_proc_req_queued", "concurrent_request_processing_in_commit_processor",
-    "read_commit_proc_issued", "read_commit_proc_req_queued", "read_commitproc_time_ms",
-    "write_commit_proc_issued", "write_commit_proc_req_queued", "write_commitproc_time_ms",
-    "reads_after_write_in_session_queue", "reads_issued_from_session_queue", "requests_in_session_queue",
-    "pending_session_queue_size", "session_queues_drained", "time_waiting_empty_pool_in_commit_processor_read_ms",
-    "write_batch_time_in_commit_processor", "request_commit_queued", "local_write_committed_time_ms",
-    "server_write_committed_time_ms", "requests_not_forwarded_to_commit_processor",
-    "skip_learner_request_to_next_processor_count", "learner_request_processor_queue_size", "sync_process_time",
-    # throttles Warden does not have: connections, requests, large requests
-    "connection_drop_count", "connection_drop_probability", "connection_token_deficit",
-    "request_throttle_queue_time_ms", "request_throttle_wait_count", "throttled_ops", "large_requests_rejected",
-    # features Warden does not have: the "ensemble" auth scheme, observer masters, txn digests
-    # checked by learners, HTTPS on the AdminServer, a dead-watcher cleaner thread
-    "ensemble_auth_success", "ensemble_auth_fail", "ensemble_auth_skip", "om_proposal_process_time_ms",
-    "om_commit_process_time_ms", "digest_mismatches_count", "insecure_admin_count", "add_dead_watcher_stall_time",
-    "quit_leading_due_to_disloyal_voter", "unrecoverable_error_count",
-    # ZooKeeper 3.8 registers these and never feeds them
-    "commit_propagation_latency", "proposal_ack_creation_latency", "read_final_proc_time_ms",
-]
-SUMMARY_KEY = re.compile(r"^(avg|min|max|cnt|sum|p50|p95|p99|p999)_(.*)$")
-
-
-def absent_metric(key):
-    m = SUMMARY_KEY.match(key)
-    return key in ABSENT_METRICS or (m is not None and m.group(2) in ABSENT_METRICS)
 # system_properties: a JVM's own (and the reference's config key extendedTypesEnabled).
 JVM_PROPERTIES = re.compile(r"^(java\.|sun\.|jdk\.|jetty\.|(file|native)\.encoding$|user\.(language|timezone|country)$"
                             r"|zookeeper\.extendedTypesEnabled$)")
@@ -158,7 +122,7 @@ def compared():
         zk_shape, w_shape = shape(zj), shape(wj)
         primary = zj.get("command")
         for k, t in zk_shape.items():
-            if (primary == "environment" and JAVA_ONLY.match(k)) or (primary == "monitor" and absent_metric(k)):
+            if primary == "environment" and JAVA_ONLY.match(k):
                 continue
             if primary == "system_properties" and JVM_PROPERTIES.match(k):
                 continue
@@ -167,8 +131,7 @@ def compared():
         c.check(extra in ([], ["process.id"]), f"{cmd}: no key ZooKeeper does not have: {extra}")
         if primary == "monitor":
             print(f"monitor: Warden {len(w_shape)} keys, ZooKeeper {len(zk_shape)}", flush=True)
-            present = sorted(k for k in w_shape if absent_metric(k))
-            c.equal(present, [], "monitor: no metric listed as absent is there (else the list is out of date)")
+            c.equal(sorted(set(zk_shape) - set(w_shape)), [], "monitor: every key of ZooKeeper's is there")
         if cmd in ("stats", "server_stats"):
             c.equal(shape(wj["server_stats"]["client_response_stats"]), shape(zj["server_stats"]["client_response_stats"]),
                     f"{cmd}: client_response_stats with ZooKeeper's keys")

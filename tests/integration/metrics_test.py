@@ -8,6 +8,7 @@ queries of the metrics ZooKeeper's dashboard uses return a value from every memb
 import os
 import re
 import shutil
+import signal
 import subprocess
 import time
 import urllib.parse
@@ -41,7 +42,8 @@ def values(text):
 
 def standalone(work):
     cfg = (PROVIDER + "metricsProvider.httpHost=127.0.0.1\nmetricsProvider.httpPort=0\nmetricsProvider.exportJvmInfo=true\n"
-           "4lw.commands.whitelist=mntr\n")
+           "4lw.commands.whitelist=mntr\njvm.pause.monitor=true\njvm.pause.sleep.time.ms=100\n"
+           "jvm.pause.info-threshold.ms=500\n")
     with support.start_warden(cfg) as w:
         port = metrics_port(w.log())
         c.check(port is not None, "the server logs where /metrics is")
@@ -56,8 +58,21 @@ def standalone(work):
         deadline = time.time() + 10
         while not fired and time.time() < deadline:
             time.sleep(0.05)
+        # Reads sent behind the session's own writes wait for them (ZooKeeper's session queues).
+        ops = []
+        for i in range(20):
+            ops += [zk.set_async("/m1", str(i).encode()), zk.get_async("/m1")]
+        got = [op.get(timeout=10) for op in ops]
+        c.equal([got[2 * i + 1][0] for i in range(20)], [str(i).encode() for i in range(20)],
+                "each pipelined read sees the write sent before it")
+        # The whole process stopped for a second: the pause monitor sees it.
+        w.proc.send_signal(signal.SIGSTOP)
+        time.sleep(1.2)
+        w.proc.send_signal(signal.SIGCONT)
+        time.sleep(0.5)
         ctype, text = scrape(port)
         mntr = dict(line.split("\t", 1) for line in four_letter(w.port, "mntr").splitlines() if "\t" in line)
+        log = w.log()
         zk.stop()
         zk.close()
     c.check(ctype.startswith("text/plain; version=0.0.4"), f"Prometheus's text format: {ctype!r}")
@@ -82,6 +97,13 @@ def standalone(work):
             f"the log's writes and the start's load are timed ({v.get('fsynctime_count')}, {v.get('dbinittime_count')})")
     c.check("zk_p99_updatelatency" in mntr and "zk_avg_fsynctime" in mntr, "mntr shows the summaries as ZooKeeper's")
     pipeline_metrics(v, text)
+    c.check(v.get("jvm_pause_time_ms_count", 0) >= 5 and float(mntr.get("zk_max_jvm_pause_time_ms", 0)) >= 900,
+            f"jvm.pause.monitor: the stop is a pause of about a second "
+            f"({v.get('jvm_pause_time_ms_count')}, {mntr.get('zk_max_jvm_pause_time_ms')})")
+    c.check(re.search(r"detected a pause of this process or its host of about \d+ ms", log) is not None,
+            "and it is logged, as over jvm.pause.info-threshold.ms")
+    c.check(re.search(r"^# HELP throttled_ops never fed: Warden has no connection or request throttle", text, re.M)
+            is not None, "a metric of ZooKeeper's that Warden does not feed says why in its HELP")
     buckets = [float(m.group(2)) for m in re.finditer(r'^warden_log_write_seconds_bucket\{le="([^"]+)"\} (\S+)$',
                                                        text, re.M)]
     c.check(len(buckets) == 16 and buckets == sorted(buckets) and buckets[-1] == v.get("warden_log_write_seconds_count")
@@ -137,6 +159,14 @@ def pipeline_metrics(v, text):
     c.check(v.get("propagation_latency_count", 0) >= 13 and v.get("write_final_proc_time_ms_count", 0) >= 13,
             "each commit's apply is timed")
     c.equal(v.get("stale_sessions_expired"), 0.0, "no session expired")
+    c.equal(v.get("request_commit_queued"), v.get("commit_count"), "request_commit_queued: every commit applied")
+    c.check(v.get("write_commitproc_time_ms_count", 0) >= 32,
+            f"write_commitproc_time_ms: each client write, proposed to committed ({v.get('write_commitproc_time_ms_count')})")
+    c.check(v.get("read_commitproc_time_ms_count", 0) >= 21,
+            f"read_commitproc_time_ms: every read ({v.get('read_commitproc_time_ms_count')})")
+    c.check(v.get("requests_in_session_queue_count", 0) >= 1 and v.get("reads_after_write_in_session_queue_sum", 0) >= 1,
+            f"the pipelined reads waited behind their session's writes ({v.get('requests_in_session_queue_count')}, "
+            f"{v.get('reads_after_write_in_session_queue_sum')})")
 
 
 def with_prometheus(work):

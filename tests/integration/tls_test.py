@@ -298,8 +298,17 @@ def our_client(c, certs):
 
 def handshake_bound(c, certs):
     with start_warden(tls_cfg(certs, extra="ssl.handshakeDetectionTimeoutMillis=1000\n4lw.commands.whitelist=*\n")) as w:
+        from ensemble import four_letter
+
+        def outstanding():
+            mntr = dict(line.split("\t", 1) for line in four_letter(w.port, "mntr").splitlines() if "\t" in line)
+            return int(mntr.get("zk_outstanding_tls_handshake", -1))
         stalled = socket.create_connection(("127.0.0.1", w.sport), timeout=10)
         start = time.time()
+        deadline = time.time() + 0.8
+        while outstanding() != 1 and time.time() < deadline:
+            time.sleep(0.05)
+        c.equal(outstanding(), 1, "mntr's outstanding_tls_handshake counts the stalled handshake")
         c.equal(kazoo_outcome(w.sport, certs), "ok", "a client connects while another's handshake stalls")
         stalled.settimeout(10)
         try:
@@ -309,6 +318,7 @@ def handshake_bound(c, certs):
         took = time.time() - start
         c.check(got == b"" and took < 6, f"a stalled handshake is dropped after about the bound ({took:.1f} s)")
         c.check("did not finish within 1000 ms" in w.log(), "the dropped handshake is logged")
+        c.equal(outstanding(), 0, "and no longer outstanding once dropped")
         stalled.close()
         garbage = socket.create_connection(("127.0.0.1", w.sport), timeout=10)
         garbage.sendall(b"\x16\x03\x01\x00\x05hello")  # a TLS record header, then nonsense
@@ -318,7 +328,6 @@ def handshake_bound(c, certs):
         except OSError:
             pass
         garbage.close()
-        from ensemble import four_letter
         deadline = time.time() + 10
         while True:
             mntr = dict(line.split("\t", 1) for line in four_letter(w.port, "mntr").splitlines() if "\t" in line)

@@ -159,6 +159,35 @@ TEST_CASE("zoo.cfg: session timeouts default to 2 and 20 ticks") {
   CHECK(c.effective_max_session_timeout() == 60000);
 }
 
+TEST_CASE("zoo.cfg: the pause monitor's keys are ZooKeeper's, off by default; garbage is refused") {
+  auto off = std::get<Config>(parse_config("dataDir=/d\nclientPort=1\n", "p.cfg"));
+  CHECK_FALSE(off.pause.enabled);
+  CHECK(off.pause.sleep_ms == 500);
+  CHECK(off.pause.info_threshold_ms == 1000);
+  CHECK(off.pause.warn_threshold_ms == 10000);
+  auto on = std::get<Config>(parse_config("dataDir=/d\nclientPort=1\njvm.pause.monitor=true\n"
+                                          "jvm.pause.sleep.time.ms=50\njvm.pause.info-threshold.ms=200\n"
+                                          "jvm.pause.warn-threshold.ms=3000\n",
+                                          "p.cfg"));
+  CHECK(on.pause.enabled);
+  CHECK(on.pause.sleep_ms == 50);
+  CHECK(on.pause.info_threshold_ms == 200);
+  CHECK(on.pause.warn_threshold_ms == 3000);
+  CHECK(on.warnings.empty());
+  // QuorumPeerConfig keys: not system properties (sysp does not list them, as ZooKeeper's).
+  for (const auto& [k, v] : on.properties) CHECK(k.rfind("zookeeper.jvm.", 0) != 0);
+  auto err = [](const std::string& text) {
+    auto r = parse_config("dataDir=/d\nclientPort=1\n" + text, "p.cfg");
+    REQUIRE(std::holds_alternative<std::string>(r));
+    return std::get<std::string>(r);
+  };
+  CHECK(err("jvm.pause.monitor=perhaps\n") == "p.cfg:3: jvm.pause.monitor=perhaps: must be true or false");
+  CHECK(err("jvm.pause.sleep.time.ms=0\n").find("p.cfg:3: jvm.pause.sleep.time.ms=0: must be between 1") == 0);
+  CHECK(err("jvm.pause.info-threshold.ms=\x01\n").find("p.cfg:3: jvm.pause.info-threshold.ms=") == 0);
+  CHECK(err("jvm.pause.warn-threshold.ms=99999999999\n") ==
+        "p.cfg:3: jvm.pause.warn-threshold.ms=99999999999: not a whole number");
+}
+
 TEST_CASE("zoo.cfg: bad input names the file, the line and the key") {
   auto err = [](const char* text) {
     auto r = parse_config(text, "my.cfg");
