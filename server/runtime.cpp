@@ -246,6 +246,10 @@ class Connection final : public ClientLink, public std::enable_shared_from_this<
     if (done_) return;
     done_ = true;
     handshake_ended();
+    // A session that served stays in the cache, so its client may resume it by id: OpenSSL
+    // drops a session whose connection closes without a TLS shutdown, and Warden closes the
+    // socket without one (the peer is often gone).
+    if (tls_ && id_ != 0) SSL_set_shutdown(tls_->native_handle(), SSL_SENT_SHUTDOWN | SSL_RECEIVED_SHUTDOWN);
     boost::system::error_code ec;
     handshake_timer_.cancel();
     raw().close(ec);

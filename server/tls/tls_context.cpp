@@ -242,6 +242,29 @@ void set_ciphers(SSL_CTX* ctx, const TlsSettings& s) {
   else if (!SSL_CTX_set_cipher_list(ctx, v12.c_str()))
     throw TlsSetupError(s.where("ciphersuites") + ": " + openssl_errors());
 }
+
+// The chain a handshake sends: the key store's certificate with its intermediates, found once
+// here in the key store's own chain and the trust store, without the root (a peer that can
+// verify it holds it). Left to itself OpenSSL builds the chain again in every handshake that
+// has no chain given, a verification each, and sends the root as well: under OpenSSL 3.0 that
+// was a third of a TLS connection's CPU on each side. A chain that cannot be completed keeps
+// what was found; one shorter than the key store's own keeps the key store's (as Java sends
+// its key store's chain as it is).
+void settle_chain(SSL_CTX* native, const Loaded& keys) {
+  constexpr int flags = SSL_BUILD_CHAIN_FLAG_UNTRUSTED | SSL_BUILD_CHAIN_FLAG_NO_ROOT |
+                        SSL_BUILD_CHAIN_FLAG_IGNORE_ERROR | SSL_BUILD_CHAIN_FLAG_CLEAR_ERROR;
+  bool built = SSL_CTX_build_cert_chain(native, flags) == 1;
+  STACK_OF(X509)* chain = nullptr;
+  SSL_CTX_get0_chain_certs(native, &chain);
+  size_t found = chain ? static_cast<size_t>(sk_X509_num(chain)) : 0;
+  if (!built || found < keys.chain.size()) {
+    SSL_CTX_clear_chain_certs(native);
+    for (X509* c : keys.chain) SSL_CTX_add1_chain_cert(native, c);
+  }
+  ERR_clear_error();
+  SSL_CTX_set_mode(native, SSL_MODE_NO_AUTO_CHAIN);
+}
+
 }  // namespace
 
 std::shared_ptr<asio::ssl::context> make_context(const TlsSettings& s, bool server) {
@@ -271,6 +294,7 @@ std::shared_ptr<asio::ssl::context> make_context(const TlsSettings& s, bool serv
   } else {
     SSL_CTX_set_default_verify_paths(native);  // Java's default trust store, the system's here
   }
+  settle_chain(native, keys);
   set_protocols(native, s);
   set_ciphers(native, s);
   if (server) {
@@ -280,6 +304,10 @@ std::shared_ptr<asio::ssl::context> make_context(const TlsSettings& s, bool serv
     SSL_CTX_set_verify(native, mode, nullptr);
     static const unsigned char sid[] = "warden";
     SSL_CTX_set_session_id_context(native, sid, sizeof sid - 1);
+    // Resumption by session id (the server's cache, which the Java client uses) stays; a
+    // ticket would cost every new connection an encryption of its session, about a quarter
+    // of a handshake's CPU under OpenSSL 3.0 (a connection storm is all new connections).
+    SSL_CTX_set_options(native, SSL_OP_NO_TICKET);
   } else {
     SSL_CTX_set_verify(native, SSL_VERIFY_PEER, nullptr);
   }

@@ -1,6 +1,7 @@
 """Certificates for the TLS tests, made at test time with the openssl command line (and Java's
 keytool for the stores only Java writes): a CA, the server's key store, clients' certificates
-(one a super user's, one from another CA, one expired), in PEM and PKCS12, and the same trust
+(one a super user's, one from another CA, one expired), a server certificate from an
+intermediate CA, in PEM and PKCS12, and the same trust
 store as PEM, PKCS12 and JKS. Every store's password is PASSWORD."""
 import os
 import subprocess
@@ -27,6 +28,16 @@ def _ca(d, name, subject):
     _run("openssl", "req", "-x509", "-new", "-key", f"{name}.key", "-out", f"{name}.pem", "-days", "30",
          "-subj", subject, "-addext", "basicConstraints=critical,CA:true", "-addext", "keyUsage=keyCertSign,cRLSign",
          cwd=d)
+
+
+def _intermediate(d, name, subject, ca):
+    """A CA whose certificate `ca` signed."""
+    _key(d, name)
+    _run("openssl", "req", "-new", "-key", f"{name}.key", "-out", f"{name}.csr", "-subj", subject, cwd=d)
+    with open(os.path.join(d, f"{name}.ext"), "w") as f:
+        f.write("basicConstraints=critical,CA:true\nkeyUsage=keyCertSign,cRLSign\n")
+    _run("openssl", "x509", "-req", "-in", f"{name}.csr", "-CA", f"{ca}.pem", "-CAkey", f"{ca}.key",
+         "-CAcreateserial", "-out", f"{name}.pem", "-days", "30", "-extfile", f"{name}.ext", cwd=d)
 
 
 def _signed(d, name, subject, ca, san="IP:127.0.0.1,DNS:localhost"):
@@ -87,6 +98,18 @@ def make(d, java_stores=True, ec=False):
     _signed(d, "stranger", "/O=Elsewhere/CN=mallory", "other-ca")
     _signed(d, "wrongname", "/O=Warden Test/CN=elsewhere", "ca", san="DNS:elsewhere.example")
     _expired(d, "expired", "/O=Warden Test/CN=old", "ca")
+    # A server certificate from an intermediate CA: chained.pem holds the key and the leaf only,
+    # chained-full.pem the intermediate too; ca-and-inter.pem trusts both CAs.
+    _intermediate(d, "inter-ca", "/O=Warden Test/CN=Warden Test Intermediate CA", "ca")
+    _signed(d, "chained", "/O=Warden Test/CN=localhost chained", "inter-ca")
+    with open(os.path.join(d, "chained-full.pem"), "w") as out:
+        for part in ("chained.key", "chained.crt", "inter-ca.pem"):
+            with open(os.path.join(d, part)) as f:
+                out.write(f.read())
+    with open(os.path.join(d, "ca-and-inter.pem"), "w") as out:
+        for part in ("ca.pem", "inter-ca.pem"):
+            with open(os.path.join(d, part)) as f:
+                out.write(f.read())
     if java_stores:
         _keytool_trust(d, "ca", "trust.p12", "PKCS12")
         _keytool_trust(d, "ca", "trust.jks", "JKS")

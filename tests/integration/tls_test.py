@@ -359,6 +359,36 @@ def python_tls(port, certs, **limits):
         return ("refused", type(e).__name__)
 
 
+def s_client(port, certs, *extra):
+    """openssl s_client with the client certificate, trusting only the root CA; its output."""
+    r = subprocess.run(["openssl", "s_client", "-connect", f"127.0.0.1:{port}", "-CAfile", f"{certs}/ca.pem",
+                        "-cert", f"{certs}/client.crt", "-key", f"{certs}/client.key", "-tls1_2", "-showcerts",
+                        *extra], input="", capture_output=True, text=True, timeout=60)
+    return r.stdout + r.stderr
+
+
+def chain_and_resumption(c, certs):
+    """The chain a handshake sends is the key store's certificate with its intermediates, from
+    the key store or the trust store, built once at start and without the root (a client that
+    trusts only the root verifies it); a new connection gets no session ticket, and a client
+    resumes its session by id."""
+    for key_store, trust_store, what in (("chained.pem", "ca-and-inter.pem", "the intermediate from the trust store"),
+                                         ("chained-full.pem", "ca.pem", "the intermediate from the key store")):
+        stores = f"ssl.keyStore.location={certs}/{key_store}\nssl.trustStore.location={certs}/{trust_store}\n"
+        cfg = "serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory\n" + stores
+        with start_warden(cfg) as w:
+            out = s_client(w.sport, certs)
+            sent = re.findall(r"^ *\d+ s:(.*)$", out, re.M)
+            c.check("Verify return code: 0 (ok)" in out, f"{what}: a client that trusts only the root verifies it")
+            c.equal(len(sent), 2, f"{what}: the leaf and the intermediate are sent, not the root: {sent}")
+            c.equal(kazoo_outcome(w.sport, certs), "ok", f"{what}: kazoo connects")
+    with start_warden(tls_cfg(certs)) as w:
+        out = s_client(w.sport, certs, "-reconnect")
+        c.check("TLS session ticket:" not in out, "no session ticket is sent")
+        reused = len(re.findall(r"^Reused, ", out, re.M))
+        c.check(reused >= 4, f"a client resumes its session by id ({reused} of 5 reconnections)")
+
+
 def unification_rotation_protocols(c, certs, work):
     # The key store is a copy the test replaces while the server runs.
     live = os.path.join(work, "live.pem")
@@ -466,6 +496,7 @@ def main():
         enforced(c, certs)
         our_client(c, certs)
         handshake_bound(c, certs)
+        chain_and_resumption(c, certs)
         unification_rotation_protocols(c, certs, work)
         refused_at_start(c, certs, work)
     finally:
