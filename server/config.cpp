@@ -36,6 +36,11 @@ std::string_view trim(std::string_view s) {
   return s;
 }
 
+}  // namespace
+
+std::string_view config_key_of(std::string_view line) { return trim(line.substr(0, line.find('='))); }
+
+namespace {
 template <class T>
 std::optional<T> parse_number(std::string_view v) {
   T out{};
@@ -204,7 +209,7 @@ std::optional<std::string> parse_members(Config& c, std::string_view text, const
     if (line.empty() || line.front() == '#' || line.front() == '!') continue;
     auto eq = line.find('=');
     if (eq == std::string_view::npos) return where + "expected key=value, got '" + shown(line) + "'";
-    std::string key(trim(line.substr(0, eq)));
+    std::string key(config_key_of(line));
     std::string_view value = trim(line.substr(eq + 1));
     if (key.rfind("server.", 0) == 0) {
       if (auto why = add_server(c, key, value, name + ":" + std::to_string(line_no), any_id))
@@ -254,7 +259,7 @@ ConfigResult parse_config(std::string_view text, std::string_view file_name,
     if (line.empty() || line.front() == '#' || line.front() == '!') continue;
     auto eq = line.find('=');
     if (eq == std::string_view::npos) return where() + "expected key=value, got '" + shown(line) + "'";
-    std::string key(trim(line.substr(0, eq)));
+    std::string key(config_key_of(line));
     std::string_view value = trim(line.substr(eq + 1));
     if (key.empty()) return where() + "the key before '=' is empty";
     if (!quorum_peer_config_key(key)) c.properties.emplace_back("zookeeper." + key, std::string(value));

@@ -23,6 +23,10 @@ namespace warden::server {
 // ASCII as \xNN, so a NUL or a terminal escape cannot cut or garble the line.
 std::string shown(std::string_view s);
 
+// The key of a zoo.cfg line ("key = value"), blanks around it dropped, as parse_config reads
+// it; the whole line, trimmed, when it has no '='.
+std::string_view config_key_of(std::string_view line);
+
 struct PeerEntry {
   int64_t id = 0;
   std::string host;

@@ -1434,9 +1434,7 @@ struct ServerRuntime::Impl {
       std::ifstream in(config.config_file);
       std::string line;
       while (std::getline(in, line)) {
-        std::string key = line.substr(0, line.find('='));
-        key.erase(key.find_last_not_of(" \t\r") + 1);
-        key.erase(0, key.find_first_not_of(" \t"));
+        std::string_view key = config_key_of(line);
         if (key.rfind("server.", 0) == 0 || key == "dynamicConfigFile") continue;
         if (line_has_client && key == "clientPort") continue;
         if (line_has_client && key == "clientPortAddress" && !self->second.client_host.empty()) continue;
