@@ -143,7 +143,7 @@ void ZkServer::receive(ConnId id, std::string_view payload) {
   Route to = c->held.empty() ? route(*c, payload) : Route::hold;
   if (to == Route::now) {
     metrics_.prep_queue_time.add_zero_or(0);
-    note_read_wait(payload, 0);
+    if (c->attached) note_read_wait(payload, 0);  // else a ConnectRequest: no request header
     process(id, *c, payload);
     return;
   }

@@ -132,3 +132,36 @@ TEST_CASE("reads behind writes a dropped connection left are answered with them 
   CHECK(value_of(a.next_reply()) == "1");
   CHECK(h.server.outstanding() == 0);
 }
+
+TEST_CASE("read_commitproc_time_ms counts each read with its wait, and no ConnectRequest") {
+  Harness h;
+  auto count = [&] {
+    for (const auto& [name, s] : h.server.summaries(server::FourLetterEnv{}))
+      if (name == "read_commitproc_time_ms") return s->view().count;
+    FAIL("no read_commitproc_time_ms");
+    return int64_t{-1};
+  };
+  {
+    // A ConnectRequest's bytes 4-8 are the high half of lastZxidSeen: epoch 3 reads as the
+    // exists opcode, which must not count as a read (the server refuses a zxid it has not seen).
+    Client stale(h);
+    stale.connect(30000, 0, std::string(16, '\0'), wire::Zxid{3} << 32);
+  }
+  CHECK(count() == 0);
+  Client a(h);
+  REQUIRE(a.connect());
+  h.defer_sync = true;  // from here, a write waits for sync()
+  a.call(OpCode::exists, wire::PathWatchRequest{"/", false});
+  CHECK(count() == 1);
+  a.send(OpCode::create, wire::CreateRequest{"/w", "x", Client::open_acl(), 0});
+  a.send(OpCode::getData, wire::PathWatchRequest{"/w", false});  // waits for the create
+  h.advance(300);
+  h.sync();
+  CHECK(a.next_reply().err() == Err::ok);
+  CHECK(a.next_reply().err() == Err::ok);
+  CHECK(count() == 2);
+  int64_t waited = 0;
+  for (const auto& [name, s] : h.server.summaries(server::FourLetterEnv{}))
+    if (name == "read_commitproc_time_ms") waited = s->view().max;
+  CHECK(waited >= 300);
+}
