@@ -1,5 +1,7 @@
 #include "server/tls/tls_context.hpp"
 
+#include "server/tls/verified_chains.hpp"
+
 #include <openssl/err.h>
 #include <openssl/pem.h>
 #include <openssl/pkcs12.h>
@@ -302,6 +304,7 @@ std::shared_ptr<asio::ssl::context> make_context(const TlsSettings& s, bool serv
                : s.client_auth == "want" ? SSL_VERIFY_PEER
                                           : SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT;
     SSL_CTX_set_verify(native, mode, nullptr);
+    VerifiedChains::attach(native);  // a chain presented again is not verified again
     static const unsigned char sid[] = "warden";
     SSL_CTX_set_session_id_context(native, sid, sizeof sid - 1);
     // Resumption by session id (the server's cache, which the Java client uses) stays; a
