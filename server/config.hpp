@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "server/admin/admin_server.hpp"
-#include "server/admin/pause_monitor.hpp"
+#include "server/admin/pause_settings.hpp"
 #include "server/jvm_flags.hpp"
 #include "server/logging.hpp"
 #include "server/tls/tls_settings.hpp"
@@ -104,7 +104,7 @@ struct Config {
   bool admin_snapshot_enabled = false, admin_restore_enabled = false;
   int32_t admin_rate_limit_ms = 300000;
   // ZooKeeper's pause monitor: jvm.pause.monitor (off), jvm.pause.sleep.time.ms,
-  // jvm.pause.info-threshold.ms, jvm.pause.warn-threshold.ms (admin/pause_monitor.hpp).
+  // jvm.pause.info-threshold.ms, jvm.pause.warn-threshold.ms (admin/pause_settings.hpp).
   admin::PauseSettings pause;
   // metricsProvider.className=...PrometheusMetricsProvider: /metrics on
   // metricsProvider.httpHost:metricsProvider.httpPort (default 0.0.0.0:7000).

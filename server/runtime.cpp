@@ -34,6 +34,7 @@
 #include "server/admin/admin_server.hpp"
 #include "server/admin/commands.hpp"
 #include "server/admin/metrics.hpp"
+#include "server/admin/pause_monitor.hpp"
 #include "server/auth/quorum_sasl.hpp"
 #include "server/auth/sasl_server.hpp"
 #include "server/four_letter.hpp"

@@ -11,18 +11,10 @@
 #include <mutex>
 #include <thread>
 
+#include "server/admin/pause_settings.hpp"
 #include "server/admin/summary.hpp"
 
 namespace warden::server::admin {
-
-// ZooKeeper's keys and defaults: jvm.pause.monitor, jvm.pause.sleep.time.ms,
-// jvm.pause.info-threshold.ms, jvm.pause.warn-threshold.ms.
-struct PauseSettings {
-  bool enabled = false;
-  int32_t sleep_ms = 500;
-  int32_t info_threshold_ms = 1000;
-  int32_t warn_threshold_ms = 10000;
-};
 
 class PauseMonitor {
  public:
