@@ -133,10 +133,12 @@ class DataTree {
   // Off (digest.enabled=false): nothing is computed and zk_digest() stays 0.
   void enable_zk_digest(bool on) {
     zk_digest_on_ = on;
-    zk_digest_ = zk_digest_full();
+    recompute_zk_digest();
   }
   // The same, computed over the whole tree (tests check that the kept one never drifts).
   uint64_t zk_digest_full() const;
+  // Whether every node's kept part of the digest is what its fields give now (tests).
+  bool zk_digest_parts_agree() const;
 
  private:
   // Where a node hangs: the set that holds it (null for the root) and the node.
@@ -196,6 +198,10 @@ class DataTree {
   uint64_t zk_digest_ = 0;
   bool zk_digest_on_ = true;
   uint64_t node_zk_digest(std::string_view path, const Node& n) const;
+  // `n`'s part of the digest computed now, kept in the node, and returned (to be added).
+  uint64_t refresh_zk_digest(std::string_view path, Node& n) const { return n.zk_digest_ = node_zk_digest(path, n); }
+  // Every node's part computed again, and their sum kept.
+  void recompute_zk_digest();
 };
 
 }  // namespace warden::server

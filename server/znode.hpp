@@ -54,6 +54,10 @@ class Node {
   struct Children* kids_ = nullptr;  // null while the node has no children
   int32_t data_len_ = -1;        // -1: null data
   uint32_t name_len_ = 0;
+  // This node's part of ZooKeeper's tree digest as the tree last added it (DataTree keeps it
+  // equal to its fields': what it takes out when the node changes, without computing it again,
+  // as ZooKeeper's DataNode caches its own).
+  uint64_t zk_digest_ = 0;
   // name_len_ bytes of name, then the data, follow the node in the same allocation
 };
 

@@ -504,6 +504,7 @@ TEST_CASE("ZooKeeper's digest, kept as txns apply, is the tree's through every k
   auto same = [&](const char* after) {
     INFO("after " << after);
     CHECK(h.server.tree().zk_digest() == h.server.tree().zk_digest_full());
+    CHECK(h.server.tree().zk_digest_parts_agree());
   };
   uint64_t empty = h.server.tree().zk_digest();
   same("nothing");
@@ -554,4 +555,5 @@ TEST_CASE("ZooKeeper's digest, kept as txns apply, is the tree's through every k
   Harness restored(o);
   restore(restored, nodes, h.server.session_records(), walk.at(), {});
   CHECK(restored.server.tree().zk_digest() == h.server.tree().zk_digest());
+  CHECK(restored.server.tree().zk_digest_parts_agree());
 }
