@@ -69,7 +69,15 @@ def standalone(work):
         w.proc.send_signal(signal.SIGSTOP)
         time.sleep(1.2)
         w.proc.send_signal(signal.SIGCONT)
-        time.sleep(0.5)
+        # The monitor's thread records the pause once it runs again: on a loaded machine (the
+        # tests run two at a time) that may take a while, so wait for it, within a bound.
+        deadline = time.time() + 15
+        while True:
+            mntr = dict(line.split("\t", 1) for line in four_letter(w.port, "mntr").splitlines() if "\t" in line)
+            if (float(mntr.get("zk_max_jvm_pause_time_ms", 0)) >= 900 and int(mntr.get("zk_cnt_jvm_pause_time_ms", 0)) >= 5
+                    or time.time() > deadline):
+                break
+            time.sleep(0.2)
         ctype, text = scrape(port)
         mntr = dict(line.split("\t", 1) for line in four_letter(w.port, "mntr").splitlines() if "\t" in line)
         log = w.log()
