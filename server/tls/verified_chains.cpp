@@ -25,8 +25,10 @@ std::string chain_bytes(X509* leaf, STACK_OF(X509) * sent) {
   };
   if (!leaf || !add(leaf)) return {};
   int count = sent ? sk_X509_num(sent) : 0;
-  for (int i = 0; i < count; ++i)
-    if (!add(sk_X509_value(sent, i))) return {};
+  for (int i = 0; i < count; ++i) {
+    X509* c = sk_X509_value(sent, i);
+    if (c != leaf && !add(c)) return {};  // a handshake's list starts with the leaf: once is enough
+  }
   return out;
 }
 

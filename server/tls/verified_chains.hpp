@@ -37,7 +37,10 @@ class VerifiedChains {
   uint64_t full_verifications() const;
   void count_full_verification();
 
-  // Makes `ctx` verify its peers' chains through a memo of its own (owned by the context).
+  // Makes `ctx` verify its peers' chains through a memo of its own (owned by the context). Not
+  // for a context whose connections name a host to check inside the verification
+  // (SSL_set1_host): the memo would answer for another host. Warden's server contexts check
+  // no host, and the quorum's hostname check runs after the handshake.
   static void attach(SSL_CTX* ctx);
   // The memo attached to `ctx`, or nullptr.
   static VerifiedChains* of(SSL_CTX* ctx);
