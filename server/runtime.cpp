@@ -37,6 +37,7 @@
 #include "server/admin/pause_monitor.hpp"
 #include "server/auth/quorum_sasl.hpp"
 #include "server/auth/sasl_server.hpp"
+#include "server/fan_out.hpp"
 #include "server/four_letter.hpp"
 #include "server/reconfig/config_txn.hpp"
 #include "server/send_queue.hpp"
@@ -194,14 +195,36 @@ class Connection final : public ClientLink, public std::enable_shared_from_this<
       asio::post(raw().get_executor(), [self = shared_from_this()] { self->finish(); });
       return;
     }
-    if (!tls_ && !writing_ && !corked_ && pending_.empty() && is_watch_event(frame)) {
-      // A watch event with nothing before it: straight to the socket (a fan-out gives each
-      // watcher one; waiting for the handler's end would only delay the first ones).
+    if (takes_direct_write() && is_watch_event(frame)) {
+      // A watch event with nothing before it: straight to the socket (waiting for the
+      // handler's end would only delay it).
       iovec v{frame.data(), frame.size()};
       size_t sent = 0;
       if (!write_now(&v, 1, sent) || sent == frame.size()) return;
       frame.erase(0, sent);
     }
+    enqueue(std::move(frame));
+  }
+
+  // Whether a frame may go to the socket now, before anything else (from any thread while the
+  // server's thread waits: FanOutSender): plaintext, nothing queued or being written, open.
+  bool takes_direct_write() const {
+    return !tls_ && !writing_ && !corked_ && pending_.empty() && !done_ && !overflowed_ && !failed_;
+  }
+  int native_fd() { return socket_.native_handle(); }
+
+  // What a fan-out's write of `frame` did (FanOutSender::Target's result): the rest is queued,
+  // a failed socket ends the connection.
+  void direct_written(ssize_t result, std::string_view frame) {
+    if (result < 0) return fail_write();
+    if (static_cast<size_t>(result) < frame.size()) enqueue(std::string(frame.substr(static_cast<size_t>(result))));
+  }
+
+  // In a fan-out's batch (ConnectionFanOut): a second frame for it waits for the first.
+  bool fan_marked = false;
+
+ private:
+  void enqueue(std::string frame) {
     pending_.push(std::move(frame));
     ++queued_;
     if (writing_ || corked_ || deferred_) return;
@@ -213,6 +236,7 @@ class Connection final : public ClientLink, public std::enable_shared_from_this<
     }
   }
 
+ public:
   // A notification: its reply header's xid is -1.
   static bool is_watch_event(const std::string& frame) {
     return frame.size() >= 8 && std::memcmp(frame.data() + 4, "\xff\xff\xff\xff", 4) == 0;
@@ -466,11 +490,15 @@ class Connection final : public ClientLink, public std::enable_shared_from_this<
       }
       break;
     }
+    fail_write();
+    return false;
+  }
+
+  void fail_write() {
     failed_ = true;
     pending_.clear();
     close_requested_ = true;
     asio::post(raw().get_executor(), [self = shared_from_this()] { self->finish(); });
-    return false;
   }
 
   // Writes everything queued, as one gathered write: at once what the socket takes, the rest
@@ -597,6 +625,42 @@ std::string address_of(const tcp::acceptor& a) {
 }  // namespace
 
 
+// The pipeline's fan-outs (zk_server.hpp's FanOut) over the client connections: a watch event
+// goes to every watcher with nothing queued before it at once, over the FanOutSender's threads;
+// the others queue it as any frame. The runtime's only ClientLink is its Connection.
+class ConnectionFanOut final : public FanOut {
+ public:
+  explicit ConnectionFanOut(unsigned helpers) : sender_(helpers) {}
+
+  void send_to_all(const std::vector<ClientLink*>& links, std::string_view frame) override {
+    targets_.clear();
+    direct_.clear();
+    later_.clear();
+    for (ClientLink* l : links) {
+      auto* c = static_cast<Connection*>(l);
+      if (c->takes_direct_write() && !c->fan_marked) {
+        c->fan_marked = true;
+        direct_.push_back(c);
+        targets_.push_back({c->native_fd(), 0});
+      } else {
+        later_.push_back(c);
+      }
+    }
+    sender_.send_all(targets_, frame);
+    for (size_t i = 0; i < direct_.size(); ++i) {
+      direct_[i]->fan_marked = false;
+      direct_[i]->direct_written(targets_[i].result, frame);
+    }
+    for (Connection* c : later_) c->send(std::string(frame));
+  }
+
+ private:
+  FanOutSender sender_;
+  // One fan-out's lists, kept for their capacity.
+  std::vector<FanOutSender::Target> targets_;
+  std::vector<Connection*> direct_, later_;
+};
+
 // The pipeline's view of this member (zk_server.hpp's Ensemble), over the replicator.
 struct MemberView final : Ensemble {
   consensus::EnsembleReplicator* r = nullptr;
@@ -640,6 +704,7 @@ struct ServerRuntime::Impl {
   asio::steady_timer peer_ticker{io};
   MemberView member_view;
   Zxid persisted_config = 0;  // the newest configuration written by config_in_force
+  ConnectionFanOut fan_out{FanOutSender::helpers_for_this_machine()};
   std::unique_ptr<ZkServer> server;
   std::unique_ptr<storage::GroupCommitter> committer;  // with a durable log only
   tcp::acceptor acceptor{io};         // clientPort (plaintext, or either with client.portUnification)
@@ -1320,6 +1385,7 @@ struct ServerRuntime::Impl {
                                                               [this](storage::LogEntry e) { persist(std::move(e)); });
       server = std::make_unique<ZkServer>(server_options(), *replicator, wall_ms);
     }
+    server->set_fan_out(&fan_out);
     auto* snapshots = log->snapshots();
     if (!snapshots) start_replication(0);  // an in-memory log starts empty
     if (snapshots) {

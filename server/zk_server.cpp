@@ -381,11 +381,42 @@ void ZkServer::send_connect_response(Conn& c, int32_t timeout, SessionId s, cons
 }
 
 void ZkServer::send_frame(Conn& c, std::string frame, bool event) {
+  count_sent(c, frame.size(), event);
+  c.link->send(std::move(frame));
+}
+
+void ZkServer::count_sent(Conn& c, size_t frame_bytes, bool event) {
   ++c.stats.sent;
   ++packets_sent_;
-  (event ? metrics_.watch_bytes : metrics_.response_bytes) += static_cast<int64_t>(frame.size());
-  counters_.client_response.add(static_cast<int64_t>(frame.size()) - 4);  // one frame, length first
-  c.link->send(std::move(frame));
+  (event ? metrics_.watch_bytes : metrics_.response_bytes) += static_cast<int64_t>(frame_bytes);
+  counters_.client_response.add(static_cast<int64_t>(frame_bytes) - 4);  // one frame, length first
+}
+
+void ZkServer::send_events(const WatchTrigger& t, const std::vector<WatchEvent>& events) {
+  // One trigger's watchers mostly get the same event: its frame is encoded once for each run
+  // of equal events.
+  size_t i = 0;
+  while (i < events.size()) {
+    const wire::WatcherEvent& e = events[i].event;
+    std::string frame = frame_of(wire::ReplyHeader{wire::xid::notification, -1, 0}, &e);
+    fan_links_.clear();
+    for (; i < events.size() && events[i].event.type == e.type && events[i].event.state == e.state &&
+           events[i].event.path == e.path;
+         ++i) {
+      // Only to connections that may read the node (ZooKeeper's fix for CVE-2024-23944, in
+      // Debian's 3.8 and upstream 3.8.4+); the watch is spent either way.
+      Conn* c = conn(events[i].conn);
+      if (!c || (t.acl && !allows_(*t.acl, wire::perms::read, c->auth))) continue;
+      count_sent(*c, frame.size(), true);
+      fan_links_.push_back(c->link);
+    }
+    if (fan_out_ && fan_links_.size() > 1) {
+      fan_out_->send_to_all(fan_links_, frame);
+    } else if (!fan_links_.empty()) {
+      for (size_t k = 0; k + 1 < fan_links_.size(); ++k) fan_links_[k]->send(frame);
+      fan_links_.back()->send(std::move(frame));
+    }
+  }
 }
 
 namespace {
@@ -948,13 +979,7 @@ void ZkServer::on_commit(Zxid zxid, std::string_view payload) {
     auto fired = watches_.trigger(t, events);
     metrics_.add_fired(static_cast<int32_t>(t.type), fired.data);
     metrics_.add_fired(static_cast<int32_t>(t.type), fired.child);
-    for (const auto& e : events) {
-      // Only to connections that may read the node (ZooKeeper's fix for CVE-2024-23944, in
-      // Debian's 3.8 and upstream 3.8.4+); the watch is spent either way.
-      const Conn* c = conn(e.conn);
-      if (!c || (t.acl && !allows_(*t.acl, wire::perms::read, c->auth))) continue;
-      send_reply(e.conn, wire::xid::notification, -1, e.event);
-    }
+    send_events(t, events);
   }
 
   // Commits come in zxid order. A proposal of ours below this zxid was lost (the history of a

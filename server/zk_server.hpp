@@ -65,6 +65,15 @@ class ClientLink {
   virtual bool secure() const { return false; }
 };
 
+// Sends one frame to many links at once: a watch event's watchers. The network layer may
+// spread the writes over several threads; it returns with every frame sent or queued, in the
+// order of each link's own frames. Without one, each link's send() takes a copy.
+class FanOut {
+ public:
+  virtual ~FanOut() = default;
+  virtual void send_to_all(const std::vector<ClientLink*>& links, std::string_view frame) = 0;
+};
+
 // This server as a member of an ensemble, as the pipeline needs it (the runtime implements it
 // over consensus::EnsembleReplicator). A standalone server has none: it always leads.
 class Ensemble {
@@ -152,6 +161,8 @@ class ZkServer {
 
   // Makes this server a member of an ensemble (before any connection).
   void set_ensemble(Ensemble* e) { ensemble_ = e; }
+  // How a watch event reaches many watchers (before any connection).
+  void set_fan_out(FanOut* f) { fan_out_ = f; }
   // Called with /zookeeper/config's text and version each time a reconfig is applied (from the
   // log, or a snapshot that brought a newer one): the host reaches new members and persists it.
   void set_on_config(std::function<void(std::string_view text, Zxid version)> f) { on_config_ = std::move(f); }
@@ -406,9 +417,13 @@ class ZkServer {
   // How a log line names a connection: its session (once it has one) and its peer's address
   // and port, so an operator can follow one client through the log.
   static std::string who(const Conn& c);
-  // Every frame to a client goes out here, so the statistics count it.
+  // Every frame to a client goes out here or through send_events, both counting it.
   // `event`: a watch event (watch_bytes), not a reply (response_bytes).
   void send_frame(Conn& c, std::string frame, bool event = false);
+  void count_sent(Conn& c, size_t frame_bytes, bool event);
+  // A committed change's watch events: one frame per distinct event, sent to all its watchers
+  // at once (those that may read the node).
+  void send_events(const WatchTrigger& t, const std::vector<WatchEvent>& events);
   // A request of `op` from `c` answered now at `zxid`, having arrived at `started`.
   // `now` < 0: read the clock.
   void note_reply(Conn& c, wire::OpCode op, int32_t xid, Zxid zxid, int64_t started, int64_t now = -1);
@@ -418,6 +433,8 @@ class ZkServer {
   ServerOptions opts_;
   consensus::Replicator& replicator_;
   Ensemble* ensemble_ = nullptr;
+  FanOut* fan_out_ = nullptr;
+  std::vector<ClientLink*> fan_links_;  // send_events' list, kept for its capacity
   std::function<void(std::string_view, Zxid)> on_config_;
   // Hands /zookeeper/config to on_config_ when a reconfig put it there.
   void config_applied();

@@ -318,3 +318,44 @@ TEST_CASE("inside a multi, flags make the kind of a create, as ZooKeeper rebuild
   CHECK(a.create("/c5", "", 4).err() == Err::ok);
   CHECK(h.server.tree().find("/c5")->ephemeralOwner == 0);
 }
+
+namespace {
+// Records each fan-out the pipeline asks for and hands the frame to every link.
+struct RecordingFanOut : server::FanOut {
+  std::vector<size_t> sizes;
+  void send_to_all(const std::vector<server::ClientLink*>& links, std::string_view frame) override {
+    sizes.push_back(links.size());
+    for (auto* l : links) l->send(std::string(frame));
+  }
+};
+}  // namespace
+
+TEST_CASE("a watch event for many watchers is one frame handed to all of them at once, readers only") {
+  Harness h;
+  RecordingFanOut fan;
+  h.server.set_fan_out(&fan);
+  Client owner(h), a(h), b(h), c(h);
+  for (Client* x : {&owner, &a, &b, &c}) x->connect();
+  owner.create("/n", "x");
+  for (Client* x : {&a, &b, &c}) CHECK(x->exists("/n", true));
+  owner.call(OpCode::setData, wire::SetDataRequest{"/n", std::string("y"), -1});
+  CHECK(fan.sizes == std::vector<size_t>{3});
+  using V = std::vector<std::pair<EventType, std::string>>;
+  for (Client* x : {&a, &b, &c}) CHECK(take_events(*x) == V{{EventType::nodeDataChanged, "/n"}});
+  // One watcher: its link's own send. A watcher that may not read the node is left out.
+  a.exists("/n", true);
+  owner.call(OpCode::setData, wire::SetDataRequest{"/n", std::string("z"), -1});
+  CHECK(fan.sizes == std::vector<size_t>{3});
+  CHECK(take_events(a) == V{{EventType::nodeDataChanged, "/n"}});
+  for (Client* x : {&a, &b, &c}) x->exists("/n", true);
+  for (Client* x : {&owner, &a, &b})
+    x->call_raw(OpCode::auth, wire::encode(wire::AuthPacket{0, "digest", std::string("o:pw")}), wire::xid::auth);
+  owner.call(OpCode::setACL, wire::SetACLRequest{"/n", {wire::Acl{wire::perms::all, wire::Id{"auth", ""}}}, -1});
+  // setACL fires no watch; the delete fires all three, checked against the deleted node's ACL:
+  // c may not read it and hears nothing.
+  owner.call(OpCode::remove, wire::DeleteRequest{"/n", -1});
+  CHECK(fan.sizes == std::vector<size_t>{3, 2});
+  for (Client* x : {&a, &b}) CHECK(take_events(*x) == V{{EventType::nodeDeleted, "/n"}});
+  CHECK(take_events(c).empty());
+  CHECK(h.server.watch_count() == 0);
+}
