@@ -525,6 +525,9 @@ static void pump_sessions(int ep, std::vector<StormConn>& all, int ms, std::vect
         break;
       }
       all[i].in.append(buf, static_cast<size_t>(r));
+      // A short read took all there was: epoll (level-triggered) says when more comes, so a
+      // second read that finds nothing is not made (one system call per frame, not two).
+      if (static_cast<size_t>(r) < sizeof buf) break;
     }
     size_t off = 0;
     for (;;) {
