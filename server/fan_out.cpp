@@ -67,7 +67,9 @@ void FanOutSender::send_claimed(Batch& b) {
 }
 
 void FanOutSender::helper_loop() {
-  uint32_t seen = generation_.load();
+  // The generation the constructor started with, not the one this thread first sees: a stop
+  // (or a batch) that came before this thread ran has moved it on already.
+  uint32_t seen = 0;
   for (;;) {
     generation_.wait(seen);
     seen = generation_.load();

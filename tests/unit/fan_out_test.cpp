@@ -94,3 +94,10 @@ TEST_CASE("a fan-out reports a full socket's short send and a closed peer's fail
     }
   }
 }
+
+TEST_CASE("a sender stops even when it ends before its helpers have started") {
+  // A server whose start fails right after the sender is made (a bad setting, a data
+  // directory in use) ends it at once; its helpers must not wait for a wake-up that came.
+  for (int i = 0; i < 300; ++i) FanOutSender sender(3);
+  SUCCEED("every sender's helpers were joined");
+}
