@@ -240,12 +240,24 @@ def ensemble(work):
         c.check(status == 200 and f'"last_zxid" : {last}'.encode() in answer, f"the leader restores ({status} "
                                                                               f"{answer[:200]!r})")
         ens.wait_serving(ens.members, 60)
+        restored = {f"e{i}" for i in range(50)}
         for m in ens.members:
             zm = KazooClient(hosts=f"127.0.0.1:{m.client_port}")
             zm.start(timeout=15)
-            zm.sync("/")
-            kids = set(zm.get_children("/"))
-            c.check({f"e{i}" for i in range(50)} <= kids and "after-backup" not in kids,
+            # Until the restarted leader is back, the other two may elect one of themselves and
+            # serve the tree they had (a window the restore does not close: see docs/operations.md);
+            # every member must come to the restored tree once it leads again.
+            deadline = time.time() + 60
+            while True:
+                try:
+                    zm.sync("/")
+                    kids = set(zm.get_children("/"))
+                except Exception as e:  # noqa: BLE001 (a member changing leaders drops the connection)
+                    kids = {f"error: {e!r}"}
+                if (restored <= kids and "after-backup" not in kids) or time.time() > deadline:
+                    break
+                time.sleep(0.2)
+            c.check(restored <= kids and "after-backup" not in kids,
                     f"server {m.id} serves the restored tree ({len(kids)} nodes at the top)")
             if m is leader:
                 stat = zm.set("/e0", b"written after the restore")
