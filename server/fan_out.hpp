@@ -11,7 +11,8 @@
 // none written by anyone else), so no write can come between or interleave with these.
 //
 // Work is claimed in small chunks from a shared index: the caller starts at once and a helper
-// takes what is left when it wakes, so a helper slow to be scheduled delays nothing.
+// takes what is left when it wakes, so a helper slow to wake delays nothing; one preempted with
+// a chunk claimed is waited for (send_all sleeps meanwhile, freeing its core for it).
 
 #include <atomic>
 #include <cstddef>
