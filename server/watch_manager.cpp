@@ -45,18 +45,13 @@ WatchManager::Kinds WatchManager::Manager::kinds(const std::string& path, ConnId
   return e == it->second.end() ? 0 : e->second;
 }
 
-void WatchManager::Manager::fire(const std::string& path, EventType type, std::vector<ConnId>& out) {
+void WatchManager::Manager::fire(const std::string& path, EventType type, std::vector<ConnId>& out) const {
   // Recursive watches never report child-list changes (ZooKeeper's rule: their creates and
   // deletes already tell).
   bool child_change = type == EventType::nodeChildrenChanged;
-  if (auto it = table.find(path); it != table.end()) {
-    std::vector<ConnId> spent;  // standard watches fire once
-    for (const auto& [c, k] : it->second) {
+  if (auto it = table.find(path); it != table.end())
+    for (const auto& [c, k] : it->second)
       if ((k & (standard | persistent)) || ((k & recursive) && !child_change)) out.push_back(c);
-      if (k & standard) spent.push_back(c);
-    }
-    for (ConnId c : spent) clear(path, c, standard);
-  }
   if (recursive_count == 0 || child_change || path == "/") return;
   std::string_view at = path;
   do {
@@ -68,6 +63,30 @@ void WatchManager::Manager::fire(const std::string& path, EventType type, std::v
   } while (at != "/");
 }
 
+void WatchManager::Manager::spend(const std::string& path) {
+  auto it = table.find(path);
+  if (it == table.end()) return;
+  auto& held = it->second;
+  for (auto e = held.begin(); e != held.end();) {
+    if (!(e->second & standard)) {
+      ++e;
+      continue;
+    }
+    e->second &= static_cast<Kinds>(~standard);
+    if (e->second != 0) {
+      ++e;
+      continue;
+    }
+    --count;
+    if (auto b = by_conn.find(e->first); b != by_conn.end()) {
+      b->second.erase(path);
+      if (b->second.empty()) by_conn.erase(b);
+    }
+    e = held.erase(e);
+  }
+  if (held.empty()) table.erase(it);
+}
+
 bool WatchManager::add_persistent(const std::string& path, ConnId c, int32_t mode) {
   if (mode != 0 && mode != 1) return false;
   Kinds k = mode == 0 ? persistent : recursive;
@@ -76,24 +95,29 @@ bool WatchManager::add_persistent(const std::string& path, ConnId c, int32_t mod
   return true;
 }
 
-WatchManager::Fired WatchManager::trigger(const WatchTrigger& t, std::vector<WatchEvent>& out) {
+WatchManager::Fired WatchManager::trigger(const WatchTrigger& t,
+                                          const std::function<void(const std::vector<ConnId>&)>& deliver) {
   std::vector<ConnId> conns;
   Fired fired;
+  bool data = false, child = false;
   switch (t.type) {
     case EventType::nodeCreated:
     case EventType::nodeDataChanged:
       data_.fire(t.path, t.type, conns);
       fired.data = conns.size();
+      data = true;
       break;
     case EventType::nodeChildrenChanged:
       child_.fire(t.path, t.type, conns);
       fired.child = conns.size();
+      child = true;
       break;
     case EventType::nodeDeleted:
       data_.fire(t.path, t.type, conns);
       fired.data = conns.size();
       child_.fire(t.path, t.type, conns);
       fired.child = conns.size() - fired.data;
+      data = child = true;
       break;
     default:
       return fired;
@@ -101,9 +125,9 @@ WatchManager::Fired WatchManager::trigger(const WatchTrigger& t, std::vector<Wat
   // One event per connection, in a stable order whatever the hash order.
   std::sort(conns.begin(), conns.end());
   conns.erase(std::unique(conns.begin(), conns.end()), conns.end());
-  for (ConnId c : conns)
-    out.push_back({c, wire::WatcherEvent{static_cast<int32_t>(t.type),
-                                         static_cast<int32_t>(wire::KeeperState::syncConnected), t.path}});
+  if (!conns.empty()) deliver(conns);
+  if (data) data_.spend(t.path);
+  if (child) child_.spend(t.path);
   return fired;
 }
 

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -44,7 +45,10 @@ class WatchManager {
   struct Fired {
     size_t data = 0, child = 0;
   };
-  Fired trigger(const WatchTrigger& t, std::vector<WatchEvent>& out);
+  // The connections a change fires (each once, in order) go to `deliver`; the standard watches
+  // among them are spent when it returns, so that a large fan-out starts sending before the
+  // table's bookkeeping. `deliver` must not change the watches.
+  Fired trigger(const WatchTrigger& t, const std::function<void(const std::vector<ConnId>&)>& deliver);
   // checkWatches and removeWatches: whether `c` holds (held) a watch of `type` at `path`.
   bool contains(const std::string& path, WatcherType type, ConnId c) const;
   bool remove(const std::string& path, WatcherType type, ConnId c);
@@ -67,8 +71,10 @@ class WatchManager {
     // Clears `k` from the entry; true when it held any of them.
     bool clear(const std::string& path, ConnId c, Kinds k);
     Kinds kinds(const std::string& path, ConnId c) const;
-    // Appends the connections a change of `type` at `path` fires, clearing standard watches.
-    void fire(const std::string& path, wire::EventType type, std::vector<ConnId>& out);
+    // Appends the connections a change of `type` at `path` fires; spend() then clears the
+    // standard watches at `path`.
+    void fire(const std::string& path, wire::EventType type, std::vector<ConnId>& out) const;
+    void spend(const std::string& path);
   };
   Manager data_;
   Manager child_;

@@ -392,30 +392,27 @@ void ZkServer::count_sent(Conn& c, size_t frame_bytes, bool event) {
   counters_.client_response.add(static_cast<int64_t>(frame_bytes) - 4);  // one frame, length first
 }
 
-void ZkServer::send_events(const WatchTrigger& t, const std::vector<WatchEvent>& events) {
-  // One trigger's watchers mostly get the same event: its frame is encoded once for each run
-  // of equal events.
-  size_t i = 0;
-  while (i < events.size()) {
-    const wire::WatcherEvent& e = events[i].event;
-    std::string frame = frame_of(wire::ReplyHeader{wire::xid::notification, -1, 0}, &e);
-    fan_links_.clear();
-    for (; i < events.size() && events[i].event.type == e.type && events[i].event.state == e.state &&
-           events[i].event.path == e.path;
-         ++i) {
-      // Only to connections that may read the node (ZooKeeper's fix for CVE-2024-23944, in
-      // Debian's 3.8 and upstream 3.8.4+); the watch is spent either way.
-      Conn* c = conn(events[i].conn);
-      if (!c || (t.acl && !allows_(*t.acl, wire::perms::read, c->auth))) continue;
-      count_sent(*c, frame.size(), true);
-      fan_links_.push_back(c->link);
-    }
-    if (fan_out_ && fan_links_.size() > 1) {
-      fan_out_->send_to_all(fan_links_, frame);
-    } else if (!fan_links_.empty()) {
-      for (size_t k = 0; k + 1 < fan_links_.size(); ++k) fan_links_[k]->send(frame);
-      fan_links_.back()->send(std::move(frame));
-    }
+void ZkServer::send_events(const WatchTrigger& t, const std::vector<ConnId>& conns) {
+  // One frame for all the trigger's watchers.
+  const wire::WatcherEvent e{static_cast<int32_t>(t.type), static_cast<int32_t>(wire::KeeperState::syncConnected),
+                            t.path};
+  std::string frame = frame_of(wire::ReplyHeader{wire::xid::notification, -1, 0}, &e);
+  // Only to connections that may read the node (ZooKeeper's fix for CVE-2024-23944, in Debian's
+  // 3.8 and upstream 3.8.4+); the watch is spent either way. A node anyone may read needs no
+  // check per connection: no id takes a permission away.
+  const bool everyone = !t.acl || allows_(*t.acl, wire::perms::read, AuthIds{});
+  fan_links_.clear();
+  for (ConnId id : conns) {
+    Conn* c = conn(id);
+    if (!c || (!everyone && !allows_(*t.acl, wire::perms::read, c->auth))) continue;
+    count_sent(*c, frame.size(), true);
+    fan_links_.push_back(c->link);
+  }
+  if (fan_out_ && fan_links_.size() > 1) {
+    fan_out_->send_to_all(fan_links_, frame);
+  } else if (!fan_links_.empty()) {
+    for (size_t k = 0; k + 1 < fan_links_.size(); ++k) fan_links_[k]->send(frame);
+    fan_links_.back()->send(std::move(frame));
   }
 }
 
@@ -973,13 +970,10 @@ void ZkServer::on_commit(Zxid zxid, std::string_view payload) {
     digest_log_.emplace_back(zxid, tree_.zk_digest());
     if (digest_log_.size() > digest_log_limit) digest_log_.pop_front();
   }
-  std::vector<WatchEvent> events;
   for (const auto& t : triggers) {
-    events.clear();
-    auto fired = watches_.trigger(t, events);
+    auto fired = watches_.trigger(t, [&](const std::vector<ConnId>& conns) { send_events(t, conns); });
     metrics_.add_fired(static_cast<int32_t>(t.type), fired.data);
     metrics_.add_fired(static_cast<int32_t>(t.type), fired.child);
-    send_events(t, events);
   }
 
   // Commits come in zxid order. A proposal of ours below this zxid was lost (the history of a

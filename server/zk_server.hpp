@@ -423,7 +423,7 @@ class ZkServer {
   void count_sent(Conn& c, size_t frame_bytes, bool event);
   // A committed change's watch events: one frame per distinct event, sent to all its watchers
   // at once (those that may read the node).
-  void send_events(const WatchTrigger& t, const std::vector<WatchEvent>& events);
+  void send_events(const WatchTrigger& t, const std::vector<ConnId>& conns);
   // A request of `op` from `c` answered now at `zxid`, having arrived at `started`.
   // `now` < 0: read the clock.
   void note_reply(Conn& c, wire::OpCode op, int32_t xid, Zxid zxid, int64_t started, int64_t now = -1);

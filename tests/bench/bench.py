@@ -789,15 +789,16 @@ def fanout_run(args):
                         raise RuntimeError(f"fanout loadgen failed: {out.stderr}")
                     rows[(n, kind, name)] = dict(kv.split("=", 1) for kv in out.stdout.split())
     print(f"\n### Watch fan-out: one change, N watchers (durable on both, median of {args.fanout_rounds} rounds)\n")
-    print("| watchers | watch | server | last notification ms | p50 us | p99 us | per watcher us | missing | "
-          "duplicates | loadgen CPU s (all rounds) |")
+    print("| watchers | watch | server | first / last notification ms | p50 us | p99 us | per watcher us | "
+          "missing | duplicates | loadgen CPU s (all rounds) |")
     print("|" + "---|" * 10)
     for n in counts:
         for kind in ("data", "child"):
             for name in ("zk", "warden"):
                 r = rows[(n, kind, name)]
                 print(f"| {n} | {kind} | {'ZooKeeper 3.8' if name == 'zk' else 'Warden'} | "
-                      f"{float(r['last_ms_median']):.1f} | {r['p50_us']} | {r['p99_us']} | "
+                      f"{float(r['first_ms_median']):.1f} / {float(r['last_ms_median']):.1f} | {r['p50_us']} | "
+                      f"{r['p99_us']} | "
                       f"{float(r['per_watcher_us']):.2f} | {r['missing']} | {r['duplicates']} | {r['client_cpu_s']} |")
     print("\n| watchers | watch | last notification x | p99 x |")
     print("|---|---|---|---|")

@@ -358,4 +358,14 @@ TEST_CASE("a watch event for many watchers is one frame handed to all of them at
   for (Client* x : {&a, &b}) CHECK(take_events(*x) == V{{EventType::nodeDeleted, "/n"}});
   CHECK(take_events(c).empty());
   CHECK(h.server.watch_count() == 0);
+  // Anyone may write the node but not read it: a reader is one of the ACL's own ids.
+  owner.call(OpCode::create, wire::CreateRequest{"/w", std::string("x"),
+                                                 {wire::Acl{wire::perms::write, wire::Id{"world", "anyone"}},
+                                                  wire::Acl{wire::perms::all, wire::Id{"auth", ""}}},
+                                                 0});
+  for (Client* x : {&a, &b, &c}) CHECK(x->exists("/w", true));
+  c.call(OpCode::setData, wire::SetDataRequest{"/w", std::string("y"), -1});
+  CHECK(fan.sizes == std::vector<size_t>{3, 2, 2});
+  for (Client* x : {&a, &b}) CHECK(take_events(*x) == V{{EventType::nodeDataChanged, "/w"}});
+  CHECK(take_events(c).empty());
 }
