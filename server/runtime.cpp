@@ -147,6 +147,7 @@ struct Registry {
   std::vector<std::weak_ptr<Connection>> to_flush;
   bool flush_posted = false;
   int64_t handshakes = 0;  // TLS handshakes begun and not ended: outstanding_tls_handshake
+  int64_t closed = 0;      // connections ended since the start (the heap's trim watches it)
 };
 
 // Answers a four-letter word asked on connection `id` (whitelist applied).
@@ -281,6 +282,7 @@ class Connection final : public ClientLink, public std::enable_shared_from_this<
     if (auto it = registry_.per_address.find(peer_); it != registry_.per_address.end() && --it->second <= 0)
       registry_.per_address.erase(it);
     server_.closed(id_);
+    ++registry_.closed;
     registry_.live.erase(this);  // may drop the last reference: touch nothing after this
   }
 
@@ -819,6 +821,7 @@ struct ServerRuntime::Impl {
   bool heap_to_trim = false;         // a snapshot was written, or node blocks freed, since the last trim
   int64_t packets_at_last_check = -1;
   size_t spare_at_last_node_trim = 0;  // the tree's spare node bytes after the last try
+  int64_t closed_at_last_trim = 0;     // registry.closed when the heap was last trimmed
   // Snapshots are encoded on the snapshot writer's thread, which holds `tree_mutex` while it
   // reads the tree; the server thread holds it while it applies commits (the only changes
   // of the tree once recovery is over) and reads the tree without it, as the writer only
@@ -1922,6 +1925,9 @@ struct ServerRuntime::Impl {
   static void return_free_memory() { malloc_trim(0); }
   static constexpr int64_t quiet_packets = 200;  // per check (a quarter tick)
   static constexpr size_t node_trim_step = 16u << 20;
+  // Connections ended since the last trim that make one due: their buffers (about 100 KiB a TLS
+  // connection at a storm's peak, all of it still resident after they close) go back too.
+  static constexpr int64_t connection_trim_step = 1000;
   void trim_when_idle() {
     int64_t seen = server->packets_received();
     bool quiet = packets_at_last_check >= 0 && seen - packets_at_last_check < quiet_packets;
@@ -1942,9 +1948,14 @@ struct ServerRuntime::Impl {
                          .count());
       }
     }
+    int64_t gone = registry.closed - closed_at_last_trim;
+    if (gone >= connection_trim_step) heap_to_trim = true;
     if (heap_to_trim && quiet) {
       return_free_memory();
       heap_to_trim = false;
+      closed_at_last_trim = registry.closed;
+      if (gone >= connection_trim_step)
+        spdlog::info("gave back free memory after {} connections ended", gone);
     }
     packets_at_last_check = seen;
   }

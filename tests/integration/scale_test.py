@@ -274,6 +274,12 @@ def main():
         finally:
             swarm.close()
             boss.close()
+        # 2,000 connections ended: once the server is quiet, their memory goes back to the system.
+        deadline = time.time() + 20
+        while time.time() < deadline and "gave back free memory after" not in w.log():
+            time.sleep(0.2)
+        c.check("gave back free memory after" in w.log(),
+                "the heap is trimmed once a thousand connections or more have ended")
         c.check(w.alive(), "the server still runs")
     c.finish()
 
