@@ -28,14 +28,17 @@ bool WatchManager::Manager::clear(const std::string& path, ConnId c, Kinds k) {
   if (e->second == 0) {
     it->second.erase(e);
     if (it->second.empty()) table.erase(it);
-    --count;
-    auto b = by_conn.find(c);
-    if (b != by_conn.end()) {
-      b->second.erase(path);
-      if (b->second.empty()) by_conn.erase(b);
-    }
+    forget(path, c);
   }
   return true;
+}
+
+void WatchManager::Manager::forget(const std::string& path, ConnId c) {
+  --count;
+  if (auto b = by_conn.find(c); b != by_conn.end()) {
+    b->second.erase(path);
+    if (b->second.empty()) by_conn.erase(b);
+  }
 }
 
 WatchManager::Kinds WatchManager::Manager::kinds(const std::string& path, ConnId c) const {
@@ -77,11 +80,7 @@ void WatchManager::Manager::spend(const std::string& path) {
       ++e;
       continue;
     }
-    --count;
-    if (auto b = by_conn.find(e->first); b != by_conn.end()) {
-      b->second.erase(path);
-      if (b->second.empty()) by_conn.erase(b);
-    }
+    forget(path, e->first);
     e = held.erase(e);
   }
   if (held.empty()) table.erase(it);

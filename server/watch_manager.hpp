@@ -75,6 +75,8 @@ class WatchManager {
     // standard watches at `path`.
     void fire(const std::string& path, wire::EventType type, std::vector<ConnId>& out) const;
     void spend(const std::string& path);
+    // An entry (path, c) is gone from the table: the count and c's path set follow.
+    void forget(const std::string& path, ConnId c);
   };
   Manager data_;
   Manager child_;

@@ -275,10 +275,7 @@ def main():
             swarm.close()
             boss.close()
         # 2,000 connections ended: once the server is quiet, their memory goes back to the system.
-        deadline = time.time() + 20
-        while time.time() < deadline and "gave back free memory after" not in w.log():
-            time.sleep(0.2)
-        c.check("gave back free memory after" in w.log(),
+        c.check(support.wait_until(lambda: "gave back free memory after" in w.log(), timeout=20, step=0.2),
                 "the heap is trimmed once a thousand connections or more have ended")
         c.check(w.alive(), "the server still runs")
     c.finish()
