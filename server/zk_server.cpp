@@ -332,6 +332,13 @@ void ZkServer::handle_connect(ConnId id, Conn& c, std::string_view payload) {
   }
   ++metrics_.connection_revalidations;  // a client back with its session, whatever becomes of it
   Session* s = sessions_.find(req->sessionId);
+  if (!s && !leads() && !c.read_only && req->passwd) {
+    // A member behind the one that made the session has not applied its creation yet (the
+    // client's lastZxidSeen says nothing of it): as ZooKeeper's learner, ask the leader, whose
+    // answer comes after the creation in the log.
+    reattach_through_leader(id, c, req->sessionId, *req->passwd);
+    return;
+  }
   if (!s || s->closing || !req->passwd || *req->passwd != s->passwd) {
     spdlog::info("session 0x{:x} ({}) is expired or its password does not match", req->sessionId, who(c));
     send_connect_response(c, 0, 0, std::string(16, '\0'));
@@ -344,16 +351,7 @@ void ZkServer::handle_connect(ConnId id, Conn& c, std::string_view payload) {
     return send_connect_response(c, timeout, s->id, s->passwd);
   }
   if (!leads()) {
-    // The leader confirms the session lives and moves it here; the answer comes in order.
-    Forwarded f;
-    f.kind = Forwarded::reattach;
-    f.session = s->id;
-    f.passwd = s->passwd;
-    Pending p{Kind::connect, id, 0};
-    p.session = s->id;
-    p.reattach = true;
-    c.session = s->id;
-    forward(std::move(f), std::move(p));
+    reattach_through_leader(id, c, s->id, s->passwd);
     return;
   }
   session_owner_[s->id] = 0;
@@ -361,6 +359,19 @@ void ZkServer::handle_connect(ConnId id, Conn& c, std::string_view payload) {
   sessions_.touch(s->id, clock_());
   attach(id, c, s->id);
   send_connect_response(c, timeout, s->id, s->passwd);
+}
+
+void ZkServer::reattach_through_leader(ConnId id, Conn& c, SessionId s, const std::string& passwd) {
+  // The leader confirms the session lives and moves it here; the answer comes in order.
+  Forwarded f;
+  f.kind = Forwarded::reattach;
+  f.session = s;
+  f.passwd = passwd;
+  Pending p{Kind::connect, id, 0};
+  p.session = s;
+  p.reattach = true;
+  c.session = s;
+  forward(std::move(f), std::move(p));
 }
 
 void ZkServer::attach(ConnId id, Conn& c, SessionId s) {

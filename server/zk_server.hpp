@@ -408,6 +408,8 @@ class ZkServer {
   void lose(Pending p);
   ApplyResult apply(const Txn& txn, Zxid zxid, std::vector<WatchTrigger>& triggers);
   void reply_write(const Pending& p, const Txn& txn, const ApplyResult& r, Zxid zxid);
+  // A non-leader's client back with session `s`: forwarded to the leader, answered in order.
+  void reattach_through_leader(ConnId id, Conn& c, SessionId s, const std::string& passwd);
   void attach(ConnId id, Conn& c, SessionId s);
   void send_connect_response(Conn& c, int32_t timeout, SessionId s, const std::string& passwd);
   void send_reply(ConnId id, int32_t xid, Zxid zxid, wire::Err err);
