@@ -8,7 +8,6 @@
 #include <systemd/sd-daemon.h>
 
 #include <sys/resource.h>
-#include <unistd.h>
 
 #include <charconv>
 #include <cstdio>
@@ -99,22 +98,6 @@ bool parse_int(const std::string& s, int32_t& out) {
 }  // namespace
 
 namespace {
-// A large tree faults in hundreds of MiB at a start, and a page fault costs most in a virtual
-// machine; with transparent huge pages (which Debian's kernels give on request) that takes a
-// fraction of the time. glibc's allocator asks for them only when told so by the environment
-// at process start, so the server executes itself once more with that setting. An operator's
-// own glibc.malloc.hugetlb setting is left as it is; without the setting, or where exec fails,
-// the server runs as it is.
-void ask_for_huge_pages(char** argv) {
-  const char* tunables = std::getenv("GLIBC_TUNABLES");
-  if (tunables && std::strstr(tunables, "glibc.malloc.hugetlb")) return;
-  std::string v = tunables ? std::string(tunables) + ":" : std::string();
-  v += "glibc.malloc.hugetlb=1";
-  if (setenv("GLIBC_TUNABLES", v.c_str(), 1) == 0) execv("/proc/self/exe", argv);
-}
-}  // namespace
-
-namespace {
 // Every client holds a descriptor: the soft limit goes up to the hard one, as the JVM raises it
 // for ZooKeeper (its MaxFDLimit), so that a fleet's connections are not refused at 1,024.
 void raise_descriptor_limit() {
@@ -129,7 +112,6 @@ void raise_descriptor_limit() {
 
 int main(int argc, char** argv) {
   warden::server::remember_command_line(argc, argv);
-  ask_for_huge_pages(argv);
   spdlog::set_default_logger(spdlog::stderr_color_mt("warden"));
   spdlog::set_pattern("%Y-%m-%d %H:%M:%S.%e %^%l%$ %v");
   std::vector<std::string> args(argv + 1, argv + argc);
