@@ -103,12 +103,14 @@ def kazoo(port, certs, who="client", tls=True, **kw):
 
 
 def kazoo_outcome(port, certs, who="client", tls=True):
-    """'ok' when a session opens and a write and a read work; else 'failed'."""
+    """'ok' when a session opens and a write and a read work; else 'failed'. The value spans
+    many TLS records each way (the server reads 16 KiB at a time)."""
     zk = kazoo(port, certs, who, tls)
+    value = os.urandom(200 * 1024)
     try:
         zk.start(timeout=5)  # a refused client fails at once; a working one connects in well under
-        path = zk.create("/tls-", b"x", sequence=True)
-        return "ok" if zk.get(path)[0] == b"x" else "wrong data"
+        path = zk.create("/tls-", value, sequence=True)
+        return "ok" if zk.get(path)[0] == value else "wrong data"
     except Exception:  # noqa: BLE001 - every failure to connect counts as one outcome
         return "failed"
     finally:
