@@ -1928,7 +1928,7 @@ struct ServerRuntime::Impl {
   static void return_free_memory() { malloc_trim(0); }
   static constexpr int64_t quiet_packets = 200;  // per check (a quarter tick)
   static constexpr size_t node_trim_step = 16u << 20;
-  // Connections ended since the last trim that make one due: their buffers (about 100 KiB a TLS
+  // Connections ended since the last trim that make one due: their buffers (about 80 KiB a TLS
   // connection at a storm's peak, all of it still resident after they close) go back too.
   static constexpr int64_t connection_trim_step = 1000;
   void trim_when_idle() {
