@@ -893,6 +893,9 @@ void ZabPeer::lead_tick() {
 // ---------------------------------------------------------------- following
 
 void ZabPeer::send_to_leader(pb::PeerMessage m) {
+  // A message that put a configuration in force may have sent this server looking just before
+  // its answer: there is no leader, nor link, to answer on (simulator seed 1795858434).
+  if (leader_ == 0) return;
   m.set_epoch(link_epoch_);
   m.set_link(link_);
   m.set_seq(++sent_);

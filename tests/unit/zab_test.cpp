@@ -905,3 +905,98 @@ TEST_CASE("a member that missed a reconfig learns the configuration in force fro
   CHECK(p.peer->ensemble().version == make_zxid(3, 2));
   CHECK(p.peer->ensemble().voters == std::vector<PeerId>{1, 2, 4});
 }
+
+namespace {
+// One server with a reconfiguration-aware configuration: `voters` in force at `version`, its log
+// `entries` (a "cfg:..." one above `committed` is pending), fed hand-made messages.
+struct ConfigPeer {
+  MemoryLog log;
+  std::unique_ptr<ZabPeer> peer;
+  ConfigPeer(PeerId id, std::vector<PeerId> voters, Zxid version, std::vector<Entry> entries, Epochs epochs,
+             Zxid committed, std::vector<PeerId> observers = {}) {
+    PeerConfig c;
+    c.id = id;
+    c.ensemble.voters = std::move(voters);
+    c.ensemble.observers = std::move(observers);
+    c.ensemble.version = version;
+    c.config_of = test_config_of;
+    log.log = std::move(entries);
+    peer = std::make_unique<ZabPeer>(c, log, epochs, committed);
+    (void)peer->ready();
+  }
+};
+
+// A vote that carries the sender's configuration in force (and a reconfig pending in its log).
+pb::PeerMessage config_vote(PeerId from, uint64_t round, PeerId leader, Zxid zxid, uint32_t epoch,
+                            pb::PeerState state, Zxid config_version, std::vector<PeerId> voters,
+                            std::optional<std::pair<Zxid, std::vector<PeerId>>> pending = std::nullopt) {
+  pb::PeerMessage m = vote(from, round, leader, zxid, epoch, state);
+  auto* c = m.mutable_vote()->mutable_config();
+  c->set_version(config_version);
+  for (PeerId v : voters) c->add_voters(v);
+  if (pending) {
+    auto* p = m.mutable_vote()->mutable_pending();
+    p->set_version(pending->first);
+    for (PeerId v : pending->second) p->add_voters(v);
+  }
+  return m;
+}
+
+std::vector<Entry> with_reconfig(uint32_t epoch, uint32_t upto, uint32_t at, std::string payload) {
+  std::vector<Entry> h = history(epoch, upto);
+  h[at - 1].payload = std::move(payload);
+  return h;
+}
+}  // namespace
+
+// Simulator seed 1795858434 (5 voters, an observer, reconfigs): an observer being synced learnt
+// from the leader's ping that the reconfig removing it had committed, went looking, and then
+// answered the ping, to leader 0.
+TEST_CASE("an observer that a ping's commit removes answers nobody") {
+  const Zxid v0 = make_zxid(1, 0);
+  ConfigPeer c(4, {1, 2, 3}, v0, {}, Epochs{1, 1}, 0, {4});
+  ZabPeer& p = *c.peer;
+  p.receive(1, config_vote(1, 1, 3, make_zxid(1, 1), 2, pb::FOLLOWING, v0, {1, 2, 3}));
+  p.receive(2, config_vote(2, 1, 3, make_zxid(1, 1), 2, pb::FOLLOWING, v0, {1, 2, 3}));
+  p.receive(3, config_vote(3, 1, 3, make_zxid(1, 1), 2, pb::LEADING, v0, {1, 2, 3}));
+  REQUIRE(p.role() == Role::observing);
+  uint64_t nonce = 0;
+  for (const auto& [to, m] : p.ready().messages)
+    if (to == 3 && m.has_follower_info()) nonce = m.follower_info().nonce();
+  REQUIRE(nonce != 0);
+  auto on_link = [](uint64_t seq) {
+    pb::PeerMessage m;
+    m.set_version(protocol_version);
+    m.set_from(3);
+    m.set_epoch(2);
+    m.set_link(7);
+    m.set_seq(seq);
+    return m;
+  };
+  pb::PeerMessage info = on_link(1);
+  info.mutable_leader_info()->set_new_epoch(2);
+  info.mutable_leader_info()->set_nonce(nonce);
+  p.receive(3, info);
+  // The sync brings the reconfig removing 4, committed only up to the entry before it.
+  pb::PeerMessage sync = on_link(2);
+  auto* s = sync.mutable_sync();
+  s->set_mode(pb::Sync::DIFF);
+  s->set_trunc_after(0);
+  s->set_new_epoch(2);
+  s->set_committed(make_zxid(1, 1));
+  s->set_sync_last(make_zxid(1, 2));
+  for (auto& e : with_reconfig(1, 2, 2, "cfg:123")) {
+    auto* pe = s->add_entries();
+    pe->set_zxid(e.zxid);
+    pe->set_payload(e.payload);
+  }
+  p.receive(3, sync);
+  REQUIRE(p.pending_config());
+  p.durable(make_zxid(1, 2));
+  (void)p.ready();
+  pb::PeerMessage ping = on_link(3);
+  ping.mutable_ping()->set_zxid(make_zxid(1, 2));
+  p.receive(3, ping);
+  CHECK(p.role() == Role::looking);  // no longer a member
+  for (const auto& [to, m] : p.ready().messages) CHECK(to != 0);
+}
