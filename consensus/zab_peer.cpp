@@ -76,7 +76,7 @@ ZabPeer::ZabPeer(PeerConfig config, const LogView& log, Epochs epochs, Zxid comm
 // ---------------------------------------------------------------- configurations
 
 template <class F>
-bool ZabPeer::quorum_of(F counted) const {
+bool ZabPeer::quorum_of(F counted, bool with_pending) const {
   auto enough = [&](const Ensemble& e) {
     size_t n = 0;
     for (PeerId p : e.voters) n += counted(p) ? 1 : 0;
@@ -86,7 +86,29 @@ bool ZabPeer::quorum_of(F counted) const {
 #endif
     return n >= e.quorum();
   };
-  return enough(cfg_.ensemble) && (!pending_ || PLANT(commit_old_quorum_only) || enough(pending_->second));
+  return enough(cfg_.ensemble) &&
+         (!pending_ || !with_pending || PLANT(commit_old_quorum_only) || enough(pending_->second));
+}
+
+bool ZabPeer::lacks_pending(const pb::Vote& v) const {
+  return pending_ && v.has_config() && v.config().version() < pending_->first &&
+         !(v.has_pending() && v.pending().version() >= pending_->first);
+}
+
+bool ZabPeer::leads_past_pending(const pb::Vote& v) const {
+  // A leader of a later epoch than the reconfig's whose history lacks it was elected by the
+  // voters in force alone; had the reconfig committed, a quorum of them would hold it and none of
+  // those would have elected a leader without it. So it did not commit, and joining that leader
+  // cuts it from this server's log.
+  return v.state() == pb::LEADING && lacks_pending(v) && v.epoch() > (pending_->first >> 32);
+}
+
+bool ZabPeer::voids_pending(PeerId from, const pb::Vote& v) const {
+  // The sender holds a txn of a later epoch than the reconfig's (its own zxid: a settled vote, or
+  // a looking vote for itself), so a leader of that epoch was established, and its history is in
+  // the sender's log; the reconfig is not, so it was not in that history: it never commits.
+  bool own_zxid = v.state() != pb::LOOKING || v.leader() == static_cast<int64_t>(from);
+  return own_zxid && lacks_pending(v) && (v.zxid() >> 32) > (pending_->first >> 32);
 }
 
 bool ZabPeer::votes(PeerId p) const {
@@ -258,11 +280,17 @@ void ZabPeer::try_join(PeerId leader) {
   }
   auto it = settled_.find(leader);
   if (it == settled_.end() || it->second.state() != pb::LEADING) return;
-  bool backed = quorum_of([&](PeerId p) {
+  auto backs = [&](PeerId p) {
     if (auto s = settled_.find(p); s != settled_.end()) return s->second.leader() == leader;
     auto r = received_.find(p);
     return r != received_.end() && r->second.leader == leader;
-  });
+  };
+  // A reconfig pending here that the leader's history lacks is void: the voters of the
+  // configuration in force alone decide. Asking the new configuration's too stranded a voter
+  // whose leader proposed a reconfig and was cut off with the server it added: the others
+  // elected a leader without the txn, and this voter waited for servers that would never back
+  // it (simulator seed 1795849959 with reconfigs).
+  bool backed = quorum_of(backs) || (leads_past_pending(it->second) && quorum_of(backs, false));
   if (backed) become_follower(leader);
 }
 
@@ -287,11 +315,25 @@ void ZabPeer::on_vote(PeerId from, const pb::PeerMessage& m) {
     // (a server about to join, started from its own file) is not taken.
     adopt(from_pb(v.config()));
   }
+  if (role_ == Role::looking && cfg_.ensemble.is_member(from) && voids_pending(from, v)) {
+    // This server's pending reconfig, from its own log or heard of, can never come into force:
+    // counting its voters stranded every election of the voters in force (simulator seed
+    // 1795853993 with reconfigs: a member cut off through the epoch that voided it). Its log
+    // keeps the txn until a leader's sync cuts it.
+    voided_ = std::max(voided_, pending_->first);  // members that still hold it offer it again
+    pending_.reset();
+    pending_heard_ = false;
+    become_looking();
+  }
   // A looking server learns of a reconfig pending in a member's log: as a voter it names, it
   // votes (it may have only observed, or not yet joined, and so lack the txn), and every quorum
   // it counts needs the new configuration's too, as the members that hold the txn count them.
+  // Not one from an epoch before this server's latest txn: void, as voids_pending says of a
+  // sender's. A member cut off through that epoch still offers it; taken, it made a server it
+  // adds the leader of voters that do not count it as one (simulator seed 1795853993).
   if (role_ == Role::looking && v.has_pending() && cfg_.ensemble.is_member(from) &&
-      v.pending().version() > cfg_.ensemble.version && (!pending_ || v.pending().version() > pending_->first)) {
+      v.pending().version() > std::max(cfg_.ensemble.version, voided_) &&
+      (!pending_ || v.pending().version() > pending_->first) && (v.pending().version() >> 32) >= (last_durable() >> 32)) {
     pending_ = std::make_pair(v.pending().version(), from_pb(v.pending()));
     pending_heard_ = true;
     ready_.pending = pending_->second;

@@ -245,9 +245,16 @@ class ZabPeer {
   };
 
   // Whether the peers `counted` names make a quorum of the configuration in force and, while a
-  // reconfig is pending, of the one it installs too.
+  // reconfig is pending (and `with_pending`), of the one it installs too.
   template <class F>
-  bool quorum_of(F counted) const;
+  bool quorum_of(F counted, bool with_pending = true) const;
+  // Whether a vote's sender holds neither this server's pending reconfig nor a configuration
+  // from it on; whether it leads in a later epoch than the reconfig's without it (then this
+  // server may join it on the quorum of the configuration in force); whether its own latest txn
+  // is of a later epoch (then the reconfig never commits).
+  bool lacks_pending(const pb::Vote& v) const;
+  bool leads_past_pending(const pb::Vote& v) const;
+  bool voids_pending(PeerId from, const pb::Vote& v) const;
   bool votes(PeerId p) const;  // a voter of the configuration in force or of the pending one
   void note_config_entry(const Entry& e);
   void adopt(Ensemble e);  // a configuration comes into force
@@ -346,6 +353,7 @@ class ZabPeer {
   // Reconfiguration: the last reconfig in the log above the configuration in force.
   std::optional<std::pair<Zxid, Ensemble>> pending_;
   bool pending_heard_ = false;  // learnt from a vote, not in this server's log
+  Zxid voided_ = 0;             // reconfigs up to here are known never to commit
 #ifdef WARDEN_PLANTS
   std::vector<PeerId> removed_;  // voters reconfigs removed (the count_removed_member plant counts them)
 #endif

@@ -949,6 +949,79 @@ std::vector<Entry> with_reconfig(uint32_t epoch, uint32_t upto, uint32_t at, std
 }
 }  // namespace
 
+// Simulator seed 1795849959 (3 voters, reconfigs): leader 4 proposed adding 3 and 5 and was cut
+// off with 5; 1 and 2 elected 2 in epoch 5 without the txn. 4 counted every quorum in the pending
+// configuration too, where only 1 and 3 backed 2, and never joined.
+TEST_CASE("a voter joins a leader of a later epoch that lacks its pending reconfig, on the voters in force") {
+  const Zxid v0 = make_zxid(3, 0x23);
+  const Zxid reconfig = make_zxid(4, 8);
+  const Zxid theirs = make_zxid(4, 6);
+  auto make = [&] {
+    return std::make_unique<ConfigPeer>(4, std::vector<PeerId>{1, 2, 4}, v0, with_reconfig(4, 10, 8, "cfg:1345"),
+                                        Epochs{4, 4}, make_zxid(4, 5));
+  };
+  auto c = make();
+  ZabPeer& p = *c->peer;
+  REQUIRE(p.pending_config());
+  REQUIRE(p.pending_config()->first == reconfig);
+  // Leading in the reconfig's own epoch (its epoch not chosen yet): the txn may still commit
+  // through this server, so both configurations' quorums count and 2 lacks one.
+  p.receive(1, config_vote(1, 3, 2, theirs, 0, pb::FOLLOWING, v0, {1, 2, 4}));
+  p.receive(2, config_vote(2, 3, 2, theirs, 0, pb::LEADING, v0, {1, 2, 4}));
+  CHECK(p.role() == Role::looking);
+  // In epoch 5: elected by the voters in force without the txn, which therefore never committed.
+  auto c2 = make();
+  ZabPeer& q = *c2->peer;
+  q.receive(1, config_vote(1, 3, 2, theirs, 5, pb::FOLLOWING, v0, {1, 2, 4}));
+  q.receive(2, config_vote(2, 3, 2, theirs, 5, pb::LEADING, v0, {1, 2, 4}));
+  CHECK(q.role() == Role::following);
+  CHECK(q.leader() == 2);
+  // A leader of epoch 5 that holds the reconfig as pending is not joined on the old quorum alone.
+  auto c3 = make();
+  ZabPeer& r = *c3->peer;
+  r.receive(1, config_vote(1, 3, 2, theirs, 5, pb::FOLLOWING, v0, {1, 2, 4}));
+  r.receive(2, config_vote(2, 3, 2, theirs, 5, pb::LEADING, v0, {1, 2, 4},
+                           std::make_pair(reconfig, std::vector<PeerId>{1, 3, 4, 5})));
+  CHECK(r.role() == Role::looking);
+}
+
+// Simulator seed 1795853993 (3 voters, reconfigs): 1 proposed a reconfig adding 5 in epoch 3 and
+// was cut off while 3 led epoch 4 without it. Back, 1 offered it in its votes; 2 and 5 took it, 5
+// was elected with it and then led voters that did not count 5 as one, and 3 never joined.
+TEST_CASE("a reconfig that a later epoch's history lacks is void: dropped, and not taken from votes") {
+  const Zxid v0 = make_zxid(1, 0);
+  const Zxid reconfig = make_zxid(3, 0xc0);
+  const std::pair<Zxid, std::vector<PeerId>> offered{reconfig, {1, 2, 3, 5}};
+  SECTION("the server that holds it drops it once a member shows a txn of a later epoch") {
+    ConfigPeer c(1, {1, 2, 3}, v0, with_reconfig(3, 0xc0, 0xc0, "cfg:1235"), Epochs{3, 3}, make_zxid(3, 0xba));
+    ZabPeer& p = *c.peer;
+    REQUIRE(p.pending_config());
+    // A looking vote for another server relays that server's zxid, not the sender's: no proof.
+    p.receive(2, config_vote(2, 1, 3, make_zxid(4, 0x4d), 4, pb::LOOKING, v0, {1, 2, 3}));
+    CHECK(p.pending_config());
+    // 2's own: an epoch-4 txn in a log without the reconfig.
+    p.receive(2, config_vote(2, 1, 2, make_zxid(4, 0x4d), 4, pb::LOOKING, v0, {1, 2, 3}));
+    CHECK_FALSE(p.pending_config());
+    // Offered again by a member that still holds it, it is not taken.
+    p.receive(3, config_vote(3, 9, 3, reconfig, 3, pb::LOOKING, v0, {1, 2, 3}, offered));
+    CHECK_FALSE(p.pending_config());
+    // A txn of the reconfig's own epoch proves nothing: a fresh server keeps it.
+    ConfigPeer d(1, {1, 2, 3}, v0, with_reconfig(3, 0xc0, 0xc0, "cfg:1235"), Epochs{3, 3}, make_zxid(3, 0xba));
+    d.peer->receive(2, config_vote(2, 1, 2, make_zxid(3, 0xc1), 3, pb::LOOKING, v0, {1, 2, 3}));
+    CHECK(d.peer->pending_config());
+  }
+  SECTION("a server whose log went past the reconfig's epoch does not take it from a vote") {
+    ConfigPeer c(2, {1, 2, 3}, v0, history(4, 0x4d), Epochs{4, 4}, make_zxid(4, 0x4b));
+    c.peer->receive(1, config_vote(1, 9, 1, reconfig, 3, pb::LOOKING, v0, {1, 2, 3}, offered));
+    CHECK_FALSE(c.peer->pending_config());
+    // One of its own epoch may still commit: taken, so its quorums count the new voters too.
+    ConfigPeer d(2, {1, 2, 3}, v0, history(3, 0xba), Epochs{3, 3}, make_zxid(3, 0xb4));
+    d.peer->receive(1, config_vote(1, 9, 1, reconfig, 3, pb::LOOKING, v0, {1, 2, 3}, offered));
+    REQUIRE(d.peer->pending_config());
+    CHECK(d.peer->pending_config()->first == reconfig);
+  }
+}
+
 // Simulator seed 1795858434 (5 voters, an observer, reconfigs): an observer being synced learnt
 // from the leader's ping that the reconfig removing it had committed, went looking, and then
 // answered the ping, to leader 0.
