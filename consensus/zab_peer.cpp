@@ -203,7 +203,14 @@ Zxid ZabPeer::last_durable() const { return std::min(durable_, log_.last_zxid())
 
 // ---------------------------------------------------------------- election
 
-ZabPeer::Vote ZabPeer::self_vote() const { return Vote{cfg_.id, last_durable(), epochs_.current}; }
+ZabPeer::Vote ZabPeer::self_vote() const {
+  // A voter only of a reconfig it heard of (it lacks the txn) does not stand: leading, it would
+  // void the reconfig (its own history lacks it) and lead voters that do not count it as one
+  // (simulator seed 1795832945026535). It votes for the best candidate it hears of, as ZooKeeper's
+  // election never names a server outside the configuration in force.
+  if (pending_heard_ && !cfg_.ensemble.is_voter(cfg_.id)) return Vote{0, 0, 0};
+  return Vote{cfg_.id, last_durable(), epochs_.current};
+}
 
 bool ZabPeer::better(const Vote& a, const Vote& b) const {
   if (PLANT(stale_vote)) return a.leader > b.leader;

@@ -1073,3 +1073,28 @@ TEST_CASE("an observer that a ping's commit removes answers nobody") {
   CHECK(p.role() == Role::looking);  // no longer a member
   for (const auto& [to, m] : p.ready().messages) CHECK(to != 0);
 }
+
+// Simulator seed 1795832945026535 (5 voters, an observer, reconfigs): 6, outside the configuration
+// in force, heard from leader 8's votes of a reconfig making it a voter, stood, and was elected;
+// leading, it voided the reconfig (its own log lacked it) and led voters that did not count it,
+// so observer 7 never joined it.
+TEST_CASE("a voter only of a reconfig it heard of votes for others, never for itself") {
+  const Zxid v0 = make_zxid(8, 0x6d);
+  ConfigPeer c(6, {1, 2, 3, 4, 8}, v0, history(8, 0x134), Epochs{8, 8}, make_zxid(8, 0x133), {7});
+  ZabPeer& p = *c.peer;
+  p.receive(8, config_vote(8, 13, 8, make_zxid(8, 0x139), 8, pb::LEADING, v0, {1, 2, 3, 4, 8},
+                           std::make_pair(make_zxid(8, 0x137), std::vector<PeerId>{4, 6, 8})));
+  REQUIRE(p.pending_config());
+  auto named = [&] {
+    std::set<int64_t> leaders;
+    for (const auto& [to, m] : p.ready().messages)
+      if (m.has_vote() && m.vote().state() == pb::LOOKING) leaders.insert(m.vote().leader());
+    return leaders;
+  };
+  auto first = named();
+  REQUIRE_FALSE(first.empty());
+  CHECK(first.count(6) == 0);
+  p.receive(4, config_vote(4, 100, 4, make_zxid(8, 0x134), 8, pb::LOOKING, v0, {1, 2, 3, 4, 8},
+                           std::make_pair(make_zxid(8, 0x137), std::vector<PeerId>{4, 6, 8})));
+  CHECK(named() == std::set<int64_t>{4});
+}
