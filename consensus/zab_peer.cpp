@@ -340,7 +340,8 @@ void ZabPeer::on_vote(PeerId from, const pb::PeerMessage& m) {
   // adds the leader of voters that do not count it as one (simulator seed 1795853993).
   if (role_ == Role::looking && v.has_pending() && cfg_.ensemble.is_member(from) &&
       v.pending().version() > std::max(cfg_.ensemble.version, voided_) &&
-      (!pending_ || v.pending().version() > pending_->first) && (v.pending().version() >> 32) >= (last_durable() >> 32)) {
+      (!pending_ || v.pending().version() > pending_->first) &&
+      (v.pending().version() >> 32) >= (last_durable() >> 32)) {
     pending_ = std::make_pair(v.pending().version(), from_pb(v.pending()));
     pending_heard_ = true;
     ready_.pending = pending_->second;
