@@ -140,6 +140,11 @@ def synced_with(leader, member, since):
     return names[0] if names else ""
 
 
+def newest_durable_snapshot(member):
+    """The zxid of the newest snapshot `member`'s log says is durable (0: none)."""
+    return max((int(z, 16) for z in re.findall(r"snapshot at 0x([0-9a-f]+) written: durable", member.log())), default=0)
+
+
 def join(ens, leader, member, what, prefix, load=True):
     """Starts `member` under a write load through `leader` (or none); checks it follows and
     serves the leader's tree, and that the leader's memory did not grow with the log."""
@@ -178,19 +183,26 @@ def scenario(what, cfg, nodes, expect_wiped, expect_behind):
         for n in range(nodes):
             k.create(f"/big{n}", b"")
         t0 = time.time()
+        last_big = 0
         for i in range(MB):
-            k.set(f"/big{i % nodes}", big(i))
+            last_big = k.set(f"/big{i % nodes}", big(i)).mzxid
         print(f"{what}: {MB} setData of 1 MB in {time.time() - t0:.1f} s")
         if expect_wiped == "stored":
-            # Small writes after the big ones: the newest stored snapshot is then close to the
-            # end of the log, and the cheapest thing to send. Twice: a snapshot still being
-            # written when the first batch came skips that batch's turns ("too busy to
-            # snapshot"), and the newest one would then lie before the last 1 MB writes (the
-            # wiped member was synced from the live tree so in 2 runs of 17 on a 2-core machine).
-            for _ in range(2):
-                for i in range(60):
+            # Small writes after the big ones until the leader has a durable snapshot past the
+            # last 1 MB write: the newest stored snapshot is then close to the end of the log and
+            # the cheapest thing to send. A snapshot still being written when a turn comes skips
+            # that turn ("too busy to snapshot"), and on a slow disk one can take seconds: a fixed
+            # number of small writes left the newest snapshot before the last 1 MB writes (the
+            # wiped member was then synced from the live tree, in CI once).
+            deadline, small = time.time() + 60, 0
+            while newest_durable_snapshot(leader) <= last_big and time.time() < deadline:
+                for i in range(20):
                     k.create("/small/s-", b"x", sequence=True)
-                time.sleep(1)
+                small += 20
+                time.sleep(0.2)
+            print(f"{what}: {small} small writes until a snapshot past the last 1 MB write was durable")
+            c.check(newest_durable_snapshot(leader) > last_big,
+                    f"{what}: the leader wrote a snapshot after the last 1 MB write")
         k.stop()
         k.close()
         c.equal(digest_of(leader)[1], (MB - 1) // nodes + 1, f"{what}: every 1 MB write is there")
