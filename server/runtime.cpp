@@ -24,11 +24,13 @@
 #include <random>
 #include <thread>
 #include <unordered_map>
+#include <utility>
 
 #include "consensus/ensemble_replicator.hpp"
 #include "consensus/peer_transport.hpp"
 #include "consensus/replicator.hpp"
 #include "consensus/sync_streamer.hpp"
+#include "server/accept_thread.hpp"
 #include "server/auth/jaas.hpp"
 #include "server/backup/backup.hpp"
 #include "server/admin/admin_server.hpp"
@@ -714,6 +716,7 @@ struct ServerRuntime::Impl {
   std::unique_ptr<storage::GroupCommitter> committer;  // with a durable log only
   tcp::acceptor acceptor{io};         // clientPort (plaintext, or either with client.portUnification)
   tcp::acceptor secure_acceptor{io};  // secureClientPort
+  std::unique_ptr<AcceptThread> accepter;  // takes connections off both; started by run()
   std::unique_ptr<tls::ServerTlsContext> client_tls;  // ssl.*, when a port takes TLS
   // ssl.quorum.*: the contexts of member connections, accepted and made (sslQuorum, portUnification).
   std::unique_ptr<tls::ServerTlsContext> quorum_accept_tls, quorum_connect_tls;
@@ -1547,20 +1550,23 @@ struct ServerRuntime::Impl {
     std::string why = bind(next, address, port);
     if (!why.empty()) {
       // The same port on another address may clash with the old socket: free it, then try.
+      accept_on_client_ports(&acceptor);
       acceptor.close(ec);
       why = bind(next, address, port);
       if (!why.empty()) {
         spdlog::error("the configuration moves this member's client port to {}:{}, which cannot be bound ({}); it "
                       "stays at {}", address, port, why, before);
-        if (bind(acceptor, bound.address().to_string(), bound.port()).empty()) accept(acceptor, plain_policy);
+        bind(acceptor, bound.address().to_string(), bound.port());
+        accept_on_client_ports();
         return;
       }
     }
-    acceptor.close(ec);  // its pending accept ends (operation_aborted) without another
+    accept_on_client_ports(&acceptor);
+    acceptor.close(ec);
     acceptor = std::move(next);
     config.client_port_address = address;
     config.client_port = port;
-    accept(acceptor, plain_policy);
+    accept_on_client_ports();
     spdlog::info("client port moved from {} to {} by the configuration", before, address_of(acceptor));
   }
 
@@ -2107,30 +2113,70 @@ struct ServerRuntime::Impl {
     resume_reading();
   }
 
-  void accept(tcp::acceptor& on, const TlsPolicy& policy) {
-    on.async_accept([this, &on, &policy](boost::system::error_code ec, tcp::socket s) {
-      if (ec) {
-        if (stopping || ec == asio::error::operation_aborted) return;  // closed: shut down, or moved
-        spdlog::warn("accept failed: {}", ec.message());
-      } else {
-        boost::system::error_code peer_ec;
-        std::string peer = s.remote_endpoint(peer_ec).address().to_string();
-        int32_t& count = registry.per_address[peer];
-        if (config.max_client_cnxns > 0 && count >= config.max_client_cnxns) {
-          // As ZooKeeper: the new connection is closed at once, the others are untouched.
-          spdlog::warn("too many connections from {}: max is {}", peer, config.max_client_cnxns);
-          ++metrics.connection_rejected;
-          s.close(peer_ec);
-        } else {
-          ++count;
-          auto c = std::make_shared<Connection>(std::move(s), *server, registry, config.jute_max_buffer, four_letter,
-                                                policy);
-          registry.live.emplace(c.get(), c);
-          c->start();
-        }
+  // New connections come from the accept thread in batches; each gets its own Connection here.
+  // A batch that never runs (the server stopped first) closes what it holds.
+  struct AcceptedBatch {
+    std::vector<AcceptThread::Accepted> fds;
+    AcceptedBatch(std::vector<AcceptThread::Accepted> f) : fds(std::move(f)) {}
+    AcceptedBatch(AcceptedBatch&& o) noexcept : fds(std::exchange(o.fds, {})) {}
+    AcceptedBatch& operator=(AcceptedBatch&&) = delete;
+    ~AcceptedBatch() {
+      for (const auto& a : fds) ::close(a.fd);
+    }
+  };
+  static constexpr int plain_port = 0, secure_port = 1;
+
+  // Tells the accept thread which client ports to accept from now on: the open ones but
+  // `leaving`, which the caller closes once this returns.
+  void accept_on_client_ports(const tcp::acceptor* leaving = nullptr) {
+    if (!accepter)
+      accepter = std::make_unique<AcceptThread>([this](std::vector<AcceptThread::Accepted> got) {
+        asio::post(io, [this, batch = AcceptedBatch(std::move(got))]() mutable { adopt(batch); });
+      });
+    std::vector<AcceptThread::Listener> ports;
+    if (acceptor.is_open() && &acceptor != leaving) ports.push_back({acceptor.native_handle(), plain_port});
+    if (secure_acceptor.is_open() && &secure_acceptor != leaving)
+      ports.push_back({secure_acceptor.native_handle(), secure_port});
+    accepter->listen_on(std::move(ports));
+  }
+
+  void adopt(AcceptedBatch& batch) {
+    auto fds = std::exchange(batch.fds, {});
+    for (size_t i = 0; i < fds.size(); ++i) {
+      if (stopping) {
+        for (size_t j = i; j < fds.size(); ++j) ::close(fds[j].fd);
+        return;
       }
-      accept(on, policy);
-    });
+      sockaddr_storage local{};
+      socklen_t len = sizeof local;
+      getsockname(fds[i].fd, reinterpret_cast<sockaddr*>(&local), &len);
+      boost::system::error_code ec;
+      tcp::socket s(io);
+      s.assign(local.ss_family == AF_INET6 ? tcp::v6() : tcp::v4(), fds[i].fd, ec);
+      if (ec) {
+        spdlog::warn("cannot take a new connection: {}", ec.message());
+        ::close(fds[i].fd);
+        continue;
+      }
+      adopt(std::move(s), fds[i].tag == secure_port ? secure_policy : plain_policy);
+    }
+  }
+
+  void adopt(tcp::socket s, const TlsPolicy& policy) {
+    boost::system::error_code peer_ec;
+    std::string peer = s.remote_endpoint(peer_ec).address().to_string();
+    int32_t& count = registry.per_address[peer];
+    if (config.max_client_cnxns > 0 && count >= config.max_client_cnxns) {
+      // As ZooKeeper: the new connection is closed at once, the others are untouched.
+      spdlog::warn("too many connections from {}: max is {}", peer, config.max_client_cnxns);
+      ++metrics.connection_rejected;
+      s.close(peer_ec);
+      return;
+    }
+    ++count;
+    auto c = std::make_shared<Connection>(std::move(s), *server, registry, config.jute_max_buffer, four_letter, policy);
+    registry.live.emplace(c.get(), c);
+    c->start();
   }
 
   void schedule_tick() {
@@ -2149,6 +2195,7 @@ struct ServerRuntime::Impl {
     if (stopping) return;
     stopping = true;
     boost::system::error_code ec;
+    if (accepter) accepter->stop();  // before the listening sockets it polls are closed
     acceptor.close(ec);
     secure_acceptor.close(ec);
     ticker.cancel();
@@ -2236,8 +2283,7 @@ bool ServerRuntime::run(bool handle_signals) {
       impl_->shutdown();
     });
   }
-  if (impl_->acceptor.is_open()) impl_->accept(impl_->acceptor, impl_->plain_policy);
-  if (impl_->secure_acceptor.is_open()) impl_->accept(impl_->secure_acceptor, impl_->secure_policy);
+  impl_->accept_on_client_ports();
   impl_->schedule_tick();
   if (impl_->ensemble) impl_->schedule_peer_tick();
   impl_->schedule_purge(std::chrono::hours(0));
