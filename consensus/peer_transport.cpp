@@ -112,6 +112,11 @@ struct PeerTransport::Impl {
   std::string own_address;  // this member's host, resolved: outgoing connections leave from it
   size_t unidentified = 0;  // incoming connections that owe their hello
   std::chrono::steady_clock::time_point last_cap_warning{};
+  // An accept that fails for want of descriptors or memory leaves the port readable: the next try
+  // waits this long (as ZooKeeper's accept thread pauses), instead of spinning the server thread.
+  static constexpr auto accept_pause = std::chrono::milliseconds(10);
+  asio::steady_timer quorum_pause{io}, election_pause{io};
+  std::chrono::steady_clock::time_point last_accept_warning{};
 
   // A connection another member made to us: hello, then frames.
   struct Incoming : std::enable_shared_from_this<Incoming> {
@@ -719,6 +724,19 @@ struct PeerTransport::Impl {
         c->start();
       } else if (ec == asio::error::operation_aborted) {
         return;
+      } else {
+        auto now = std::chrono::steady_clock::now();
+        if (now - last_accept_warning > std::chrono::seconds(1)) {  // at most a line a second
+          last_accept_warning = now;
+          spdlog::warn("cannot accept a peer connection on the {} port: {}; trying again every {} ms",
+                       vote ? "election" : "quorum", ec.message(), accept_pause.count());
+        }
+        auto& pause = vote ? election_pause : quorum_pause;
+        pause.expires_after(accept_pause);
+        pause.async_wait([this, &a, vote](boost::system::error_code e) {
+          if (!e && !stopping) accept(a, vote);
+        });
+        return;
       }
       accept(a, vote);
     });
@@ -841,6 +859,8 @@ void PeerTransport::stop() {
   boost::system::error_code ec;
   i.quorum.close(ec);
   i.election.close(ec);
+  i.quorum_pause.cancel();
+  i.election_pause.cancel();
   for (auto& [k, o] : i.out) o->stop();
   for (auto& w : i.incoming)
     if (auto c = w.lock()) c->close();

@@ -282,13 +282,30 @@ struct AdminServer::Impl : std::enable_shared_from_this<Impl> {
   Run run;
   tcp::acceptor acceptor{io};
   bool stopped = false;
+  // An accept that fails for want of descriptors or memory leaves the port readable: the next try
+  // waits this long (as ZooKeeper's accept thread pauses), instead of spinning the server thread.
+  static constexpr auto accept_pause = std::chrono::milliseconds(10);
+  asio::steady_timer pause{io};
+  std::chrono::steady_clock::time_point last_warning{};
   Impl(asio::io_context& i, AdminSettings s, Run r) : io(i), settings(std::move(s)), run(std::move(r)) {}
 
   void accept() {
     acceptor.async_accept([self = shared_from_this()](beast::error_code ec, tcp::socket s) {
       if (self->stopped || ec == asio::error::operation_aborted) return;
-      if (!ec) std::make_shared<Session>(std::move(s), self->settings, self->run)->start();
-      self->accept();
+      if (!ec) {
+        std::make_shared<Session>(std::move(s), self->settings, self->run)->start();
+        return self->accept();
+      }
+      auto now = std::chrono::steady_clock::now();
+      if (now - self->last_warning > std::chrono::seconds(1)) {  // at most a line a second
+        self->last_warning = now;
+        spdlog::warn("AdminServer: cannot accept a connection: {}; trying again every {} ms", ec.message(),
+                     accept_pause.count());
+      }
+      self->pause.expires_after(accept_pause);
+      self->pause.async_wait([self](beast::error_code e) {
+        if (!e && !self->stopped) self->accept();
+      });
     });
   }
 };
@@ -325,6 +342,7 @@ void AdminServer::stop() {
   impl_->stopped = true;
   beast::error_code ec;
   impl_->acceptor.close(ec);
+  impl_->pause.cancel();
 }
 
 uint16_t AdminServer::port() const {

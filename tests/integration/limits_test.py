@@ -3,8 +3,10 @@ its ConnectRequest (closed after zookeeper.nio.sessionlessCnxnTimeout, as ZooKee
 it), maxClientCnxns per client address (as ZooKeeper 3.8 enforces it, checked against it), globalOutstandingLimit (reading pauses while
 too much is in flight and resumes; nothing is lost or reordered), and clients that read large
 replies slowly or not for a while (reading from them pauses: the server's memory stays bounded
-and each gets every reply)."""
+and each gets every reply). And a server, or a member of 3, out of descriptors: its ports pause
+between tries to accept instead of spinning, and take what waited once descriptors are free."""
 import os
+import resource
 import shutil
 import socket
 import subprocess
@@ -16,7 +18,7 @@ from kazoo.client import KazooClient
 
 import support
 from support import wait_until
-from ensemble import four_letter
+from ensemble import Ensemble, four_letter
 from zkproto import OPEN_ACL, Session, frame, jacl, jbool, jbuf, jint, jstr, read_frame
 
 CREATE, GET_DATA = 1, 4
@@ -64,8 +66,100 @@ def sessionless(c, server, name):
     silent.close()
 
 
+def cpu_seconds(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def open_descriptors(pid):
+    return len(os.listdir(f"/proc/{pid}/fd"))
+
+
+def out_of_descriptors(c, w, admin):
+    """The server runs out of descriptors while clients keep connecting (its limit lowered to what
+    it holds plus a few, by prlimit): the client port and the AdminServer's pause between tries
+    instead of spinning, say so once, and take the connections that waited once descriptors are
+    free again (ZooKeeper's accept thread pauses 10 ms after such a failure too)."""
+    pid = w.proc.pid
+    soft, hard = resource.prlimit(pid, resource.RLIMIT_NOFILE)
+    limit = open_descriptors(pid) + 6
+    resource.prlimit(pid, resource.RLIMIT_NOFILE, (limit, hard))
+    held = [socket.create_connection(("127.0.0.1", w.port)) for _ in range(10)]
+    c.check(wait_until(lambda: open_descriptors(pid) >= limit, 10),
+            f"the server's descriptors reach the limit ({open_descriptors(pid)} of {limit})")
+    # Completed by the kernel, waiting in the ports' queues: the server cannot take them now.
+    waiting = socket.create_connection(("127.0.0.1", admin))
+    waiting.sendall(b"GET /commands/ruok HTTP/1.1\r\nHost: warden\r\nConnection: close\r\n\r\n")
+    time.sleep(0.5)
+    before = cpu_seconds(pid)
+    time.sleep(2)
+    used = cpu_seconds(pid) - before
+    c.check(used < 0.5, f"out of descriptors, the server does not spin ({used:.2f} s of CPU in 2 s)")
+    lines = w.log().splitlines()
+    client_port = [x for x in lines if "cannot accept a connection: Too many open files" in x and "AdminServer" not in x]
+    admin_port = [x for x in lines if "AdminServer: cannot accept a connection: Too many open files" in x]
+    c.check(len(client_port) == 1, f"the client port says it cannot accept once, not per try ({len(client_port)})")
+    c.check(1 <= len(admin_port) <= 4, f"the AdminServer says so at most once a second ({len(admin_port)} in ~3 s)")
+    for s in held:
+        s.close()
+    waiting.settimeout(10)
+    reply = b""
+    try:
+        while chunk := waiting.recv(4096):
+            reply += chunk
+    except OSError:
+        pass
+    waiting.close()
+    c.check(reply.startswith(b"HTTP/1.1 200"), f"with descriptors free, the AdminServer answers: {reply[:40]!r}")
+    c.check(support.handshake_ok(w.port), "and the client port takes a session")
+    resource.prlimit(pid, resource.RLIMIT_NOFILE, (soft, hard))
+
+
+def member_out_of_descriptors(c):
+    """The same on a member of 3 for its election port: no spin, one line a second, and the member
+    still follows once descriptors are free."""
+    with Ensemble(3) as ens:
+        ens.start()
+        leader = ens.leader()
+        m = next(x for x in ens.members if x is not leader)
+        pid = m.proc.pid
+        soft, hard = resource.prlimit(pid, resource.RLIMIT_NOFILE)
+        limit = open_descriptors(pid) + 6
+        resource.prlimit(pid, resource.RLIMIT_NOFILE, (limit, hard))
+        held = [socket.create_connection(("127.0.0.1", m.client_port)) for _ in range(10)]
+        c.check(wait_until(lambda: open_descriptors(pid) >= limit, 10), "the member's descriptors reach the limit")
+        waiting = socket.create_connection(("127.0.0.1", m.election_port))
+        time.sleep(0.5)
+        before = cpu_seconds(pid)
+        time.sleep(2)
+        used = cpu_seconds(pid) - before
+        c.check(used < 0.5, f"out of descriptors, the member does not spin ({used:.2f} s of CPU in 2 s)")
+        said = m.log().count("cannot accept a peer connection on the election port: Too many open files")
+        c.check(1 <= said <= 4, f"the member says so at most once a second ({said} in ~3 s)")
+        for x in held + [waiting]:
+            x.close()
+        resource.prlimit(pid, resource.RLIMIT_NOFILE, (soft, hard))
+        k = KazooClient(hosts=f"127.0.0.1:{leader.client_port}")
+        k.start(timeout=15)
+        k.create("/after-descriptors", b"x")
+        k.stop()
+        k.close()
+        k = KazooClient(hosts=f"127.0.0.1:{m.client_port}")
+        k.start(timeout=15)
+        k.sync("/")
+        c.check(k.exists("/after-descriptors") is not None, "the member follows on: it has a write made after")
+        k.stop()
+        k.close()
+
+
 def main():
     c = support.Checks("limits")
+    member_out_of_descriptors(c)
+
+    admin = support.free_port()
+    with support.start_warden(f"admin.enableServer=true\nadmin.serverAddress=127.0.0.1\nadmin.serverPort={admin}\n") as w:
+        out_of_descriptors(c, w, admin)
 
     # zookeeper.nio.sessionlessCnxnTimeout (ZooKeeper reads zoo.cfg's nio.* as that property).
     cfg = "nio.sessionlessCnxnTimeout=1000\ntickTime=500\n"
