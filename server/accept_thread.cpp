@@ -10,6 +10,8 @@
 #include <cerrno>
 #include <cstring>
 #include <stdexcept>
+#include <string>
+#include <system_error>
 
 namespace warden::server {
 
@@ -58,7 +60,7 @@ void AcceptThread::stop() {
   thread_.join();
 }
 
-uint64_t AcceptThread::resource_pauses() const {
+uint64_t AcceptThread::pauses() const {
   std::lock_guard<std::mutex> l(mu_);
   return pauses_;
 }
@@ -66,7 +68,7 @@ uint64_t AcceptThread::resource_pauses() const {
 void AcceptThread::run() {
   std::vector<Listener> listeners;
   std::vector<pollfd> polled;
-  bool short_of_resources = false;  // in an episode of EMFILE and the like: said once
+  bool failing = false;  // in an episode of failed accepts (EMFILE and the like): said once
   for (;;) {
     {
       std::lock_guard<std::mutex> l(mu_);
@@ -79,7 +81,10 @@ void AcceptThread::run() {
     }
     polled.assign(1, pollfd{wake_fd_, POLLIN, 0});
     for (const Listener& l : listeners) polled.push_back(pollfd{l.fd, POLLIN, 0});
-    if (poll(polled.data(), polled.size(), -1) < 0) continue;  // EINTR
+    if (poll(polled.data(), polled.size(), -1) < 0) {
+      if (errno != EINTR) pause();  // not expected (ENOMEM): never spin on it
+      continue;
+    }
     if (polled[0].revents) {
       uint64_t n = 0;
       ssize_t r = read(wake_fd_, &n, sizeof n);
@@ -94,35 +99,38 @@ void AcceptThread::run() {
         int fd = accept4(polled[i].fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd >= 0) {
           batch.push_back(Accepted{fd, listeners[i - 1].tag});
-          short_of_resources = false;
+          failing = false;
           continue;
         }
         int e = errno;
         if (e == EAGAIN || e == EWOULDBLOCK) break;
         if (e == EINTR || e == ECONNABORTED || e == EPROTO || e == EPERM) continue;  // that one connection only
-        if (for_want_of_resources(e)) {
-          if (!short_of_resources)
-            spdlog::warn("cannot accept a connection: {}; trying again every {} ms", strerror(e), resource_pause_ms);
-          short_of_resources = true;
-          {
-            std::lock_guard<std::mutex> l(mu_);
-            ++pauses_;
-          }
-          paused = true;
-          break;
+        // Out of descriptors or memory the socket stays readable; any other failure is not
+        // expected on a listening socket. Either way: a pause before the next try, never a spin.
+        std::string why = std::generic_category().message(e);
+        if (!failing && for_want_of_resources(e))
+          spdlog::warn("cannot accept a connection: {}; trying again every {} ms", why, resource_pause_ms);
+        else if (!failing)
+          spdlog::error("accept on descriptor {} failed: {}; trying again every {} ms", polled[i].fd, why,
+                        resource_pause_ms);
+        failing = true;
+        {
+          std::lock_guard<std::mutex> l(mu_);
+          ++pauses_;
         }
-        spdlog::error("accept on descriptor {} failed: {}", polled[i].fd, strerror(e));
-        paused = true;  // not expected on a listening socket: never spin on it
+        paused = true;
         break;
       }
       if (!batch.empty()) deliver_(std::move(batch));
     }
-    if (paused) {
-      // Waits on the eventfd alone, so that stop() and listen_on() still end the pause at once.
-      pollfd w{wake_fd_, POLLIN, 0};
-      poll(&w, 1, resource_pause_ms);
-    }
+    if (paused) pause();
   }
+}
+
+void AcceptThread::pause() {
+  // Waits on the eventfd alone, so that stop() and listen_on() still end the pause at once.
+  pollfd w{wake_fd_, POLLIN, 0};
+  poll(&w, 1, resource_pause_ms);
 }
 
 }  // namespace warden::server

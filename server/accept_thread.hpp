@@ -50,8 +50,8 @@ class AcceptThread {
   // Ends the thread; nothing is accepted after it returns.
   void stop();
 
-  // How often accept failed for want of a resource, each followed by a pause.
-  uint64_t resource_pauses() const;
+  // How often accept failed (for want of a resource, mostly), each followed by a pause.
+  uint64_t pauses() const;
 
   // At most this many connections per batch handed over, so that the server thread's setting
   // up of one batch stays short when a storm lands at once.
@@ -61,6 +61,7 @@ class AcceptThread {
  private:
   void run();
   void wake();
+  void pause();  // resource_pause_ms, or less if woken
 
   Deliver deliver_;
   int wake_fd_ = -1;  // an eventfd: written to make the thread look at its settings again

@@ -146,13 +146,13 @@ TEST_CASE("out of descriptors, the accept thread pauses and takes the connection
   dial(l.port, waiting);
   int pauses_seen = 0;
   auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  while ((pauses_seen = static_cast<int>(t.resource_pauses())) < 3 && std::chrono::steady_clock::now() < until)
+  while ((pauses_seen = static_cast<int>(t.pauses())) < 3 && std::chrono::steady_clock::now() < until)
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   size_t meanwhile = r.wait_for(2, std::chrono::milliseconds(1));
   // A pause is resource_pause_ms: a few in 50 ms, not the thousands a spin makes.
   auto slept_from = std::chrono::steady_clock::now();
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  uint64_t more = t.resource_pauses() - static_cast<uint64_t>(pauses_seen);
+  uint64_t more = t.pauses() - static_cast<uint64_t>(pauses_seen);
   auto slept_ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - slept_from);
   for (int fd : held) ::close(fd);
   REQUIRE(::setrlimit(RLIMIT_NOFILE, &before) == 0);
@@ -163,4 +163,22 @@ TEST_CASE("out of descriptors, the accept thread pauses and takes the connection
   CHECK(r.wait_for(2) == 2);  // descriptors back: the waiting connection is taken
   ::close(client);
   ::close(waiting);
+}
+
+TEST_CASE("a descriptor that is not listening makes the accept thread pause, not spin") {
+  // A TCP socket never put to listen: poll says it is hung up and accept fails with EINVAL at
+  // once, every time, as a listener gone wrong would.
+  int odd = ::socket(AF_INET, SOCK_STREAM, 0);
+  Received r;
+  AcceptThread t(r.deliver());
+  t.listen_on({{odd, 0}});
+  auto from = std::chrono::steady_clock::now();
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  uint64_t pauses = t.pauses();
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - from).count();
+  t.stop();
+  ::close(odd);
+  CHECK(pauses >= 1);
+  CHECK(pauses <= static_cast<uint64_t>(ms / AcceptThread::resource_pause_ms + 2));
+  CHECK(r.wait_for(1, std::chrono::milliseconds(1)) == 0);
 }
