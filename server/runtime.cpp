@@ -70,6 +70,11 @@ int64_t ms_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t).count();
 }
 
+int64_t steady_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
 int64_t wall_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
       .count();
@@ -1385,14 +1390,14 @@ struct ServerRuntime::Impl {
     }
     if (config.ensemble()) {
       make_member();
-      server = std::make_unique<ZkServer>(server_options(), *ensemble, wall_ms);
+      server = std::make_unique<ZkServer>(server_options(), *ensemble, wall_ms, steady_ms);
       member_view.r = ensemble.get();
       server->set_ensemble(&member_view);
       server->set_on_config([this](std::string_view text, Zxid version) { config_in_force(text, version); });
     } else {
       replicator = std::make_unique<consensus::ZabReplicator>(*log,
                                                               [this](storage::LogEntry e) { persist(std::move(e)); });
-      server = std::make_unique<ZkServer>(server_options(), *replicator, wall_ms);
+      server = std::make_unique<ZkServer>(server_options(), *replicator, wall_ms, steady_ms);
     }
     server->set_fan_out(&fan_out);
     auto* snapshots = log->snapshots();

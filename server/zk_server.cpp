@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cassert>
 
 #include "wire/framing.hpp"
@@ -52,10 +53,11 @@ using wire::is_write;
 
 }  // namespace
 
-ZkServer::ZkServer(ServerOptions opts, consensus::Replicator& replicator, Clock clock)
+ZkServer::ZkServer(ServerOptions opts, consensus::Replicator& replicator, Clock clock, Clock elapsed)
     : opts_(opts),
       replicator_(replicator),
       clock_(std::move(clock)),
+      elapsed_(elapsed ? std::move(elapsed) : clock_),
       allows_{opts.skip_acl},
       prep_(tree_, opts.extended_types, opts.enforce_quota, opts.sasl_acls, allows_),
       sessions_(opts.tick_ms),
@@ -93,7 +95,7 @@ ConnId ZkServer::open(ClientLink* link) {
     bool local = a.rfind("127.", 0) == 0 || a == "::1" || a.rfind("::ffff:127.", 0) == 0;
     ++(local ? counters_.non_mtls_local : counters_.non_mtls_remote);
   }
-  sessionless_.emplace_back(c.stats.established_ms, id);
+  sessionless_.emplace_back(session_time(c.stats.established_ms), id);
   conns_.emplace(id, std::move(c));
   return id;
 }
@@ -356,7 +358,7 @@ void ZkServer::handle_connect(ConnId id, Conn& c, std::string_view payload) {
   }
   session_owner_[s->id] = 0;
   if (auto o = owner_.find(s->id); o != owner_.end() && o->second != id) close_conn(o->second);
-  sessions_.touch(s->id, clock_());
+  sessions_.touch(s->id, session_time(clock_()));
   attach(id, c, s->id);
   send_connect_response(c, timeout, s->id, s->passwd);
 }
@@ -528,7 +530,7 @@ void ZkServer::handle_request(ConnId id, Conn& c, std::string_view payload) {
     }
     if (is_write(op) || op == OpCode::sync || op == OpCode::reconfig) return send_reply(id, h.xid, last, Err::notReadOnly);
     if (op == OpCode::ping) return send_reply(id, h.xid, last, Err::ok);
-  } else if (!sessions_.touch(c.session, now)) {
+  } else if (!sessions_.touch(c.session, session_time(now))) {
     send_reply(id, h.xid, last, Err::sessionExpired);
     close_conn(id);
     return;
@@ -1105,7 +1107,7 @@ void ZkServer::receive_forwarded(int64_t from, std::string_view bytes) {
   int64_t now = clock_();
   switch (f->kind) {
     case Forwarded::touch:
-      for (SessionId s : f->sessions) sessions_.touch(s, now);
+      for (SessionId s : f->sessions) sessions_.touch(s, session_time(now));
       return;
     case Forwarded::reattach: {
       // As ZooKeeper's revalidation: a live session with this password moves to `from`.
@@ -1114,7 +1116,7 @@ void ZkServer::receive_forwarded(int64_t from, std::string_view bytes) {
       bool valid = s && !s->closing && s->passwd == f->passwd;
       if (valid) {
         session_owner_[f->session] = from;
-        sessions_.touch(f->session, now);
+        sessions_.touch(f->session, session_time(now));
       }
       submit(marker_txn(f->session, 0, now, reattach_txn_type, valid ? Err::ok : Err::sessionExpired),
              Pending{Kind::request, 0, 0});
@@ -1132,7 +1134,7 @@ void ZkServer::receive_forwarded(int64_t from, std::string_view bytes) {
     }
     case Forwarded::request: {
       auto op = static_cast<OpCode>(f->type);
-      sessions_.touch(f->session, now);
+      sessions_.touch(f->session, session_time(now));
       if (!owns(f->session, from)) {
         // The session moved to another member since this request's connection was made.
         submit(marker_txn(f->session, f->cxid, now, f->type, Err::sessionMoved), Pending{Kind::request, 0, f->cxid});
@@ -1176,7 +1178,7 @@ void ZkServer::role_changed() {
   for (const auto& [id, c] : conns_)
     if (c.read_only) read_only_conns.push_back(id);
   for (ConnId id : read_only_conns) close_conn(id);
-  if (leading) sessions_.touch_all(clock_());
+  if (leading) sessions_.touch_all(session_time(clock_()));
 }
 
 void ZkServer::retire_staged(std::optional<uint64_t> mark) {
@@ -1204,7 +1206,7 @@ void ZkServer::leadership_lost() {
   // from the tree. What prep assumed goes; a commit that still comes is applied as any other.
   while (!pending_.empty()) lose(pending_.front());
   retire_staged();
-  sessions_.reopen_closing(clock_());
+  sessions_.reopen_closing(session_time(clock_()));
 }
 
 void ZkServer::config_applied() {
@@ -1216,7 +1218,7 @@ ApplyResult ZkServer::apply(const Txn& txn, Zxid zxid, std::vector<WatchTrigger>
   ApplyResult r = tree_.apply(txn, zxid, triggers);
   if (txn.type == static_cast<int32_t>(OpCode::reconfig) && r.err == Err::ok) config_applied();
   if (auto* cs = std::get_if<CreateSessionTxn>(&txn.body)) {
-    sessions_.add(txn.session, cs->timeout, cs->passwd, clock_());
+    sessions_.add(txn.session, cs->timeout, cs->passwd, session_time(clock_()));
     sessions_.saw_id(txn.session);  // whoever made it, this server never hands that id out again
   } else if (std::holds_alternative<CloseSessionTxn>(txn.body)) {
     sessions_.remove(txn.session);
@@ -1239,7 +1241,7 @@ void ZkServer::abort_in_flight(Err err) {
   std::deque<Pending> aborted;
   aborted.swap(pending_);
   retire_staged();
-  sessions_.reopen_closing(clock_());
+  sessions_.reopen_closing(session_time(clock_()));
   Zxid last = tree_.last_applied();
   std::vector<ConnId> touched;
   for (const auto& p : aborted) {
@@ -1350,7 +1352,22 @@ void ZkServer::expire_nodes(int64_t now) {
 
 void ZkServer::tick() {
   int64_t now = clock_();
-  close_sessionless(now);
+  int64_t elapsed = elapsed_();
+  if (last_check_elapsed_ >= 0) {
+    // Between two checks both clocks advance alike; what the wall clock did beyond that is a
+    // step (a slew of NTP's moves them apart by at most half a millisecond a second).
+    int64_t step = (now - last_check_wall_) - (elapsed - last_check_elapsed_);
+    if (std::abs(step) >= clock_step_ms) {
+      session_skew_ += step;
+      spdlog::warn("the wall clock moved by {} ms more than the monotonic clock since the last check: session "
+                   "deadlines keep to the monotonic clock",
+                   step);
+    }
+  }
+  last_check_wall_ = now;
+  last_check_elapsed_ = elapsed;
+  int64_t at = session_time(now);
+  close_sessionless(at);
   if (!leads()) {
     bool reported = false;
     if (!touched_.empty() && ensemble_->serving()) {
@@ -1378,13 +1395,13 @@ void ZkServer::tick() {
     }
     return;  // only the leader expires sessions, containers and TTL nodes
   }
-  for (SessionId s : sessions_.take_expired(now)) {
+  for (SessionId s : sessions_.take_expired(at)) {
     ++metrics_.stale_sessions_expired;
     submit(staged([&] { return prep_.close_session(s, 0, now); }), Pending{Kind::internal, 0, 0});
   }
-  if (now >= next_container_check_) {
-    next_container_check_ = now + opts_.container_check_interval_ms;
-    expire_nodes(now);
+  if (at >= next_container_check_) {
+    next_container_check_ = at + opts_.container_check_interval_ms;
+    expire_nodes(now);  // TTLs count from mtime, a wall time
   }
 }
 

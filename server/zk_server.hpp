@@ -157,7 +157,8 @@ class ZkServer {
  public:
   using Clock = std::function<int64_t()>;  // ms since the Unix epoch
 
-  ZkServer(ServerOptions opts, consensus::Replicator& replicator, Clock clock);
+  // `elapsed`: a monotonic clock (ms from any origin), read once a tick check; none: `clock`.
+  ZkServer(ServerOptions opts, consensus::Replicator& replicator, Clock clock, Clock elapsed = nullptr);
 
   // Makes this server a member of an ensemble (before any connection).
   void set_ensemble(Ensemble* e) { ensemble_ = e; }
@@ -219,7 +220,7 @@ class ZkServer {
   bool load_snapshot_node(std::string_view path, std::string_view record) { return tree_.load_node(path, record); }
   bool load_snapshot_node(std::string_view path, const SnapshotNode& node) { return tree_.load_node(path, node); }
   bool load_snapshot_session(std::string_view key, std::string_view record) {
-    return sessions_.load(key, record, clock_());
+    return sessions_.load(key, record, session_time(clock_()));
   }
   void finish_snapshot_load(Zxid at) {
     tree_.finish_load(at);
@@ -467,6 +468,19 @@ class ZkServer {
   // Leader: true when `member` may speak for session `s` (and it is then its owner).
   bool owns(SessionId s, int64_t member);
   Clock clock_;
+  // Session deadlines, the container checks' schedule and sessionless connections' ages run on
+  // "session time": the wall clock less the steps it took, as tick() measures them against
+  // `elapsed_`, so that a wall clock stepped by NTP, by hand or by a virtual machine's restore
+  // neither expires every session at once nor keeps them for the length of the step
+  // (ZooKeeper runs these on System.nanoTime). Requests read the wall clock once, as before:
+  // after a step and before the next tick check, touches are off by the step (a session lives
+  // longer, or keeps its later deadline), never expired early, since only tick() expires.
+  Clock elapsed_;
+  int64_t session_skew_ = 0;  // the wall clock's steps so far
+  // Smaller differences between two checks are reading jitter or a slew, not a step.
+  static constexpr int64_t clock_step_ms = 100;
+  int64_t last_check_wall_ = -1, last_check_elapsed_ = -1;
+  int64_t session_time(int64_t wall) const { return wall - session_skew_; }
   DataTree tree_;
   // What prep checks a reconfig against: these options and the ensemble.
   struct ReconfigGate final : reconfig::Gate {

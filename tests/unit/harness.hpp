@@ -48,7 +48,8 @@ struct FakeLink : server::ClientLink {
 };
 
 struct Harness {
-  int64_t now = 1'700'000'000'000;
+  int64_t now = 1'700'000'000'000;  // the wall clock
+  int64_t elapsed = 0;                // the monotonic one
   storage::MemoryLogStore log;
   // With `defer_sync`, proposals wait in `unsynced` until sync(): a log that syncs in groups.
   bool defer_sync = false;
@@ -64,7 +65,7 @@ struct Harness {
                                        }};
   server::ZkServer server;
   explicit Harness(server::ServerOptions o = {}, int64_t start = 1'700'000'000'000)
-      : now(start), server(o, replicator, [this] { return now; }) {
+      : now(start), server(o, replicator, [this] { return now; }, [this] { return elapsed; }) {
     replicator.start(0);
   }
   // Makes every deferred proposal durable in one group.
@@ -95,9 +96,12 @@ struct Harness {
   void advance(int64_t ms) {
     for (int64_t step = 0; step < ms; step += 100) {
       now += std::min<int64_t>(100, ms - step);
+      elapsed += std::min<int64_t>(100, ms - step);
       server.tick();
     }
   }
+  // The wall clock alone jumps (NTP's step, a hand, a virtual machine restored).
+  void step_wall_clock(int64_t ms) { now += ms; }
 };
 
 struct Reply {

@@ -278,23 +278,50 @@ TEST_CASE("closing a session removes all its ephemerals in one txn") {
   CHECK(watcher.events.size() == 1);  // one child watch, one trigger
 }
 
+// A session (timeout 6000; the tick is 2000) that owns the ephemeral /eph, and a long-lived one.
+struct OwnerAndWatcher {
+  Harness h;
+  Client owner{h}, watcher{h};
+  OwnerAndWatcher() {
+    owner.connect(6000);
+    watcher.connect(40000);
+    owner.create("/eph", "", 1);
+  }
+  // The owner goes silent: /eph is still there 5 s later, and gone 4 s after that (6000 rounded
+  // up to the next tick, then that tick's check).
+  void owner_expires_on_time() {
+    owner.disconnect();
+    h.advance(5000);
+    CHECK(watcher.exists("/eph"));
+    h.advance(4000);
+    CHECK_FALSE(watcher.exists("/eph"));
+    CHECK(h.server.session_count() == 1);
+  }
+};
+
 TEST_CASE("a session expires on ticks, and a late re-attach learns it expired") {
-  Harness h;  // tick 2000
-  Client a(h), other(h);
-  a.connect(6000);
-  other.connect(40000);
-  a.create("/eph", "", 1);
-  a.disconnect();
-  h.advance(5000);
-  CHECK(other.exists("/eph"));  // not yet
-  h.advance(4000);              // past 6000 rounded up to the next tick
-  CHECK_FALSE(other.exists("/eph"));
-  CHECK(h.server.session_count() == 1);
-  Client late(h);
-  auto r = late.connect(6000, a.session(), a.passwd());
+  OwnerAndWatcher t;
+  t.owner_expires_on_time();
+  Client late(t.h);
+  auto r = late.connect(6000, t.owner.session(), t.owner.passwd());
   REQUIRE(r);
   CHECK(r->timeOut == 0);
   CHECK(late.link().closed);
+}
+
+TEST_CASE("a wall clock stepped forward or back neither expires sessions nor keeps silent ones") {
+  OwnerAndWatcher t;
+  t.h.advance(1000);
+  t.h.step_wall_clock(120'000);  // forward two minutes: every deadline would have passed
+  t.h.advance(1000);
+  CHECK(t.owner.call_raw(OpCode::ping, "", wire::xid::ping).header.xid == wire::xid::ping);
+  CHECK(t.watcher.exists("/eph"));
+  CHECK(t.h.server.session_count() == 2);
+  t.h.step_wall_clock(-600'000);  // back ten minutes: a silent session must still go on time
+  t.h.advance(1000);
+  t.owner_expires_on_time();
+  CHECK(t.watcher.create("/after", "").err() == Err::ok);  // mtimes still read the wall clock
+  CHECK(t.watcher.exists("/after")->mtime == t.h.now);
 }
 
 TEST_CASE("pings and requests keep a session alive") {
