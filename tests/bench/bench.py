@@ -788,25 +788,41 @@ def fanout_run(args):
                     if out.returncode != 0 and "missing" not in out.stdout:
                         raise RuntimeError(f"fanout loadgen failed: {out.stderr}")
                     rows[(n, kind, name)] = dict(kv.split("=", 1) for kv in out.stdout.split())
+        # The machine's floor: the same frames to n loopback sockets from as many threads as
+        # Warden's fan-out uses (its FanOutSender, no server around it), heard the same way.
+        out = subprocess.run([args.loadgen, "--op", "fanout-floor", "--connections", str(n), "--rounds",
+                              str(args.fanout_rounds)],
+                             capture_output=True, text=True, timeout=900)
+        if out.returncode != 0:
+            raise RuntimeError(f"fanout-floor loadgen failed: {out.stderr}")
+        rows[(n, "data", "floor")] = dict(kv.split("=", 1) for kv in out.stdout.split())
+    threads = rows[(counts[0], "data", "floor")]["threads"] if counts else "?"
+    names = {"zk": "ZooKeeper 3.8", "warden": "Warden", "floor": f"no server: a bare sender, {threads} thread(s)"}
     print(f"\n### Watch fan-out: one change, N watchers (durable on both, median of {args.fanout_rounds} rounds)\n")
     print("| watchers | watch | server | first / last notification ms | p50 us | p99 us | per watcher us | "
           "missing | duplicates | loadgen CPU s (all rounds) |")
     print("|" + "---|" * 10)
     for n in counts:
         for kind in ("data", "child"):
-            for name in ("zk", "warden"):
+            for name in ("zk", "warden", "floor"):
+                if (n, kind, name) not in rows:
+                    continue
                 r = rows[(n, kind, name)]
-                print(f"| {n} | {kind} | {'ZooKeeper 3.8' if name == 'zk' else 'Warden'} | "
+                print(f"| {n} | {kind} | {names[name]} | "
                       f"{float(r['first_ms_median']):.1f} / {float(r['last_ms_median']):.1f} | {r['p50_us']} | "
                       f"{r['p99_us']} | "
                       f"{float(r['per_watcher_us']):.2f} | {r['missing']} | {r['duplicates']} | {r['client_cpu_s']} |")
-    print("\n| watchers | watch | last notification x | p99 x |")
-    print("|---|---|---|---|")
+    print("\n| watchers | watch | last notification x | p99 x | the bare sender's last notification x |")
+    print("|---|---|---|---|---|")
     for n in counts:
+        floor = float(rows[(n, "data", "floor")]["last_ms_median"])
         for kind in ("data", "child"):
             z, w = rows[(n, kind, "zk")], rows[(n, kind, "warden")]
             print(f"| {n} | {kind} | {float(w['last_ms_median']) / float(z['last_ms_median']):.2f} | "
-                  f"{int(w['p99_us']) / max(1, int(z['p99_us'])):.2f} |")
+                  f"{int(w['p99_us']) / max(1, int(z['p99_us'])):.2f} | {floor / float(z['last_ms_median']):.2f} |")
+    print("\n(x: against ZooKeeper's figure in the same run. The bare sender is this machine's floor for the part: "
+          "no server, only the notifications' send(2) calls on loopback, whose kernel work includes the receiver's "
+          "side, and the same reader.)")
 
 
 def raise_descriptor_limit(need):
@@ -891,6 +907,15 @@ def idle_run(args):
                               last=float(gone["last_s"]) - killed if float(gone["last_s"]) else float("nan"),
                               first=float(gone["first_s"]) - killed if float(gone["first_s"]) else float("nan"),
                               quiet=int(quiet["p99_us"]), during=int(during["p99_us"]))
+    # The machine's floor: the same pings answered by a bare responder (one receive and one
+    # send per ping, nothing else), its CPU over the same seconds.
+    out = subprocess.run([args.loadgen, "--op", "idle-floor", "--connections", str(n), "--session-timeout",
+                          str(args.idle_timeout_ms), "--seconds", str(args.idle_seconds)],
+                         capture_output=True, text=True, timeout=args.idle_seconds + 600)
+    if out.returncode != 0:
+        raise RuntimeError(f"idle-floor loadgen failed: {out.stderr}")
+    floor = dict(kv.split("=", 1) for kv in out.stdout.split())
+    floor_cpu = float(floor["responder_cpu_s"]) / float(floor["seconds"])
     print(f"\n### {n:,} idle sessions (timeout {args.idle_timeout_ms} ms, tickTime {tick}), each with an ephemeral; "
           f"then {vanish:,} of them vanish at once\n")
     if n < args.idle_sessions:
@@ -904,12 +929,15 @@ def idle_run(args):
         print(f"| {'ZooKeeper 3.8' if name == 'zk' else 'Warden'} | {r['cpu']:.3f} | {r['rss']:.0f} ({r['fresh']:.0f}) | "
               f"{r['first']:.2f} / {r['last']:.2f} | {r['deleted']} / {r['existing']} | {r['duplicates']} | "
               f"{r['quiet']} | {r['during']} |")
+    print(f"| no server: a bare responder | {floor_cpu:.3f} | | | | | | |")
     w, z = rows["warden"], rows["zk"]
     bound = (args.idle_timeout_ms + 2 * tick) / 1000
     print(f"\nWarden against ZooKeeper while idle: CPU x{w['cpu'] / z['cpu']:.2f} (target at most 0.2), RSS "
           f"x{w['rss'] / z['rss']:.2f} (target at most 0.25); Warden's last NodeDeleted {w['last']:.2f} s after the "
           f"kill (bound: timeout + two ticks = {bound:.0f} s), its get p99 meanwhile x{w['during'] / w['quiet']:.2f} "
-          f"of quiet (target at most 2; ZooKeeper's x{z['during'] / z['quiet']:.2f})")
+          f"of quiet (target at most 2; ZooKeeper's x{z['during'] / z['quiet']:.2f}). The bare responder (no server: "
+          f"one receive and one send per ping on loopback, where the send also runs the client's receive) takes "
+          f"x{floor_cpu / z['cpu']:.2f} of ZooKeeper's CPU: this machine's floor for the ratio")
 
 
 def storm_run(args):

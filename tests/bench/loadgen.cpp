@@ -9,15 +9,18 @@
 // TLS, the session handshake, all in flight together) and reports the time until the last is
 // established. --op fanout opens --connections watchers, arms a data (or, with --fan-kind
 // child, a child) watch on each, and times one change's notifications to all of them, over
-// --rounds rounds.
+// --rounds rounds. --op fanout-floor and --op idle-floor measure the same with no server (a bare
+// child process of their own at the other end): this machine's floor for each.
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/epoll.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <arpa/inet.h>
 #include <errno.h>
 #include <openssl/err.h>
@@ -38,11 +41,13 @@
 #include <thread>
 #include <vector>
 
+#include "server/fan_out.hpp"
 #include "server/tls/verified_chains.hpp"
 #include "wire/framing.hpp"
 #include "wire/records.hpp"
 
 using namespace warden::wire;
+using warden::server::FanOutSender;
 using Clock = std::chrono::steady_clock;
 
 struct Options {
@@ -581,6 +586,101 @@ static int epoll_of(const std::vector<StormConn>& all) {
   return ep;
 }
 
+// One fan-out's notifications as the loadgen hears them, round after round: what --op fanout
+// and --op fanout-floor report, measured the same way.
+struct FanTally {
+  std::vector<double> lasts, firsts;
+  std::vector<uint32_t> lat;  // each watcher's first notification, us after the change was sent
+  long missing = 0, duplicates = 0;
+  double cpu = 0;  // this process's CPU while the notifications came in
+};
+
+using FanPump = std::function<void(int ms, const std::function<void(size_t, int32_t)>& on)>;
+
+// Times one round: `fire` sends the change; every watcher's first notification counts, up to
+// 60 s, then 50 ms more for duplicates (one would follow at once).
+static void time_fan_round(FanTally& t, std::vector<int>& got, const FanPump& pump, const std::function<void()>& fire) {
+  std::fill(got.begin(), got.end(), 0);
+  size_t heard = 0, frames = 0;
+  double cpu0 = cpu_seconds();
+  auto t0 = Clock::now();
+  fire();
+  Clock::time_point first = t0, last = t0;
+  auto on_event = [&](size_t i, int32_t x) {
+    if (x != xid::notification) return;
+    auto now = Clock::now();
+    ++frames;
+    if (got[i]++ == 0) {
+      if (heard++ == 0) first = now;
+      last = now;
+      t.lat.push_back(static_cast<uint32_t>(std::chrono::duration_cast<std::chrono::microseconds>(now - t0).count()));
+    }
+  };
+  auto deadline = t0 + std::chrono::seconds(60);
+  while (heard < got.size() && Clock::now() < deadline) pump(1000, on_event);
+  t.cpu += cpu_seconds() - cpu0;
+  auto settle = Clock::now() + std::chrono::milliseconds(50);
+  while (Clock::now() < settle) pump(10, on_event);
+  t.lasts.push_back(std::chrono::duration<double, std::milli>(last - t0).count());
+  t.firsts.push_back(std::chrono::duration<double, std::milli>(first - t0).count());
+  t.missing += static_cast<long>(got.size() - heard);
+  t.duplicates += static_cast<long>(frames - heard);
+}
+
+// Prints the rounds' medians and percentiles; the exit status (1 if any was missing or twice).
+static int report_fan(const char* op, const char* kind, size_t watchers, int rounds, FanTally& t) {
+  std::vector<double> sorted = t.lasts;
+  std::sort(sorted.begin(), sorted.end());
+  auto pct = [&](double p) -> uint32_t {
+    if (t.lat.empty()) return 0;
+    size_t k = std::min(t.lat.size() - 1, static_cast<size_t>(p * static_cast<double>(t.lat.size())));
+    std::nth_element(t.lat.begin(), t.lat.begin() + static_cast<long>(k), t.lat.end());
+    return t.lat[k];
+  };
+  std::string each;
+  for (double l : t.lasts) {
+    if (!each.empty()) each += ',';
+    each += std::to_string(l);
+  }
+  double median = sorted.empty() ? 0 : sorted[sorted.size() / 2];
+  std::sort(t.firsts.begin(), t.firsts.end());
+  double first_median = t.firsts.empty() ? 0 : t.firsts[t.firsts.size() / 2];
+  std::printf("op=%s kind=%s watchers=%zu rounds=%d last_ms_median=%.3f last_ms_min=%.3f last_ms_each=%s "
+              "first_ms_median=%.3f p50_us=%u p99_us=%u per_watcher_us=%.3f missing=%ld duplicates=%ld "
+              "client_cpu_s=%.3f\n",
+              op, kind, watchers, rounds, median, sorted.empty() ? 0 : sorted[0], each.c_str(), first_median,
+              pct(0.5), pct(0.99), median * 1000 / static_cast<double>(watchers), t.missing, t.duplicates, t.cpu);
+  return t.missing || t.duplicates ? 1 : 0;
+}
+
+// A pump over `w` that hands each frame's xid to `on` (FanPump).
+static FanPump fan_pump(int ep, std::vector<StormConn>& w, std::vector<epoll_event>& events) {
+  return [ep, &w, &events](int ms, const std::function<void(size_t, int32_t)>& on) {
+    pump_sessions(
+        ep, w, ms, events,
+        [&](size_t i, std::string_view payload) {
+          Reader rd(payload);
+          ReplyHeader h;
+          h.visit(rd);
+          on(i, h.xid);
+        },
+        [](size_t) -> void { throw std::runtime_error("the other side closed a watcher's connection"); });
+  };
+}
+
+// What both fan-out ops read their watchers with, and what they tally.
+struct FanReader {
+  explicit FanReader(std::vector<StormConn>& w) : ep(epoll_of(w)), events(4096), got(w.size()), pump(fan_pump(ep, w, events)) {}
+  ~FanReader() { close(ep); }
+  FanReader(const FanReader&) = delete;
+  FanReader& operator=(const FanReader&) = delete;
+  int ep;
+  std::vector<epoll_event> events;
+  std::vector<int> got;
+  FanPump pump;  // holds `events` by reference: a FanReader stays where it was made
+  FanTally tally;
+};
+
 static int fanout(const Options& o) {
   std::vector<StormConn> w = open_sessions(o, 40000);
   const std::string& ping = ping_frame();
@@ -591,88 +691,137 @@ static int fanout(const Options& o) {
   call(writer, nullptr, OpCode::create, encode(CreateRequest{"/bench/fan", std::string("v"), open_acl(), 0}));
   call(writer, nullptr, OpCode::create, encode(CreateRequest{"/bench/fanp", std::string(), open_acl(), 0}));
   std::string arm = ping + request(1, child ? OpCode::getChildren : OpCode::getData, encode(PathWatchRequest{child ? "/bench/fanp" : "/bench/fan", true}));
-  int ep = epoll_of(w);
-  std::vector<epoll_event> events(4096);
-  std::vector<int> got(w.size());
-  // Reads what is ready for up to `ms`; `on` gets (watcher, xid) per frame.
-  auto pump = [&](int ms, const std::function<void(size_t, int32_t)>& on) {
-    pump_sessions(
-        ep, w, ms, events,
-        [&](size_t i, std::string_view payload) {
-          Reader rd(payload);
-          ReplyHeader h;
-          h.visit(rd);
-          on(i, h.xid);
-        },
-        [](size_t) -> void { throw std::runtime_error("the server closed a watcher's connection"); });
-  };
-  std::vector<double> lasts, firsts;
-  std::vector<uint32_t> lat;
-  long missing = 0, duplicates = 0;
-  double fire_cpu = 0;
+  FanReader r(w);
   for (int round = 0; round < o.rounds; ++round) {
     for (auto& c : w) write_all_nonblocking(c.fd, arm);
     size_t armed = 0;
     auto deadline = Clock::now() + std::chrono::seconds(120);
     while (armed < w.size() && Clock::now() < deadline)
-      pump(1000, [&](size_t, int32_t x) { armed += x == 1; });
+      r.pump(1000, [&](size_t, int32_t x) { armed += x == 1; });
     if (armed < w.size()) throw std::runtime_error("watches were not all armed within 120 s");
-    std::fill(got.begin(), got.end(), 0);
-    size_t heard = 0, frames = 0;
     std::string tag = std::to_string(round);
     std::string change = child ? request(2, OpCode::create, encode(CreateRequest{"/bench/fanp/c" + tag, std::string(), open_acl(), 0}))
                                : request(2, OpCode::setData, encode(SetDataRequest{"/bench/fan", tag, -1}));
-    double cpu0 = cpu_seconds();
-    auto t0 = Clock::now();
-    write_all(writer, nullptr, change);
-    Clock::time_point first = t0, last = t0;
-    auto on_event = [&](size_t i, int32_t x) {
-      if (x != xid::notification) return;
-      auto now = Clock::now();
-      ++frames;
-      if (got[i]++ == 0) {
-        if (heard++ == 0) first = now;
-        last = now;
-        lat.push_back(static_cast<uint32_t>(std::chrono::duration_cast<std::chrono::microseconds>(now - t0).count()));
-      }
-    };
-    deadline = t0 + std::chrono::seconds(60);
-    while (heard < w.size() && Clock::now() < deadline) pump(1000, on_event);
-    fire_cpu += cpu_seconds() - cpu0;
-    auto settle = Clock::now() + std::chrono::milliseconds(50);  // a duplicate would follow at once
-    while (Clock::now() < settle) pump(10, on_event);
+    time_fan_round(r.tally, r.got, r.pump, [&] { write_all(writer, nullptr, change); });
     if (read_frame_blocking(writer, nullptr).empty()) throw std::runtime_error("the write had no reply");
-    lasts.push_back(std::chrono::duration<double, std::milli>(last - t0).count());
-    firsts.push_back(std::chrono::duration<double, std::milli>(first - t0).count());
-    missing += static_cast<long>(w.size() - heard);
-    duplicates += static_cast<long>(frames - heard);
   }
-  close(ep);
-  std::vector<double> sorted = lasts;
-  std::sort(sorted.begin(), sorted.end());
-  auto pct = [&](double p) -> uint32_t {
-    if (lat.empty()) return 0;
-    size_t k = std::min(lat.size() - 1, static_cast<size_t>(p * static_cast<double>(lat.size())));
-    std::nth_element(lat.begin(), lat.begin() + static_cast<long>(k), lat.end());
-    return lat[k];
-  };
-  std::string each;
-  for (double l : lasts) {
-    if (!each.empty()) each += ',';
-    each += std::to_string(l);
-  }
-  double median = sorted.empty() ? 0 : sorted[sorted.size() / 2];
-  std::sort(firsts.begin(), firsts.end());
-  double first_median = firsts.empty() ? 0 : firsts[firsts.size() / 2];
-  std::printf("op=fanout kind=%s watchers=%zu rounds=%d last_ms_median=%.3f last_ms_min=%.3f last_ms_each=%s "
-              "first_ms_median=%.3f p50_us=%u p99_us=%u per_watcher_us=%.3f missing=%ld duplicates=%ld "
-              "client_cpu_s=%.3f\n",
-              child ? "child" : "data", w.size(), o.rounds, median, sorted.empty() ? 0 : sorted[0], each.c_str(),
-              first_median, pct(0.5), pct(0.99), median * 1000 / static_cast<double>(w.size()), missing, duplicates,
-              fire_cpu);
+  int rc = report_fan("fanout", child ? "child" : "data", w.size(), o.rounds, r.tally);
   close(writer);
   for (auto& c : w) close(c.fd);
-  return missing || duplicates ? 1 : 0;
+  return rc;
+}
+
+// The floors' server: a process of this one's own at the other end of --connections loopback
+// connections, doing only what the floor measures. `go` and `done` are pipes to it: the child
+// reads `go`, answers on `done`, and dies with this process.
+struct BareServer {
+  pid_t pid = -1;
+  int go = -1, done = -1;
+  std::vector<StormConn> conns;  // this side's ends, non-blocking
+};
+
+// `body(accepted, go, done)` runs in the child once it has accepted every connection (each
+// with TCP_NODELAY, as the server sets it); its return is the child's exit status.
+using BareBody = std::function<int(std::vector<int>& accepted, int go, int done)>;
+
+static BareServer start_bare(size_t n, const char* what, const BareBody& body) {
+  auto fail = [what](const char* step) {
+    throw std::runtime_error(std::string(what) + ": " + step + ": " + std::strerror(errno));
+  };
+  int listener = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  if (listener < 0 || bind(listener, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || listen(listener, 4096) != 0 ||
+      getsockname(listener, reinterpret_cast<sockaddr*>(&a), &len) != 0)
+    fail("cannot listen");
+  int go[2], done[2];
+  if (pipe(go) != 0 || pipe(done) != 0) fail("pipe failed");
+  pid_t parent = getpid();
+  BareServer b;
+  b.pid = fork();
+  if (b.pid < 0) fail("fork failed");
+  if (b.pid == 0) {
+    // Ends with this process, whatever way it ends (a failed connect, a signal).
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(1);
+    close(go[1]);
+    close(done[0]);
+    std::vector<int> accepted;
+    while (accepted.size() < n) {
+      int fd = accept(listener, nullptr, nullptr);
+      if (fd < 0) _exit(1);
+      int one = 1;
+      setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+      accepted.push_back(fd);
+    }
+    close(listener);
+    char c = 0;
+    if (write(done[1], &c, 1) != 1) _exit(1);
+    _exit(body(accepted, go[0], done[1]));
+  }
+  close(listener);
+  close(go[0]);
+  close(done[1]);
+  b.go = go[1];
+  b.done = done[0];
+  b.conns.resize(n);
+  for (auto& c : b.conns) {
+    c.fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (c.fd < 0 || connect(c.fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) fail("connect failed");
+    fcntl(c.fd, F_SETFL, O_NONBLOCK);
+  }
+  char c = 0;
+  if (read(b.done, &c, 1) != 1) throw std::runtime_error(std::string(what) + ": the child did not start");
+  return b;
+}
+
+// Closes this side (the child sees `go` end) and reaps the child: true if it ended well.
+static bool end_bare(BareServer& b) {
+  close(b.go);
+  for (auto& c : b.conns)
+    if (c.fd >= 0) close(c.fd);
+  int status = 0;
+  waitpid(b.pid, &status, 0);
+  close(b.done);
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+// --op fanout-floor: this machine's floor for --op fanout, with no server: a child process
+// holding --connections loopback connections sends one notification frame to each over as
+// many threads as the server's fan-out (the same sender, with nothing else to do) for each
+// byte on `go`, and this process hears them exactly as --op fanout does. Plaintext, a data
+// watch's frame.
+static int fanout_floor(const Options& o) {
+  BareServer b = start_bare(static_cast<size_t>(o.connections), "fanout-floor", [](std::vector<int>& fds, int go, int done) {
+    std::vector<FanOutSender::Target> targets;
+    for (int fd : fds) targets.push_back({fd, 0});
+    std::string frame = frame_of(encode(ReplyHeader{xid::notification, -1, 0}) +
+                                 encode(WatcherEvent{3 /* NodeDataChanged */, 3 /* SyncConnected */, "/bench/fan"}));
+    FanOutSender sender(FanOutSender::helpers_for_this_machine());
+    char c = 0;
+    while (read(go, &c, 1) == 1) {
+      sender.send_all(targets, frame);
+      for (auto& t : targets)
+        if (t.result != static_cast<ssize_t>(frame.size())) return 1;  // every socket has room: one frame each
+      if (write(done, &c, 1) != 1) return 1;
+    }
+    return 0;
+  });
+  FanReader r(b.conns);
+  for (int round = 0; round < o.rounds; ++round) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));  // as between --op fanout's rounds
+    char c = 0;
+    time_fan_round(r.tally, r.got, r.pump, [&] {
+      if (write(b.go, &c, 1) != 1) throw std::runtime_error("fanout-floor: the sender is gone");
+    });
+    if (read(b.done, &c, 1) != 1) throw std::runtime_error("fanout-floor: the sender failed");
+  }
+  bool ended = end_bare(b);
+  std::printf("threads=%u ", 1 + FanOutSender::helpers_for_this_machine());
+  int rc = report_fan("fanout-floor", "data", b.conns.size(), o.rounds, r.tally);
+  return rc || !ended ? 1 : 0;
 }
 
 // --op failover: --connections sessions spread over --ports, pinged every third of their
@@ -842,6 +991,28 @@ static int failover(const Options& o) {
 // timeout, spread evenly over the sessions as independent clients' pings are; prints "ready"
 // once all are open and their ephemerals made, then idles until --seconds pass or SIGTERM (or
 // until SIGKILL: its sessions then vanish at once, to expire on the server).
+// Pings every connection of `all` once a third of `timeout_ms`, the pings spread evenly over
+// time, for `seconds` (or until SIGTERM), handing what comes back to `on_frame`; returns the
+// pings sent.
+static long ping_evenly(std::vector<StormConn>& all, int ep, std::vector<epoll_event>& events, int32_t timeout_ms,
+                        double seconds, const std::function<void(size_t, std::string_view)>& on_frame,
+                        const std::function<void(size_t)>& on_lost) {
+  auto start = Clock::now();
+  auto end = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+  auto period = std::chrono::milliseconds(timeout_ms / 3);
+  long pinged = 0;  // over all sessions in turn
+  while (!stop_requested.load() && Clock::now() < end) {
+    auto due = static_cast<long>(static_cast<double>(all.size()) * std::chrono::duration<double>(Clock::now() - start) /
+                                 std::chrono::duration<double>(period));
+    for (; pinged < due; ++pinged) {
+      auto& c = all[static_cast<size_t>(pinged) % all.size()];
+      if (c.fd >= 0) write_all_nonblocking(c.fd, ping_frame());
+    }
+    pump_sessions(ep, all, 10, events, on_frame, on_lost);
+  }
+  return pinged;
+}
+
 static int idle(const Options& o) {
   {
     SSL* none = nullptr;
@@ -878,26 +1049,93 @@ static int idle(const Options& o) {
   std::fflush(stdout);
   signal(SIGTERM, [](int) { stop_requested.store(true); });
   double cpu0 = cpu_seconds();
-  auto start = Clock::now();
-  auto end = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o.seconds));
-  auto period = std::chrono::milliseconds(negotiated / 3);
-  long pinged = 0;  // pings sent, over all sessions in turn
-  auto ignore = [](size_t, std::string_view) {};
-  while (!stop_requested.load() && Clock::now() < end) {
-    auto due = static_cast<long>(static_cast<double>(all.size()) * std::chrono::duration<double>(Clock::now() - start) /
-                                 std::chrono::duration<double>(period));
-    for (; pinged < due; ++pinged) {
-      auto& c = all[static_cast<size_t>(pinged) % all.size()];
-      if (c.fd >= 0) write_all_nonblocking(c.fd, ping_frame());
-    }
-    pump_sessions(ep, all, 10, events, ignore, on_lost);
-  }
+  long pinged = ping_evenly(all, ep, events, negotiated, o.seconds, [](size_t, std::string_view) {}, on_lost);
   close(ep);
   std::printf("op=idle sessions=%zu lost=%zu pings=%ld client_cpu_s=%.3f\n", all.size(), lost, pinged,
               cpu_seconds() - cpu0);
   for (auto& c : all)
     if (c.fd >= 0) close(c.fd);
   return lost ? 1 : 0;
+}
+
+// --op idle-floor: this machine's floor for --op idle's server CPU, with no server: a child
+// process holding --connections loopback connections answers each ping with a ping reply (one
+// receive and one send per ping, from one thread polling them all, nothing else), pinged as
+// --op idle pings (every third of --session-timeout, spread evenly) for --seconds; the child's
+// CPU over those seconds is the figure.
+static int idle_floor(const Options& o) {
+  BareServer b = start_bare(static_cast<size_t>(o.connections), "idle-floor", [](std::vector<int>& fds, int go, int done) {
+    int ep = epoll_create1(0);
+    for (size_t i = 0; i <= fds.size(); ++i) {
+      epoll_event ev{};
+      ev.events = EPOLLIN;
+      ev.data.u64 = i;  // fds.size(): the `go` pipe
+      fcntl(i < fds.size() ? fds[i] : go, F_SETFL, O_NONBLOCK);
+      epoll_ctl(ep, EPOLL_CTL_ADD, i < fds.size() ? fds[i] : go, &ev);
+    }
+    const size_t ping_size = ping_frame().size();
+    const std::string reply = frame_of(encode(ReplyHeader{xid::ping, 1, 0}));
+    std::vector<size_t> partial(fds.size());
+    std::vector<epoll_event> events(4096);
+    std::string out;
+    char buf[4096];
+    for (size_t open = fds.size(); open > 0;) {
+      int ready = epoll_wait(ep, events.data(), static_cast<int>(events.size()), -1);
+      for (int k = 0; k < ready; ++k) {
+        size_t i = events[static_cast<size_t>(k)].data.u64;
+        if (i == fds.size()) {  // this process's CPU, asked for
+          char c = 0;
+          if (read(go, &c, 1) != 1) return 0;
+          double cpu = cpu_seconds();
+          if (write(done, &cpu, sizeof cpu) != sizeof cpu) return 1;
+          continue;
+        }
+        ssize_t r = recv(fds[i], buf, sizeof buf, 0);
+        if (r < 0 && (errno == EAGAIN || errno == EINTR)) continue;
+        if (r <= 0) {
+          epoll_ctl(ep, EPOLL_CTL_DEL, fds[i], nullptr);
+          close(fds[i]);
+          --open;
+          continue;
+        }
+        size_t bytes = partial[i] + static_cast<size_t>(r);
+        partial[i] = bytes % ping_size;
+        out.clear();
+        for (size_t p = bytes / ping_size; p > 0; --p) out += reply;
+        if (!out.empty()) send(fds[i], out.data(), out.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+      }
+    }
+    return 0;
+  });
+  auto child_cpu = [&b] {
+    char c = 0;
+    double cpu = 0;
+    if (write(b.go, &c, 1) != 1 || read(b.done, &cpu, sizeof cpu) != sizeof cpu)
+      throw std::runtime_error("idle-floor: the responder is gone");
+    return cpu;
+  };
+  int ep = epoll_of(b.conns);
+  std::vector<epoll_event> events(4096);
+  size_t lost = 0;
+  long replies = 0;
+  auto on_reply = [&replies](size_t, std::string_view payload) {
+    Reader r(payload);
+    ReplyHeader h;
+    h.visit(r);
+    replies += h.xid == xid::ping;
+  };
+  signal(SIGTERM, [](int) { stop_requested.store(true); });
+  double cpu0 = cpu_seconds(), child0 = child_cpu();
+  auto t0 = Clock::now();
+  long pinged = ping_evenly(b.conns, ep, events, o.session_timeout_ms, o.seconds, on_reply, [&](size_t) { ++lost; });
+  double child = child_cpu() - child0;
+  double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+  close(ep);
+  bool ended = end_bare(b);
+  std::printf("op=idle-floor sessions=%zu lost=%zu pings=%ld replies=%ld seconds=%.3f responder_cpu_s=%.3f "
+              "client_cpu_s=%.3f\n",
+              b.conns.size(), lost, pinged, replies, secs, child, cpu_seconds() - cpu0);
+  return lost || !ended ? 1 : 0;
 }
 
 // --op watch-gone: one session leaves an exists watch on <prefix>/e-<index> for --connections
@@ -1020,15 +1258,15 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (o.ports.empty() && o.port > 0) o.ports.push_back(o.port);
-  if (o.ports.empty() || o.connections < 1 || o.depth < 1 || o.threads < 1 || o.seconds <= 0 ||
+  if ((o.ports.empty() && o.op != "fanout-floor" && o.op != "idle-floor") || o.connections < 1 || o.depth < 1 || o.threads < 1 || o.seconds <= 0 ||
       (o.op != "create" && o.op != "set" && o.op != "get" && o.op != "exists" && o.op != "mix" && o.op != "connect" &&
-       o.op != "fanout" && o.op != "failover" && o.op != "delete" && o.op != "children" && o.op != "multi" &&
+       o.op != "fanout" && o.op != "fanout-floor" && o.op != "idle-floor" && o.op != "failover" && o.op != "delete" && o.op != "children" && o.op != "multi" &&
        o.op != "idle" && o.op != "watch-gone") ||
       o.prefix.empty() || o.prefix[0] != '/' || o.rounds < 1 || (o.fan_kind != "data" && o.fan_kind != "child") ||
       o.multi_ops < 1 || o.max_buffer < 1024 || o.session_timeout_ms < 1 || o.index_from < 0) {
     std::fprintf(stderr,
                  "usage: warden-loadgen --port N|--ports N,N,... [--host A] --op create|set|get|exists|mix|delete|children|multi|\n"
-                 "       connect|fanout|failover|idle|watch-gone [--multi-ops N] [--max-buffer BYTES]\n"
+                 "       connect|fanout|fanout-floor|failover|idle|idle-floor|watch-gone [--multi-ops N] [--max-buffer BYTES]\n"
                  "       [--session-timeout MS] [--index-from N]\n"
                  "       [--connections N] [--depth N] [--threads N] [--seconds S] [--max-ops N] [--value-size N]\n"
                  "       [--tls-ca FILE [--tls-cert FILE --tls-key FILE]] [--rounds N] [--fan-kind data|child]\n"
@@ -1039,6 +1277,8 @@ int main(int argc, char** argv) {
     if (!o.tls_ca.empty()) tls_context = make_tls_context(o);
     if (o.op == "connect") return connect_storm(o);
     if (o.op == "fanout") return fanout(o);
+    if (o.op == "fanout-floor") return fanout_floor(o);
+    if (o.op == "idle-floor") return idle_floor(o);
     if (o.op == "failover") return failover(o);
     if (o.op == "idle") return idle(o);
     if (o.op == "watch-gone") return watch_gone(o);

@@ -15,6 +15,8 @@ sessions speaking the protocol from one thread that polls their sockets.
   client dies at once (sockets closed, no closeSession): every ephemeral is deleted and every
   watcher hears NodeDeleted exactly once, within the session timeout plus two ticks and a margin
   for a loaded machine; the watchers' sessions, pinging meanwhile, all live on.
+- The bench's fan-out measurement (warden-loadgen --op fanout, and --op fanout-floor, its floor
+  with no server) hears every notification exactly once, so its figures count what they say.
 
 Behaviour only, never time, beyond the expiry bound the server itself promises."""
 import os
@@ -195,9 +197,34 @@ def leader_killed():
                                    f"after {r.get('seconds', '?')} s")
 
 
+def loadgen_fan_out():
+    """warden-loadgen's fan-out ops, as scripts/bench runs them, on a few hundred watchers."""
+    def run(args):
+        out = subprocess.run([os.environ["WARDEN_LOADGEN"], *args, "--connections", "300", "--rounds", "2"],
+                             capture_output=True, text=True, timeout=120)
+        kv = dict(x.split("=", 1) for x in out.stdout.split() if "=" in x)
+        return out.returncode, kv
+    with support.start_warden("maxClientCnxns=0\n") as w:
+        for kind in ("data", "child"):
+            rc, kv = run(["--port", str(w.port), "--op", "fanout", "--fan-kind", kind])
+            c.equal((rc, kv.get("watchers"), kv.get("missing"), kv.get("duplicates")), (0, "300", "0", "0"),
+                    f"the bench's fan-out ({kind} watches): every notification heard once")
+    rc, kv = run(["--op", "fanout-floor"])
+    c.equal((rc, kv.get("watchers"), kv.get("missing"), kv.get("duplicates")), (0, "300", "0", "0"),
+            "the bench's fan-out floor (no server): every frame heard once")
+    c.check(float(kv.get("last_ms_median", "0")) > 0, "the floor's time is measured")
+    out = subprocess.run([os.environ["WARDEN_LOADGEN"], "--op", "idle-floor", "--connections", "300",
+                          "--session-timeout", "600", "--seconds", "2"], capture_output=True, text=True, timeout=120)
+    kv = dict(x.split("=", 1) for x in out.stdout.split() if "=" in x)
+    pings, replies = int(kv.get("pings", "0")), int(kv.get("replies", "-1"))
+    c.check(out.returncode == 0 and kv.get("lost") == "0" and pings >= 1000 and pings - 300 <= replies <= pings,
+            f"the bench's idle floor (no server) answers the pings it is sent ({replies} of {pings}), none lost")
+
+
 def main():
     descriptor_limit_raised()
     leader_killed()
+    loadgen_fan_out()
     limit = raise_fd_limit(N + 512)
     if limit < N + 100:
         print(f"the descriptor limit is {limit}: {N} sessions do not fit")
