@@ -110,12 +110,14 @@ def tls_run(args):
                                  "secureClientPortAddress=127.0.0.1\n", heap_mb=args.zk_heap_mb, classpath=zk_cp) as zk:
         for op in ops:
             results[("zk", op)] = measure(args.loadgen, zk, op, args, zk_secure, tls_args)
-        storms["zk"] = loadgen(args.loadgen, zk_secure, "connect", storm_args, 1, tls_args)
+        if args.tls_connections:
+            storms["zk"] = loadgen(args.loadgen, zk_secure, "connect", storm_args, 1, tls_args)
     with support.start_warden(cfg + "secureClientPort=0\nsecureClientPortAddress=127.0.0.1\n", secure=True) as w:
         for op in ops:
             results[("warden", op)] = measure(args.loadgen, w, op, args, w.sport, tls_args)
             results[("warden plaintext", op)] = measure(args.loadgen, w, op, args)
-        storms["warden"] = loadgen(args.loadgen, w.sport, "connect", storm_args, 1, tls_args)
+        if args.tls_connections:
+            storms["warden"] = loadgen(args.loadgen, w.sport, "connect", storm_args, 1, tls_args)
     key = "ECDSA P-256" if args.tls_ec else "RSA 2048"
     print(f"\n### TLS on the client port (fsync off on both; TLS 1.2, {key}, the same certificates)\n")
     print("| op | server | ops/s | p50 us | p99 us | server CPU us/req | loadgen CPU us/req | errors |")
@@ -130,6 +132,8 @@ def tls_run(args):
         z, w, p = results[("zk", op)], results[("warden", op)], results[("warden plaintext", op)]
         print(f"\n{op}: Warden/ZooKeeper over TLS x{w['ops_s'] / z['ops_s']:.2f} ops/s; Warden's CPU per request "
               f"over TLS x{w['cpu_us'] / p['cpu_us']:.2f} its plaintext figure" if z["ops_s"] and p["cpu_us"] else "")
+    if not args.tls_connections:
+        return
     print(f"\n{args.tls_connections} TLS sessions opened at once (TCP, TLS handshake, session): ZooKeeper "
           f"{storms['zk']['seconds']} s ({storms['zk']['established']} established, {storms['zk']['failed']} failed), "
           f"Warden {storms['warden']['seconds']} s ({storms['warden']['established']} established, "
@@ -1238,7 +1242,7 @@ def main():
     p.add_argument("--big-join-load", type=int, default=4, help="sessions of the write load during the big join")
     p.add_argument("--join-mb", type=int, default=200, help="the rejoin run's log, in 1 MB setData (0 skips it)")
     p.add_argument("--tls", type=int, default=1, help="the TLS run (0 skips it)")
-    p.add_argument("--tls-connections", type=int, default=5000, help="TLS sessions opened at once")
+    p.add_argument("--tls-connections", type=int, default=5000, help="TLS sessions opened at once (0 skips the storm)")
     p.add_argument("--tls-ec", type=int, default=1, help="ECDSA P-256 certificates (0: RSA 2048)")
     p.add_argument("--fanout-watchers", default="1000,10000,50000", help="the fan-out run's watcher counts (empty skips it)")
     p.add_argument("--fanout-rounds", type=int, default=5, help="rounds of each fan-out cell (the median counts)")
