@@ -44,6 +44,7 @@
 #include "server/reconfig/config_txn.hpp"
 #include "server/send_queue.hpp"
 #include "server/snapshot_walk.hpp"
+#include "server/tls/tls_channel.hpp"
 #include "server/tls/tls_context.hpp"
 #include "server/tls/x509_name.hpp"
 #include "server/tools.hpp"
@@ -119,11 +120,14 @@ bool write_file_atomically(const std::string& path, std::string_view text, std::
 }
 
 // How much one read takes from a socket: large enough to take many pipelined requests at once.
-// A plaintext connection waits for its socket to be readable and reads into the one buffer of
-// the server's thread, so an idle connection holds no read buffer; a TLS stream reads into its
-// own buffer of one TLS record's size (Asio's SSL stream needs it for the whole operation).
+// A connection waits for its socket to be readable and reads (a TLS one decrypts) into the one
+// buffer of the server's thread, so an idle connection holds no read buffer.
 constexpr size_t read_chunk = 64 * 1024;
-constexpr size_t tls_read_chunk = 16 * 1024;
+
+char* read_buffer() {
+  static thread_local std::vector<char> shared(read_chunk);
+  return shared.data();
+}
 // A request buffer grown by a large request is given back once it has drained below this.
 constexpr size_t keep_request_buffer = 256 * 1024;
 
@@ -170,6 +174,8 @@ struct TlsPolicy {
 };
 constexpr unsigned char tls_record_handshake = 0x16;
 
+using TlsStatus = tls::TlsChannel::Status;
+
 class Connection final : public ClientLink, public std::enable_shared_from_this<Connection> {
  public:
   Connection(tcp::socket s, ZkServer& server, Registry& reg, int32_t max_buffer, const FourLetterHandler& four,
@@ -200,7 +206,7 @@ class Connection final : public ClientLink, public std::enable_shared_from_this<
       pending_.clear();
       close_requested_ = true;
       // Not from inside the pipeline's call: it may be iterating its connections.
-      asio::post(raw().get_executor(), [self = shared_from_this()] { self->finish(); });
+      asio::post(socket_.get_executor(), [self = shared_from_this()] { self->finish(); });
       return;
     }
     if (takes_direct_write() && is_watch_event(frame)) {
@@ -240,7 +246,7 @@ class Connection final : public ClientLink, public std::enable_shared_from_this<
     registry_.to_flush.push_back(weak_from_this());
     if (!registry_.flush_posted) {
       registry_.flush_posted = true;
-      asio::post(raw().get_executor(), [self = shared_from_this()] { self->flush_deferred(); });
+      asio::post(socket_.get_executor(), [self = shared_from_this()] { self->flush_deferred(); });
     }
   }
 
@@ -266,7 +272,7 @@ class Connection final : public ClientLink, public std::enable_shared_from_this<
     if (done_) return;
     close_requested_ = true;
     if (!writing_ && pending_.empty())
-      asio::post(raw().get_executor(), [self = shared_from_this()] { self->finish(); });
+      asio::post(socket_.get_executor(), [self = shared_from_this()] { self->finish(); });
   }
 
   const std::string& peer_address() const override { return peer_; }
@@ -282,10 +288,10 @@ class Connection final : public ClientLink, public std::enable_shared_from_this<
     // A session that served stays in the cache, so its client may resume it by id: OpenSSL
     // drops a session whose connection closes without a TLS shutdown, and Warden closes the
     // socket without one (the peer is often gone).
-    if (tls_ && id_ != 0) SSL_set_shutdown(tls_->native_handle(), SSL_SENT_SHUTDOWN | SSL_RECEIVED_SHUTDOWN);
+    if (tls_ && id_ != 0) tls_->keep_session();
     boost::system::error_code ec;
     handshake_timer_.cancel();
-    raw().close(ec);
+    socket_.close(ec);
     if (auto it = registry_.per_address.find(peer_); it != registry_.per_address.end() && --it->second <= 0)
       registry_.per_address.erase(it);
     server_.closed(id_);
@@ -294,12 +300,10 @@ class Connection final : public ClientLink, public std::enable_shared_from_this<
   }
 
  private:
-  tcp::socket& raw() { return tls_ ? tls_->next_layer() : socket_; }
-
   // The session layer starts once the transport is ready (after the TLS handshake, if any).
   void begin() {
     boost::system::error_code ec;
-    if (!tls_) socket_.non_blocking(true, ec);  // read() reads only what is there
+    socket_.non_blocking(true, ec);  // read() reads only what is there
     id_ = server_.open(this);
     read();
   }
@@ -310,7 +314,6 @@ class Connection final : public ClientLink, public std::enable_shared_from_this<
     handshake_timer_.expires_after(std::chrono::milliseconds(policy_.context->settings().handshake_timeout_ms));
     handshake_timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
       if (ec || self->done_) return;
-      self->timed_out_ = true;
       spdlog::warn("TLS handshake from {} did not finish within {} ms (ssl.handshakeDetectionTimeoutMillis): "
                    "connection closed", self->endpoint_, self->policy_.context->settings().handshake_timeout_ms);
       if (self->tls_) self->server_.handshake_failed(true);  // not a unified port's silent plaintext
@@ -332,23 +335,46 @@ class Connection final : public ClientLink, public std::enable_shared_from_this<
   }
 
   void handshake() {
-    tls_ = std::make_unique<asio::ssl::stream<tcp::socket>>(std::move(socket_), *(context_ = policy_.context->current()));
+    context_ = policy_.context->current();
+    boost::system::error_code ec;
+    socket_.non_blocking(true, ec);
+    try {
+      tls_ = std::make_unique<tls::TlsChannel>(context_->native_handle(), socket_.native_handle());
+    } catch (const std::exception& e) {
+      spdlog::warn("TLS connection from {} not started: {}", endpoint_, e.what());
+      return finish();
+    }
     if (policy_.mode == TlsPolicy::Mode::tls) arm_handshake_timer();
     handshaking_ = true;
     ++registry_.handshakes;
-    tls_->async_handshake(asio::ssl::stream_base::server, [self = shared_from_this()](boost::system::error_code ec) {
-      self->handshake_timer_.cancel();
-      self->handshake_ended();
-      if (self->done_) return;
-      if (ec) {
-        if (!self->timed_out_)
-          spdlog::warn("TLS handshake from {} failed: {}", self->endpoint_, tls_failure(ec));
-        self->server_.handshake_failed(false);
-        return self->finish();
-      }
-      self->take_certificate();
-      self->begin();
-    });
+    go_on_handshaking();
+  }
+
+  void go_on_handshaking() {
+    auto st = tls_->handshake();
+    if (st == TlsStatus::want_read || st == TlsStatus::want_write)
+      return await(st, [](Connection& c) { c.go_on_handshaking(); });
+    handshake_timer_.cancel();
+    handshake_ended();
+    if (st != TlsStatus::done) {
+      spdlog::warn("TLS handshake from {} failed: {}", endpoint_, tls_->failure());
+      server_.handshake_failed(false);
+      return finish();
+    }
+    take_certificate();
+    begin();
+  }
+
+  // Runs `then` once the socket is readable (want_read) or writable (want_write); a closed or
+  // failed socket ends the connection instead.
+  template <class Then>
+  void await(TlsStatus st, Then then) {
+    socket_.async_wait(st == TlsStatus::want_read ? tcp::socket::wait_read : tcp::socket::wait_write,
+                       [self = shared_from_this(), then](boost::system::error_code ec) {
+                         if (self->done_) return;
+                         if (ec) return self->finish();
+                         then(*self);
+                       });
   }
 
   void handshake_ended() {
@@ -356,23 +382,11 @@ class Connection final : public ClientLink, public std::enable_shared_from_this<
     handshaking_ = false;
   }
 
-  // OpenSSL's reason, which says what was wrong ("certificate verify failed", "wrong version
-  // number" for plaintext on a TLS port, "peer did not return a certificate").
-  static std::string tls_failure(const boost::system::error_code& ec) {
-    std::string why = ec.message();
-    if (ec.category() == asio::error::get_ssl_category()) {
-      const char* reason = ERR_reason_error_string(static_cast<unsigned long>(ec.value()));
-      if (reason) why = reason;
-    }
-    if (ec == asio::error::eof || ec == asio::ssl::error::stream_truncated) why = "the client closed the connection";
-    return why;
-  }
-
   // x509 authentication (ZooKeeper's X509AuthenticationProvider, which ZooKeeper 3.8 applies
   // on its TLS port whether or not authProvider.x509 names it): a verified client
   // certificate's subject is the id; the configured super user's is also super.
   void take_certificate() {
-    SSL* ssl = tls_->native_handle();
+    SSL* ssl = tls_->native();
     X509* cert = SSL_get1_peer_certificate(ssl);
     if (!cert) return;
     if (SSL_get_verify_result(ssl) == X509_V_OK) {
@@ -386,22 +400,30 @@ class Connection final : public ClientLink, public std::enable_shared_from_this<
 
   void read() {
     if (tls_) {
-      // Not zero-filled: a page of it the reads never reach never becomes resident (5,000 TLS
-      // clients with small requests: 12 KiB each of the 16).
-      if (!chunk_) chunk_ = std::make_unique_for_overwrite<char[]>(tls_read_chunk);
-      tls_->async_read_some(asio::buffer(chunk_.get(), tls_read_chunk),
-                            [self = shared_from_this()](boost::system::error_code ec, size_t n) {
-                              self->take(ec, self->chunk_.get(), n);
-                            });
-      return;
+      if (tls_ended_) return finish();
+      // What OpenSSL already holds comes first: the socket may have nothing more to say.
+      if (tls_->pending())
+        return asio::post(socket_.get_executor(), [self = shared_from_this()] {
+          if (!self->done_) self->read_tls();
+        });
+      return await(TlsStatus::want_read, [](Connection& c) { c.read_tls(); });
     }
     socket_.async_wait(tcp::socket::wait_read, [self = shared_from_this()](boost::system::error_code ec) {
       if (ec) return self->finish();
-      static thread_local std::vector<char> shared(read_chunk);
-      size_t n = self->socket_.read_some(asio::buffer(shared), ec);
+      size_t n = self->socket_.read_some(asio::buffer(read_buffer(), read_chunk), ec);
       if (ec == asio::error::would_block || ec == asio::error::try_again) return self->read();
-      self->take(ec, shared.data(), n);
+      self->take(ec, read_buffer(), n);
     });
+  }
+
+  void read_tls() {
+    size_t got = 0;
+    auto st = tls_->read(read_buffer(), read_chunk, got);
+    if (st == TlsStatus::closed || st == TlsStatus::failed) tls_ended_ = true;  // after what came with it
+    if (got > 0) return take({}, read_buffer(), got);
+    if (st == TlsStatus::want_read || st == TlsStatus::want_write)
+      return await(st, [](Connection& c) { c.read_tls(); });
+    finish();
   }
 
   void take(boost::system::error_code ec, const char* data, size_t n) {
@@ -510,7 +532,7 @@ class Connection final : public ClientLink, public std::enable_shared_from_this<
     failed_ = true;
     pending_.clear();
     close_requested_ = true;
-    asio::post(raw().get_executor(), [self = shared_from_this()] { self->finish(); });
+    asio::post(socket_.get_executor(), [self = shared_from_this()] { self->finish(); });
   }
 
   // Writes everything queued, as one gathered write: at once what the socket takes, the rest
@@ -520,24 +542,23 @@ class Connection final : public ClientLink, public std::enable_shared_from_this<
     sending_bytes_ = pending_.bytes();
     pending_.take(sending_);
     queued_ = 0;
+    if (tls_) return flush_tls();
     size_t sent = 0;
-    if (!tls_) {
-      constexpr size_t most = 64;
-      iovec v[most];
-      size_t n = 0;
-      for (auto& b : sending_) {
-        if (n == most) break;
-        v[n++] = iovec{b.data(), b.size()};
-      }
-      bool ok = write_now(v, n, sent);
-      if (!ok || sent == sending_bytes_) {
-        written();
-        // What a finished write does next (resume a held connection, close one asked to close)
-        // runs from the executor: the caller may be the pipeline.
-        if (ok && (held_ || close_requested_))
-          asio::post(raw().get_executor(), [self = shared_from_this()] { self->after_write(); });
-        return;
-      }
+    constexpr size_t most = 64;
+    iovec v[most];
+    size_t n = 0;
+    for (auto& b : sending_) {
+      if (n == most) break;
+      v[n++] = iovec{b.data(), b.size()};
+    }
+    bool ok = write_now(v, n, sent);
+    if (!ok || sent == sending_bytes_) {
+      written();
+      // What a finished write does next (resume a held connection, close one asked to close)
+      // runs from the executor: the caller may be the pipeline.
+      if (ok && (held_ || close_requested_))
+        asio::post(socket_.get_executor(), [self = shared_from_this()] { self->after_write(); });
+      return;
     }
     iov_.clear();
     size_t skip = sent;
@@ -554,10 +575,43 @@ class Connection final : public ClientLink, public std::enable_shared_from_this<
       if (ec || self->overflowed_ || self->failed_) return self->finish();
       self->after_write();
     };
-    if (tls_)
-      asio::async_write(*tls_, iov_, std::move(done));
-    else
-      asio::async_write(socket_, iov_, std::move(done));
+    asio::async_write(socket_, iov_, std::move(done));
+  }
+
+  // flush() over TLS: what OpenSSL can send now, the rest when the socket is ready.
+  void flush_tls() {
+    tls_sent_ = {0, 0};
+    auto st = write_tls();
+    if (st == TlsStatus::want_read || st == TlsStatus::want_write)
+      return await(st, [](Connection& c) { c.go_on_writing_tls(); });
+    written();
+    if (st != TlsStatus::done) return fail_write();
+    // As for plaintext: what a finished write does next runs from the executor.
+    if (held_ || close_requested_)
+      asio::post(socket_.get_executor(), [self = shared_from_this()] { self->after_write(); });
+  }
+
+  // Sends sending_ over TLS from where the last call stopped (tls_sent_: a buffer and an
+  // offset in it); done when all is sent.
+  TlsStatus write_tls() {
+    auto& [buffer, offset] = tls_sent_;
+    for (; buffer < sending_.size(); ++buffer, offset = 0) {
+      const std::string& b = sending_[buffer];
+      size_t sent = 0;
+      auto st = tls_->write(b.data() + offset, b.size() - offset, sent);
+      offset += sent;
+      if (st != TlsStatus::done) return st;
+    }
+    return TlsStatus::done;
+  }
+
+  void go_on_writing_tls() {
+    auto st = write_tls();
+    if (st == TlsStatus::want_read || st == TlsStatus::want_write)
+      return await(st, [](Connection& c) { c.go_on_writing_tls(); });
+    written();
+    if (st != TlsStatus::done || overflowed_ || failed_) return finish();
+    after_write();
   }
 
   // The write in progress is done: its buffers go back to the queue for reuse.
@@ -585,16 +639,17 @@ class Connection final : public ClientLink, public std::enable_shared_from_this<
       finish();
   }
 
-  tcp::socket socket_;  // moved into tls_ once a handshake starts
+  tcp::socket socket_;
   ZkServer& server_;
   Registry& registry_;
   int32_t max_buffer_;
   const FourLetterHandler& four_letter_;
   const TlsPolicy& policy_;
   std::shared_ptr<asio::ssl::context> context_;  // the stores this connection was accepted with
-  std::unique_ptr<asio::ssl::stream<tcp::socket>> tls_;
+  std::unique_ptr<tls::TlsChannel> tls_;
+  bool tls_ended_ = false;  // a TLS read saw the connection's end (or an error) after data
+  std::pair<size_t, size_t> tls_sent_;  // a TLS write's progress: buffer of sending_, offset
   asio::steady_timer handshake_timer_;
-  bool timed_out_ = false;
   bool handshaking_ = false;  // counted in registry_.handshakes
   std::vector<wire::Id> certificate_ids_;
   ConnId id_ = 0;
@@ -602,7 +657,6 @@ class Connection final : public ClientLink, public std::enable_shared_from_this<
   size_t queued_ = 0;
   bool first_bytes_seen_ = false;
   bool overflowed_ = false;
-  std::unique_ptr<char[]> chunk_;  // TLS: what a read decrypted
   std::string in_;
   SendQueue pending_;                  // frames not yet written
   std::vector<std::string> sending_;  // the buffers the write in progress sends

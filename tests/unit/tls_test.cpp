@@ -1,11 +1,14 @@
 // A server context's memo of verified client chains (server/tls/verified_chains.hpp), driven
-// through real handshakes in memory: certificates made here with OpenSSL, the server's context
-// built by make_context from PEM files as zoo.cfg's ssl.* keys name them.
+// through real handshakes in memory, and a client connection's TLS channel (tls_channel.hpp)
+// over a socket pair: certificates made here with OpenSSL, the server's context built by
+// make_context from PEM files as zoo.cfg's ssl.* keys name them.
 #include <openssl/ec.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
+#include <fcntl.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <boost/asio/ssl.hpp>
@@ -16,6 +19,7 @@
 #include <string>
 #include <thread>
 
+#include "server/tls/tls_channel.hpp"
 #include "server/tls/tls_context.hpp"
 #include "server/tls/verified_chains.hpp"
 
@@ -193,4 +197,179 @@ TEST_CASE("the memo's bounds", "[tls]") {
   for (size_t i = 0; i < VerifiedChains::max_entries + 10; ++i) memo.remember(std::to_string(i), now, now + 10, now);
   CHECK(memo.known(std::to_string(VerifiedChains::max_entries + 9), now));
   CHECK_FALSE(memo.known("garbage that was never verified", now));
+}
+
+namespace {
+
+// A TlsChannel (the server's side) and an OpenSSL client on the two ends of a socket pair,
+// both non-blocking, driven in turn from this thread.
+struct ChannelPair {
+  Pki pki;
+  std::shared_ptr<boost::asio::ssl::context> server_ctx = make_context(pki.settings(), true);
+  SSL_CTX* client_ctx = SSL_CTX_new(TLS_client_method());
+  int fds[2] = {-1, -1};
+  SSL* client = nullptr;
+  std::unique_ptr<TlsChannel> server;
+
+  ChannelPair() {
+    REQUIRE(socketpair(AF_UNIX, SOCK_STREAM, 0, fds) == 0);
+    for (int fd : fds) fcntl(fd, F_SETFL, O_NONBLOCK);
+    X509_STORE_add_cert(SSL_CTX_get_cert_store(client_ctx), pki.ca.get());
+    SSL_CTX_set_verify(client_ctx, SSL_VERIFY_PEER, nullptr);
+    SSL_CTX_use_certificate(client_ctx, pki.client.get());
+    SSL_CTX_use_PrivateKey(client_ctx, pki.client_key.get());
+    client = SSL_new(client_ctx);
+    SSL_set_fd(client, fds[1]);
+    SSL_set_connect_state(client);
+    server = std::make_unique<TlsChannel>(server_ctx->native_handle(), fds[0]);
+  }
+  ~ChannelPair() {
+    server.reset();
+    SSL_free(client);
+    SSL_CTX_free(client_ctx);
+    for (int fd : fds)
+      if (fd >= 0) close(fd);
+    ERR_clear_error();
+  }
+  // Both sides' handshakes, in turn until both are done; the server's last status.
+  TlsChannel::Status handshake() {
+    auto st = TlsChannel::Status::want_read;
+    bool client_done = false;
+    for (int i = 0; i < 50 && !(client_done && st == TlsChannel::Status::done); ++i) {
+      if (!client_done) client_done = SSL_do_handshake(client) == 1;
+      if (st != TlsChannel::Status::done) st = server->handshake();
+      if (st == TlsChannel::Status::failed || st == TlsChannel::Status::closed) break;
+    }
+    return st;
+  }
+  // What the client can read now.
+  std::string client_reads() {
+    std::string out;
+    char buf[16384];
+    size_t n = 0;
+    while (SSL_read_ex(client, buf, sizeof buf, &n) == 1) out.append(buf, n);
+    return out;
+  }
+  void client_writes(const std::string& data) {
+    size_t n = 0;
+    REQUIRE(SSL_write_ex(client, data.data(), data.size(), &n) == 1);
+    REQUIRE(n == data.size());
+  }
+  void close_client() {
+    close(fds[1]);
+    fds[1] = -1;
+  }
+};
+
+std::string pattern(size_t n) {
+  std::string s(n, '\0');
+  for (size_t i = 0; i < n; ++i) s[i] = static_cast<char>('a' + (i * 7 + i / 251) % 26);
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("a TLS channel passes both ways whatever the socket takes at a time", "[tls]") {
+  using S = TlsChannel::Status;
+  ChannelPair p;
+  REQUIRE(p.handshake() == S::done);
+  X509* peer = SSL_get1_peer_certificate(p.server->native());
+  CHECK(peer != nullptr);
+  X509_free(peer);
+
+  // Three records from the client: one read takes them all.
+  std::string sent;
+  for (const std::string& part : {pattern(100), pattern(5000), pattern(17000)}) {
+    p.client_writes(part);
+    sent += part;
+  }
+  std::vector<char> buf(64 * 1024);
+  size_t got = 0;
+  CHECK(p.server->read(buf.data(), buf.size(), got) == S::want_read);
+  CHECK(std::string(buf.data(), got) == sent);
+  CHECK_FALSE(p.server->pending());
+
+  // A read that fills its buffer stops there, and says more is held.
+  p.client_writes(pattern(3000));
+  CHECK(p.server->read(buf.data(), 1000, got) == S::done);
+  CHECK(got == 1000);
+  CHECK(p.server->pending());
+  size_t rest = 0;
+  CHECK(p.server->read(buf.data() + 1000, buf.size() - 1000, rest) == S::want_read);
+  CHECK(std::string(buf.data(), got + rest) == pattern(3000));
+
+  // 4 MiB from the server, more than the socket holds: the rest waits, then goes on from where
+  // it stopped, and arrives whole and in order.
+  std::string big = pattern(4 << 20);
+  size_t off = 0;
+  std::string heard;
+  int waits = 0;
+  while (off < big.size()) {
+    size_t n = 0;
+    auto st = p.server->write(big.data() + off, big.size() - off, n);
+    off += n;
+    if (st == S::want_write) ++waits;
+    else REQUIRE(st == S::done);
+    heard += p.client_reads();
+  }
+  heard += p.client_reads();
+  CHECK(waits > 0);
+  CHECK(heard.size() == big.size());
+  CHECK(heard == big);
+}
+
+TEST_CASE("a TLS channel's ends: the client's close, garbage, a gone peer", "[tls]") {
+  using S = TlsChannel::Status;
+  SECTION("plaintext where a handshake should be: failed, with OpenSSL's reason") {
+    ChannelPair p;
+    std::string junk = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+    REQUIRE(write(p.fds[1], junk.data(), junk.size()) == static_cast<ssize_t>(junk.size()));
+    CHECK(p.server->handshake() == S::failed);
+    CHECK_FALSE(p.server->failure().empty());
+    CHECK(p.server->failure() != "TLS error");
+  }
+  SECTION("a client gone before its handshake: closed") {
+    ChannelPair p;
+    p.close_client();
+    CHECK(p.server->handshake() == S::closed);
+    CHECK(p.server->failure() == "the client closed the connection");
+  }
+  SECTION("a truncated handshake record: the client closed mid-way") {
+    ChannelPair p;
+    const unsigned char hello_start[] = {0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00};
+    REQUIRE(write(p.fds[1], hello_start, sizeof hello_start) == sizeof hello_start);
+    CHECK(p.server->handshake() == S::want_read);
+    p.close_client();
+    CHECK(p.server->handshake() == S::closed);
+  }
+  SECTION("the client's close_notify after data: the data, then closed") {
+    ChannelPair p;
+    REQUIRE(p.handshake() == S::done);
+    p.client_writes("last words");
+    SSL_shutdown(p.client);
+    char buf[100];
+    size_t got = 0;
+    CHECK(p.server->read(buf, sizeof buf, got) == S::closed);
+    CHECK(std::string(buf, got) == "last words");
+  }
+  SECTION("the client's socket closed without close_notify: closed") {
+    ChannelPair p;
+    REQUIRE(p.handshake() == S::done);
+    p.close_client();
+    char buf[100];
+    size_t got = 0;
+    CHECK(p.server->read(buf, sizeof buf, got) == S::closed);
+  }
+  SECTION("writing to a peer that is gone fails, and raises no SIGPIPE") {
+    ChannelPair p;
+    REQUIRE(p.handshake() == S::done);
+    p.close_client();
+    std::string chunk = pattern(64 * 1024);
+    auto st = S::done;
+    for (int i = 0; i < 100 && st == S::done; ++i) {
+      size_t n = 0;
+      st = p.server->write(chunk.data(), chunk.size(), n);
+    }
+    CHECK((st == S::failed || st == S::closed));
+  }
 }
