@@ -104,6 +104,9 @@ TlsChannel::TlsChannel(SSL_CTX* ctx, int fd) : ssl_(SSL_new(ctx)) {
   SSL_set_accept_state(ssl_);
   SSL_set_mode(ssl_, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER | SSL_MODE_RELEASE_BUFFERS);
   SSL_set_read_ahead(ssl_, 1);  // one receive takes every record that has come
+  // The socket's end without a close_notify is the end (ZooKeeper's frames carry their own
+  // lengths, so a cut one is seen), not an error answered with an alert to a closed socket.
+  SSL_set_options(ssl_, SSL_OP_IGNORE_UNEXPECTED_EOF);
 }
 
 TlsChannel::~TlsChannel() { SSL_free(ssl_); }

@@ -114,10 +114,13 @@ static ssize_t io_read(int fd, SSL* ssl, char* buf, size_t n) {
 static ssize_t io_write(int fd, SSL* ssl, const char* buf, size_t n) {
   return ssl ? tls_result(ssl, SSL_write(ssl, buf, static_cast<int>(n))) : write(fd, buf, n);
 }
-static SSL* new_ssl(int fd) {
+// `read_ahead`: one receive takes all that has come (where nothing can be left in OpenSSL's
+// buffer unread while the loop waits for the socket: a storm's handshake and its one reply).
+static SSL* new_ssl(int fd, bool read_ahead = false) {
   SSL* ssl = SSL_new(tls_context);
   SSL_set_fd(ssl, fd);
   SSL_set_mode(ssl, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+  SSL_set_read_ahead(ssl, read_ahead ? 1 : 0);
   return ssl;
 }
 
@@ -388,7 +391,7 @@ static std::vector<StormConn> storm(const Options& o, size_t n, int32_t timeout_
         }
         s.out = hello;
         if (tls_context) {
-          s.ssl = new_ssl(s.fd);
+          s.ssl = new_ssl(s.fd, true);
           s.stage = handshake;
         } else {
           s.stage = send;
