@@ -138,11 +138,6 @@ class Swarm:
         self.sel.close()
 
 
-def rss_kib(pid):
-    with open(f"/proc/{pid}/status") as f:
-        return next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
-
-
 def raise_fd_limit(need):
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft < need:
@@ -235,7 +230,7 @@ def main():
         boss = zp.Session(w.port)
         for path in ("/fan", "/kids", "/eph"):
             boss.call(zp.CREATE, zp.jstr(path) + zp.jbuf(b"") + zp.jacl(zp.OPEN_ACL) + zp.jint(0))
-        before = rss_kib(w.proc.pid)
+        before = support.rss_kib(w.proc.pid)
         swarm = Swarm(w.port, N)
         try:
             ok = swarm.pump(lambda: all(s is not None for s in swarm.sessions), time.time() + 120)
@@ -245,7 +240,7 @@ def main():
             c.check(all(s[1] == TIMEOUT_MS for s in swarm.sessions if s), "each with the timeout it asked for")
             # An idle connection holds no read buffer of its own (it once held 64 KiB: 128 MiB
             # for 2,000); the bound leaves room for a sanitizer's redzones.
-            per = (rss_kib(w.proc.pid) - before) / N
+            per = (support.rss_kib(w.proc.pid) - before) / N
             c.check(per < 24, f"an idle session costs the server little memory ({per:.1f} KiB each)")
 
             # watch fan-out, data and children

@@ -271,6 +271,12 @@ def run_zkcli(hosts, script, timeout=120):
     return r.stdout
 
 
+def rss_kib(pid):
+    """A process's resident memory now, in KiB."""
+    with open(f"/proc/{pid}/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
+
+
 def with_reference():
     """False when WARDEN_NO_REFERENCE=1 (scripts/test's sanitizer runs): a test then checks
     Warden against its own expectations and leaves out starting ZooKeeper to compare."""

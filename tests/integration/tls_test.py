@@ -391,6 +391,33 @@ def chain_and_resumption(c, certs):
         c.check(reused >= 4, f"a client resumes its session by id ({reused} of 5 reconnections)")
 
 
+def idle_memory(c, certs):
+    """An idle TLS session holds little: OpenSSL's state, no buffer of its own (Asio's TLS stream
+    held two zero-filled 17 KiB buffers and a BIO pair per connection). The bound is checked on a
+    plain build only: a sanitizer's redzones and quarantine weigh more than the sessions."""
+    n = 300
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.check_hostname = False
+    ctx.load_verify_locations(f"{certs}/ca.pem")
+    ctx.load_cert_chain(f"{certs}/client.crt", f"{certs}/client.key")
+    with start_warden(tls_cfg(certs, extra="maxClientCnxns=0\n")) as w:
+        def session():
+            s = ctx.wrap_socket(socket.create_connection(("127.0.0.1", w.sport), timeout=10))
+            s.sendall(zkproto.frame(zkproto.connect_request(30000)))
+            return s, len(s.recv(64)) > 0
+        warm = [session() for _ in range(20)]  # the server's first allocations, caches
+        time.sleep(0.3)
+        before = support.rss_kib(w.proc.pid)
+        held = [session() for _ in range(n)]
+        time.sleep(0.3)
+        per = (support.rss_kib(w.proc.pid) - before) / n
+        c.check(all(ok for _, ok in warm + held), f"{n} TLS sessions open at once")
+        if support.with_reference():
+            c.check(per < 44, f"an idle TLS session costs the server little memory ({per:.1f} KiB each)")
+        for s, _ in warm + held:
+            s.close()
+
+
 def unification_rotation_protocols(c, certs, work):
     # The key store is a copy the test replaces while the server runs.
     live = os.path.join(work, "live.pem")
@@ -499,6 +526,7 @@ def main():
         our_client(c, certs)
         handshake_bound(c, certs)
         chain_and_resumption(c, certs)
+        idle_memory(c, certs)
         unification_rotation_protocols(c, certs, work)
         refused_at_start(c, certs, work)
     finally:
