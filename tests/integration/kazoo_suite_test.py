@@ -11,6 +11,7 @@ environment. ZooKeeper 3.8 run the same way fails test_read_only (it refuses to 
 session in read-only mode); Warden passes it. A test that fails is run once more alone and named
 in the output (one failed once beside CI's other tests, none here). Sanitizer builds (WARDEN_NO_REFERENCE=1) run the
 client, lock and watcher modules only; WARDEN_KAZOO_SUITE=all runs everything there too."""
+import glob
 import os
 import re
 import shutil
@@ -45,6 +46,18 @@ def free_block(size=30):
         if not taken:
             return base
     raise RuntimeError("no block of free ports")
+
+
+def members_said(launches, members=3, lines=15):
+    """The last lines of the logs of the members started last (our `java` writes each one's
+    beside the launch list): what they said tells a hung test from a stuck ensemble."""
+    logs = sorted(glob.glob(launches + "-*.log"), key=os.path.getmtime)[-members:]
+    out = []
+    for path in logs:
+        with open(path, errors="replace") as f:
+            tail = f.read().splitlines()[-lines:]
+        out.append(f"-- {os.path.basename(path)}:\n" + "\n".join(tail))
+    return "\n".join(out) or "(no member log)"
 
 
 def end_servers_left(launches):
@@ -86,7 +99,7 @@ def main():
             out = e.output.decode(errors="replace") if isinstance(e.output, bytes) else (e.output or "")
             ended = [line for line in out.splitlines() if re.search(r"::\S+ (PASSED|FAILED|ERROR|SKIPPED)", line)]
             raise SystemExit(f"FAILED: kazoo's suite did not end within {seconds} s; the last tests to end:\n"
-                             + "\n".join(ended[-8:]) + f"\n({len(ended)} ended)")
+                             + "\n".join(ended[-8:]) + f"\n({len(ended)} ended)\n" + members_said(launches))
         failed = re.findall(r"^(?:FAILED|ERROR) (\S+)", r.stdout, re.M)
         # What pytest says of each failure (its FAILURES section), without the client's chatter.
         report = r.stdout[r.stdout.find("= FAILURES ="):] if "= FAILURES =" in r.stdout else r.stdout[-3000:]
