@@ -406,7 +406,7 @@ class Connection final : public ClientLink, public std::enable_shared_from_this<
         return asio::post(socket_.get_executor(), [self = shared_from_this()] {
           if (!self->done_) self->read_tls();
         });
-      return await(TlsStatus::want_read, [](Connection& c) { c.read_tls(); });
+      return await(tls_read_waits_, [](Connection& c) { c.read_tls(); });
     }
     socket_.async_wait(tcp::socket::wait_read, [self = shared_from_this()](boost::system::error_code ec) {
       if (ec) return self->finish();
@@ -420,6 +420,8 @@ class Connection final : public ClientLink, public std::enable_shared_from_this<
     size_t got = 0;
     auto st = tls_->read(read_buffer(), read_chunk, got);
     if (st == TlsStatus::closed || st == TlsStatus::failed) tls_ended_ = true;  // after what came with it
+    // What the next read waits for: OpenSSL may need to send first (a TLS 1.3 key update's answer).
+    tls_read_waits_ = st == TlsStatus::want_write ? st : TlsStatus::want_read;
     if (got > 0) return take({}, read_buffer(), got);
     if (st == TlsStatus::want_read || st == TlsStatus::want_write)
       return await(st, [](Connection& c) { c.read_tls(); });
@@ -648,6 +650,7 @@ class Connection final : public ClientLink, public std::enable_shared_from_this<
   std::shared_ptr<asio::ssl::context> context_;  // the stores this connection was accepted with
   std::unique_ptr<tls::TlsChannel> tls_;
   bool tls_ended_ = false;  // a TLS read saw the connection's end (or an error) after data
+  TlsStatus tls_read_waits_ = TlsStatus::want_read;  // what the last TLS read stopped for
   std::pair<size_t, size_t> tls_sent_;  // a TLS write's progress: buffer of sending_, offset
   asio::steady_timer handshake_timer_;
   bool handshaking_ = false;  // counted in registry_.handshakes

@@ -373,3 +373,55 @@ TEST_CASE("a TLS channel's ends: the client's close, garbage, a gone peer", "[tl
     CHECK((st == S::failed || st == S::closed));
   }
 }
+
+TEST_CASE("a TLS 1.3 key update read while the socket is full waits to write, then goes on", "[tls]") {
+  using S = TlsChannel::Status;
+  ChannelPair p;
+  REQUIRE(p.handshake() == S::done);
+  REQUIRE(SSL_version(p.server->native()) == TLS1_3_VERSION);
+  // The server's side of the socket full: nothing more can be sent until the client reads.
+  std::string chunk = pattern(64 * 1024);
+  size_t off = 0;  // of the chunk the full socket stopped (a write goes on with the same bytes)
+  for (int i = 0; i < 1000; ++i) {
+    size_t n = 0;
+    S w = p.server->write(chunk.data() + off, chunk.size() - off, n);
+    off = (off + n) % chunk.size();
+    if (w != S::done) break;
+  }
+  // The client asks for a key update (its answer must be sent) and sends a request after it.
+  REQUIRE(SSL_key_update(p.client, SSL_KEY_UPDATE_REQUESTED) == 1);
+  p.client_writes("ping");
+  char buf[100];
+  size_t got = 0;
+  S st = p.server->read(buf, sizeof buf, got);
+  std::string heard(buf, got);
+  // Whatever OpenSSL does with the answer while the socket is full, the request is not lost:
+  // once the client has read, the server reads (and writes) on.
+  std::string drained;
+  for (int i = 0; i < 200 && heard.size() < 4; ++i) {
+    drained += p.client_reads();
+    if (st == S::want_write || st == S::want_read || st == S::done) {
+      size_t more = 0;
+      st = p.server->read(buf, sizeof buf, more);
+      heard.append(buf, more);
+    }
+  }
+  CHECK(heard == "ping");
+  CHECK((st == S::want_read || st == S::done));
+  // The server's writes go on (the rest of the stopped chunk, then an answer), its key update
+  // with them; the client reads on with the new keys.
+  S w = S::want_write;
+  for (int i = 0; i < 200 && w != S::done; ++i) {
+    size_t n = 0;
+    w = p.server->write(chunk.data() + off, chunk.size() - off, n);
+    off += n;
+    drained += p.client_reads();
+  }
+  REQUIRE(w == S::done);
+  size_t sent = 0;
+  for (int i = 0; i < 200 && (w = p.server->write("pong", 4, sent)) != S::done; ++i) drained += p.client_reads();
+  for (int i = 0; i < 200 && drained.size() < 4; ++i) drained += p.client_reads();
+  drained += p.client_reads();
+  CHECK(w == S::done);
+  CHECK(drained.substr(drained.size() - 4) == "pong");
+}
