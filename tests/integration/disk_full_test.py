@@ -115,6 +115,10 @@ def main():
             time.sleep(0.2)
         written, _ = snapshot_lines(log_path, space_back)
         c.check(written, f"snapshots are written again once space returns ({len(written)} written)")
+        if not written:  # what the server said of its snapshots, for whoever reads the failure
+            with open(log_path, errors="replace") as f:
+                said = [line for line in f.read().splitlines() if "snapshot" in line or "disk" in line]
+            print("the server's snapshot and disk lines, last 30:\n" + "\n".join(said[-30:]), flush=True)
         zk.stop()
         zk.close()
         proc.send_signal(signal.SIGTERM)
