@@ -1996,8 +1996,8 @@ struct ServerRuntime::Impl {
   static void return_free_memory() { malloc_trim(0); }
   static constexpr int64_t quiet_packets = 200;  // per check (a quarter tick)
   static constexpr size_t node_trim_step = 16u << 20;
-  // Connections ended since the last trim that make one due: their buffers (about 80 KiB a TLS
-  // connection at a storm's peak, all of it still resident after they close) go back too.
+  // Connections ended since the last trim that make one due: their memory (about 50 KiB a TLS
+  // connection at a storm's peak, all of it still resident after they close) goes back too.
   static constexpr int64_t connection_trim_step = 1000;
   void trim_when_idle() {
     int64_t seen = server->packets_received();
