@@ -22,52 +22,12 @@
 #include "server/tls/tls_channel.hpp"
 #include "server/tls/tls_context.hpp"
 #include "server/tls/verified_chains.hpp"
+#include "tests/common/tls_support.hpp"
 
-namespace fs = std::filesystem;
 using namespace warden::server::tls;
+using namespace warden::test;
 
 namespace {
-
-struct KeyFree {
-  void operator()(EVP_PKEY* k) const { EVP_PKEY_free(k); }
-};
-struct CertFree {
-  void operator()(X509* c) const { X509_free(c); }
-};
-using KeyPtr = std::unique_ptr<EVP_PKEY, KeyFree>;
-using CertPtr = std::unique_ptr<X509, CertFree>;
-
-KeyPtr ec_key() { return KeyPtr(EVP_EC_gen("P-256")); }
-
-// A certificate for `cn` with `key`, signed by `issuer_key` (itself when issuer is null), valid
-// from an hour ago for `seconds`.
-CertPtr certificate(const std::string& cn, EVP_PKEY* key, X509* issuer, EVP_PKEY* issuer_key, long seconds,
-                    bool ca, long serial) {
-  CertPtr c(X509_new());
-  X509_set_version(c.get(), 2);
-  ASN1_INTEGER_set(X509_get_serialNumber(c.get()), serial);
-  X509_gmtime_adj(X509_getm_notBefore(c.get()), -3600);
-  X509_gmtime_adj(X509_getm_notAfter(c.get()), seconds);
-  X509_NAME* name = X509_get_subject_name(c.get());
-  X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, reinterpret_cast<const unsigned char*>(cn.c_str()), -1, -1, 0);
-  X509_set_issuer_name(c.get(), issuer ? X509_get_subject_name(issuer) : name);
-  X509_set_pubkey(c.get(), key);
-  X509V3_CTX v3;
-  X509V3_set_ctx(&v3, issuer ? issuer : c.get(), c.get(), nullptr, nullptr, 0);
-  X509_EXTENSION* bc = X509V3_EXT_conf_nid(nullptr, &v3, NID_basic_constraints, ca ? "critical,CA:TRUE" : "CA:FALSE");
-  X509_add_ext(c.get(), bc, -1);
-  X509_EXTENSION_free(bc);
-  X509_sign(c.get(), issuer_key, EVP_sha256());
-  return c;
-}
-
-void write_pem(const fs::path& p, X509* cert, EVP_PKEY* key) {
-  FILE* f = fopen(p.c_str(), "w");
-  REQUIRE(f);
-  if (key) PEM_write_PrivateKey(f, key, nullptr, nullptr, 0, nullptr, nullptr);
-  PEM_write_X509(f, cert);
-  fclose(f);
-}
 
 // One handshake in memory between `server` and a client presenting `cert` with `key`; true
 // when both sides finished.
@@ -99,28 +59,6 @@ bool handshake(SSL_CTX* server, X509* ca, X509* cert, EVP_PKEY* key) {
   ERR_clear_error();
   return verified;
 }
-
-struct Pki {
-  fs::path dir;
-  KeyPtr ca_key = ec_key(), server_key = ec_key(), client_key = ec_key();
-  CertPtr ca, server, client;
-  Pki() {
-    dir = fs::temp_directory_path() / ("warden-tls-test-" + std::to_string(getpid()));
-    fs::create_directories(dir);
-    ca = certificate("test-ca", ca_key.get(), nullptr, ca_key.get(), 86400, true, 1);
-    server = certificate("server", server_key.get(), ca.get(), ca_key.get(), 86400, false, 2);
-    client = certificate("alice", client_key.get(), ca.get(), ca_key.get(), 86400, false, 3);
-    write_pem(dir / "server.pem", server.get(), server_key.get());
-    write_pem(dir / "ca.pem", ca.get(), nullptr);
-  }
-  ~Pki() { fs::remove_all(dir); }
-  TlsSettings settings() const {
-    TlsSettings s;
-    s.key_store = (dir / "server.pem").string();
-    s.trust_store = (dir / "ca.pem").string();
-    return s;
-  }
-};
 
 }  // namespace
 
@@ -243,13 +181,7 @@ struct ChannelPair {
     return st;
   }
   // What the client can read now.
-  std::string client_reads() {
-    std::string out;
-    char buf[16384];
-    size_t n = 0;
-    while (SSL_read_ex(client, buf, sizeof buf, &n) == 1) out.append(buf, n);
-    return out;
-  }
+  std::string client_reads() { return read_available(client); }
   void client_writes(const std::string& data) {
     size_t n = 0;
     REQUIRE(SSL_write_ex(client, data.data(), data.size(), &n) == 1);
