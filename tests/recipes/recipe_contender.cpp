@@ -85,6 +85,11 @@ int main(int argc, char** argv) {
       touch(dir / ("entered-" + me));
       if (!b.enter(std::chrono::seconds(60))) ++violations;
       if (count(dir, "entered-") < members) ++violations;
+      // Nobody leaves before every member is through: see RecipeContender.java.
+      touch(dir / ("passed-" + me));
+      for (int i = 0; i < 6000 && count(dir, "passed-") < members; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      if (count(dir, "passed-") < members) ++violations;
       touch(dir / ("leaving-" + me));
       if (!b.leave(std::chrono::seconds(60))) ++violations;
       if (count(dir, "leaving-") < members) ++violations;
