@@ -443,6 +443,9 @@ ImportReport import_zookeeper(const ImportOptions& o) {
       digests.after(state.tree(), t.zxid, t.digest, where);
     });
     if (!sum.torn_tail.empty()) rep.notes.push_back(sum.torn_tail);
+    if (sum.repeated)
+      rep.notes.push_back(fmt::format("{} txn(s) logged twice by ZooKeeper, read once ({})", sum.repeated,
+                                      sum.first_repeat));
   }
   digests.finish(rep.snapshot, rep);
   rep.last = last;

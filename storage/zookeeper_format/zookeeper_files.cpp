@@ -731,6 +731,14 @@ LogSummary read_log(const LogFile& file, const std::function<void(Txn txn, uint6
   f.seekg(static_cast<std::streamoff>(at));
   std::string bytes;
   Zxid prev = 0;
+  // Every record read, in zxid order: a repeated one is checked against its first copy.
+  struct Seen {
+    Zxid zxid;
+    uint64_t checksum;
+    int32_t length;
+    uint64_t offset;
+  };
+  std::vector<Seen> read;
   // A running ZooKeeper writes on while this reads: what looks like damage (data after the end
   // or after a bad record) may be a record arriving. When the file changed since it was opened,
   // the record is read again once, a moment later, before it is called damage.
@@ -805,9 +813,25 @@ LogSummary read_log(const LogFile& file, const std::function<void(Txn txn, uint6
     } catch (const FormatError& e) {
       fail(at, std::string("a record that does not decode: ") + e.what());
     }
-    if (t.zxid <= prev)
-      fail(at, fmt::format("txn 0x{:x} follows txn 0x{:x}: out of order", static_cast<uint64_t>(t.zxid),
-                           static_cast<uint64_t>(prev)));
+    if (t.zxid <= prev) {
+      // A ZooKeeper 3.8 ensemble member's log was seen holding a txn twice (its second record
+      // the first again); ZooKeeper's own start applies such a txn again and reads on. A copy (the
+      // same zxid, length and checksum) is read once here; any other txn below the last is not.
+      auto copy = std::lower_bound(read.begin(), read.end(), Seen{t.zxid, 0, 0, 0},
+                                   [](const Seen& a, const Seen& b) { return a.zxid < b.zxid; });
+      if (copy == read.end() || copy->zxid != t.zxid)
+        fail(at, fmt::format("txn 0x{:x} follows txn 0x{:x}: out of order", static_cast<uint64_t>(t.zxid),
+                             static_cast<uint64_t>(prev)));
+      if (copy->checksum != crc || copy->length != len)
+        fail(at, fmt::format("txn 0x{:x} is logged again with other content than at offset {}",
+                             static_cast<uint64_t>(t.zxid), copy->offset));
+      if (sum.repeated++ == 0)
+        sum.first_repeat = fmt::format("{}: offset {}: txn 0x{:x} again (first at offset {})", file.path, at,
+                                       static_cast<uint64_t>(t.zxid), copy->offset);
+      at = next;
+      continue;
+    }
+    read.push_back({t.zxid, crc, len, at});
     prev = sum.last = t.zxid;
     ++sum.txns;
     fn(std::move(t), at);

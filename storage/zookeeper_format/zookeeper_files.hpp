@@ -173,12 +173,16 @@ struct LogSummary {
   // Where the log ends short of its zero-filled tail: a record cut off by a crash (never
   // acknowledged: ZooKeeper acknowledges after the fsync that would have completed it).
   std::string torn_tail;
+  // Records that repeat an earlier one of the file (its zxid, length and checksum; a ZooKeeper
+  // 3.8 ensemble member's log was seen holding a txn twice): read once, counted, the first told.
+  uint64_t repeated = 0;
+  std::string first_repeat;
 };
 // Reads the log's txns in order through `txn` (with the offset of each record). Ends at the
 // zero length ZooKeeper's preallocation leaves, or the file's end; a last record cut short is
 // left out and told in torn_tail. Refuses a bad magic or version, a checksum that differs or
 // an end marker missing before the tail (a record with data after it), a record that does
-// not decode.
+// not decode, a txn below one read before that is not a copy of an earlier record.
 LogSummary read_log(const LogFile& file, const std::function<void(Txn txn, uint64_t offset)>& txn);
 
 // The password ZooKeeper gives session `id` (its generatePasswd: java.util.Random seeded with

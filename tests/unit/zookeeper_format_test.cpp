@@ -556,3 +556,54 @@ TEST_CASE("a difference from ZooKeeper's digest refuses the import only when it 
                         Catch::Contains("no later digest agrees"));
   }
 }
+
+TEST_CASE("a txn a ZooKeeper log holds twice is read once; any other txn below the last is refused",
+          "[zookeeper_format]") {
+  TempDir d;
+  auto rec = [](int64_t z) { return test_create(z, static_cast<int32_t>(z - 5), digest_after(z)); };
+  auto p = d.path / "log.6";
+  auto read_zxids = [&](const std::vector<std::string>& recs) {
+    write_file(p, log_bytes(recs, 512));
+    std::vector<int64_t> got;
+    auto sum = zkf::read_log({p.string(), 6}, [&](zkf::Txn t, uint64_t) { got.push_back(t.zxid); });
+    return std::make_pair(got, sum);
+  };
+  // The second record the first again, as a ZooKeeper 3.8 member's log was seen to hold.
+  auto [got, sum] = read_zxids({rec(6), rec(6), rec(7)});
+  CHECK(got == std::vector<int64_t>{6, 7});
+  CHECK(sum.repeated == 1);
+  CHECK(sum.last == 7);
+  CHECK_THAT(sum.first_repeat, Catch::Contains("txn 0x6 again (first at offset 16)"));
+  // A run of txns logged again, then new ones.
+  std::tie(got, sum) = read_zxids({rec(6), rec(7), rec(8), rec(7), rec(8), rec(9)});
+  CHECK(got == std::vector<int64_t>{6, 7, 8, 9});
+  CHECK(sum.repeated == 2);
+  // The same zxid with other content is two histories: refused, naming both offsets.
+  std::string other = test_create(7, 2, digest_after(7) + 1);
+  write_file(p, log_bytes({rec(6), rec(7), other}, 512));
+  CHECK_THROWS_WITH(zkf::read_log({p.string(), 6}, [](zkf::Txn, uint64_t) {}),
+                    Catch::Contains("txn 0x7 is logged again with other content than at offset"));
+  // A lower zxid never read in this file is out of order, as before.
+  write_file(p, log_bytes({rec(6), rec(8), rec(7)}, 512));
+  CHECK_THROWS_WITH(zkf::read_log({p.string(), 6}, [](zkf::Txn, uint64_t) {}), Catch::Contains("out of order"));
+
+  // The import reads the repeated txn once and says so.
+  namespace mig = warden::server::migrate;
+  fs::create_directories(d.path / "zk" / "version-2");
+  {
+    zkf::SnapshotFileWriter w((d.path / "zk" / "version-2" / "snapshot.5").string());
+    w.sessions({});
+    w.acls({});
+    w.node(made_by("/", 0, 0));
+    w.finish(zkf::ZxidDigest{5, 2, digest_after(5)});
+  }
+  write_file(d.path / "zk" / "version-2" / "log.6", log_bytes({rec(6), rec(6), rec(7), rec(8)}, 512));
+  mig::ImportOptions o{(d.path / "zk").string(), "", (d.path / "warden").string()};
+  auto r = mig::import_zookeeper(o);
+  CHECK(r.last == 8);
+  CHECK(r.txns == 3);
+  CHECK(r.digest_checked);
+  REQUIRE(r.notes.size() == 1);
+  CHECK_THAT(r.notes[0], Catch::Contains("1 txn(s) logged twice by ZooKeeper, read once") &&
+                             Catch::Contains("log.6: offset"));
+}
