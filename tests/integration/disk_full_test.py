@@ -78,20 +78,25 @@ def main():
         # A snapshot falls due every 5 to 10 submitted txns, failed ones included, but one that
         # falls due while the previous is still being written is skipped, and an abandonment is
         # logged after the writer's thread meets the full disk: on a loaded machine 15 refused
-        # writes may pass first. More refused writes, bounded in count and time, until one shows.
+        # writes may pass first. More writes, bounded in count and time, until one shows. One of
+        # them may be taken (seen once in CI): the store's own files shrink now and then (RocksDB
+        # drops a write-ahead log once its memtable is flushed, a finished snapshot replaces the
+        # one before), and the space is real. It counts as any acknowledged write (the restart
+        # below must keep it), and the disk fills again.
         deadline = time.time() + 30
         written, abandoned = snapshot_lines(log_path, 0)
-        while not abandoned and failures < 300 and time.time() < deadline:
+        refills = 0
+        while not abandoned and failures < 300 and refills < 100 and time.time() < deadline:
             try:
-                zk.create("/refused", VALUE)
-                acked.append("/refused")  # never expected: the checks below would catch it
-                break
+                zk.create(f"/refill-{refills}", VALUE)
+                acked.append(f"/refill-{refills}")
+                refills += 1
             except SystemZookeeperError:
                 failures += 1
             time.sleep(0.05)
             written, abandoned = snapshot_lines(log_path, 0)
         c.check(abandoned, f"snapshots were abandoned while the disk was full ({len(abandoned)}; "
-                           f"{len(written)} written before)")
+                           f"{len(written)} written before; {refills} writes taken meanwhile)")
         os.unlink(ballast)  # space returns
         space_back = os.path.getsize(log_path)
         ok = False
