@@ -1,6 +1,7 @@
 #include "server/config.hpp"
 
 #include "server/four_letter.hpp"
+#include "server/secrets/redaction.hpp"
 
 #include <arpa/inet.h>
 
@@ -258,13 +259,15 @@ ConfigResult parse_config(std::string_view text, std::string_view file_name,
     std::string_view line = trim(raw);
     if (line.empty() || line.front() == '#' || line.front() == '!') continue;
     auto eq = line.find('=');
-    if (eq == std::string_view::npos) return where() + "expected key=value, got '" + shown(line) + "'";
+    if (eq == std::string_view::npos)
+      return where() + "expected key=value, got '" + (secrets::secret_key(line) ? std::string(secrets::mask) : shown(line)) +
+             "'";
     std::string key(config_key_of(line));
     std::string_view value = trim(line.substr(eq + 1));
     if (key.empty()) return where() + "the key before '=' is empty";
     if (!quorum_peer_config_key(key)) c.properties.emplace_back("zookeeper." + key, std::string(value));
     auto bad = [&](std::string_view why) {
-      return where() + key + "=" + std::string(value) + ": " + std::string(why);
+      return where() + key + "=" + secrets::shown_value(key, value) + ": " + std::string(why);
     };
     auto set_int = [&](int32_t& field, int32_t min, int32_t max) -> std::optional<std::string> {
       auto v = parse_number<int32_t>(value);

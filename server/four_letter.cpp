@@ -7,6 +7,7 @@
 #include <map>
 #include <set>
 
+#include "server/secrets/redaction.hpp"
 #include "server/time_text.hpp"
 #include "server/zk_server.hpp"
 
@@ -104,12 +105,12 @@ std::string ZkServer::four_letter(std::string_view word, ConnId self, const Four
     return out + "\n";
   }
   if (word == "conf") {
-    for (const auto& [k, v] : env.conf) out += fmt::format("{}={}\n", k, v);
+    for (const auto& [k, v] : env.conf) out += fmt::format("{}={}\n", k, secrets::shown_value(k, v));
     return out;
   }
   if (word == "envi") {
     out = "Environment:\n";
-    for (const auto& [k, v] : env.environment) out += fmt::format("{}={}\n", k, v);
+    for (const auto& [k, v] : env.environment) out += fmt::format("{}={}\n", k, secrets::shown_value(k, v));
     return out;
   }
   if (word == "dirs")

@@ -148,7 +148,8 @@ class Session : public std::enable_shared_from_this<Session> {
       r.peer = peer_address();
       r.post = !get;
       r.body_file = std::exchange(upload_path_, {});
-      res->set(http::field::access_control_allow_origin, "*");
+      // No Access-Control-Allow-Origin, as ZooKeeper 3.8: a page open in an operator's browser
+      // must not read what the commands show (docs/security.md).
       return run_request(std::move(r), res, "");
     } else {
       res->result(http::status::not_found);

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "server/admin/commands.hpp"
+#include "server/secrets/redaction.hpp"
 #include "server/zk_server.hpp"
 
 namespace warden::server {
@@ -298,7 +299,7 @@ Json ZkServer::admin_command(std::string_view name, const FourLetterEnv& env, st
     r.set("zxid", fmt::format("{:x}", static_cast<uint64_t>(env.last_snapshot_zxid)));
     r.set("timestamp", env.last_snapshot_seconds);
   } else if (primary == "system_properties") {
-    for (const auto& [k, v] : env.system_properties) r.set(k, v);
+    for (const auto& [k, v] : env.system_properties) r.set(k, secrets::shown_value(k, v));
   } else if (primary == "dirs") {
     r.set("datadir_size", env.data_dir_bytes);
     r.set("logdir_size", env.log_dir_bytes);
@@ -314,11 +315,11 @@ Json ZkServer::admin_command(std::string_view name, const FourLetterEnv& env, st
     r.set("num_paths", static_cast<int64_t>(watches.size()));
     r.set("num_total_watches", total);
   } else if (primary == "environment") {
-    for (const auto& [k, v] : env.environment) r.set(k, v);
+    for (const auto& [k, v] : env.environment) r.set(k, secrets::shown_value(k, v));
   } else if (primary == "configuration") {
-    for (const auto& [k, v] : env.admin_conf) r.set(k, v);
+    for (const auto& [k, v] : env.admin_conf) r.set(k, secrets::secret_key(k) ? Json(std::string(secrets::mask)) : v);
   } else if (primary == "initial_configuration") {
-    r.set("initial_configuration", env.initial_configuration);
+    r.set("initial_configuration", secrets::redacted_text(env.initial_configuration));
   } else if (primary == "monitor") {
     for (auto& [k, v] : monitor_keys(env)) r.set(k, std::move(v));
   } else if (primary == "watches" || primary == "watches_by_path") {

@@ -2,6 +2,7 @@
 
 #include "server/config.hpp"
 #include "server/jvm_flags.hpp"
+#include "server/secrets/redaction.hpp"
 
 #include <cctype>
 #include <fstream>
@@ -82,8 +83,13 @@ std::variant<JaasFile, std::string> parse_jaas(std::string_view text, const std:
   f.path = file_name;
   size_t i = 0;
   auto at = [&](const Token& k) { return file_name + ":" + std::to_string(k.line) + ": "; };
-  auto shown = [](const Token& k) {
+  auto shown = [&](const Token& k) {
     if (k.kind == Token::Kind::end) return std::string("the end of the file");
+    // A token right after a secret option's name (password "x", password = "x") is its value.
+    size_t n = static_cast<size_t>(&k - t.data());
+    for (size_t back = 1; back <= 2 && back <= n; ++back)
+      if (t[n - back].kind == Token::Kind::word && secrets::secret_key(t[n - back].text))
+        return std::string(secrets::mask);
     // Appended piece by piece: GCC 12 at -O3 warns (-Wrestrict) on "'" + std::string&&.
     std::string out(1, '\'');
     out += server::shown(k.text);

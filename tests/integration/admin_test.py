@@ -324,6 +324,64 @@ def taken_port():
                     f"one log line names the address: {lines}")
 
 
+# Values that must never leave the server in clear (issue 45, point 1).
+SECRETS = {"DigestAuthenticationProvider.superDigest": "super:D/InIHSb7yEEbrWz8b9l71RjZJU=",
+           "ssl.keyStore.password": "kspw-8d1e3c", "ssl.trustStore.password": "tspw-77a0f2",
+           "ssl.quorum.keyStore.password": "qkspw-51b9"}
+FLAG_SECRET = "flagpw-0c3e9a"  # given through SERVER_JVMFLAGS, as ZooKeeper's scripts pass -D flags
+
+
+def secrets(work):
+    """zoo.cfg's and the launcher's passwords and the super digest: masked in every command that
+    shows settings (sysp, icfg, conf, envi, their 4lw forms), absent from the log, and no command's
+    answer lets a web page read it (no CORS header)."""
+    cfg = "".join(f"{k}={v}\n" for k, v in SECRETS.items())
+    cfg += "admin.enableServer=true\nadmin.serverAddress=127.0.0.1\nadmin.serverPort=0\n4lw.commands.whitelist=*\n"
+    before = os.environ.get("SERVER_JVMFLAGS")
+    os.environ["SERVER_JVMFLAGS"] = f"-Dzookeeper.ssl.trustStore.password={FLAG_SECRET}"
+    try:
+        server = support.start_warden(cfg)
+    finally:
+        if before is None:
+            del os.environ["SERVER_JVMFLAGS"]
+        else:
+            os.environ["SERVER_JVMFLAGS"] = before
+    values = list(SECRETS.values()) + [FLAG_SECRET, SECRETS["DigestAuthenticationProvider.superDigest"].split(":")[1]]
+    with server as w:
+        port = admin_port(w.log())
+        shown = {}
+        for cmd in ("system_properties", "sysp", "initial_configuration", "icfg", "configuration", "conf",
+                    "environment", "envi", "monitor", "server_stats"):
+            req = urllib.request.Request(f"http://127.0.0.1:{port}/commands/{cmd}",
+                                         headers={"Origin": "http://evil.example"})
+            with urllib.request.urlopen(req, timeout=10) as r:
+                body = r.read().decode()
+                c.equal(r.headers.get("Access-Control-Allow-Origin"), None,
+                        f"{cmd}: no Access-Control-Allow-Origin, even to a request with an Origin")
+            shown[cmd] = body
+        for word in ("conf", "envi"):
+            shown["4lw " + word] = raw(w.port, word.encode(), wait=3)[0].decode(errors="replace")
+        for where, text in shown.items():
+            c.equal([v for v in values if v in text], [], f"{where}: no secret in clear")
+        sysp = json.loads(shown["sysp"])
+        c.equal({k: sysp.get("zookeeper." + k) for k in SECRETS if k.startswith("ssl.")},
+                {k: "********" for k in SECRETS if k.startswith("ssl.")},
+                "sysp: each password's key is there, its value masked")
+        icfg = json.loads(shown["icfg"])["initial_configuration"]
+        c.check("ssl.keyStore.password=********" in icfg and "superDigest=********" in icfg
+                and "tickTime=2000" in icfg, f"icfg: the file as read, its secret values masked: {icfg!r}")
+        log = w.log()
+        c.equal([v for v in values if v in log], [], "the server's log holds no secret")
+    # A refused value of a secret key is named by file, line and key, its value masked.
+    bad = os.path.join(work, "secret.cfg")
+    with open(bad, "w") as f:
+        f.write(f"tickTime=2000\ndataDir={work}/d\nclientPort=0\nDigestAuthenticationProvider.superDigest=nocolon-"
+                f"{FLAG_SECRET}\n")
+    r = subprocess.run([os.environ["WARDEN_SERVER"], bad], capture_output=True, text=True, timeout=30)
+    c.check(r.returncode == 2 and "secret.cfg:4: DigestAuthenticationProvider.superDigest=********" in r.stderr
+            and FLAG_SECRET not in r.stderr + r.stdout, f"a bad secret: named, masked: {r.stderr.strip()!r}")
+
+
 def refused(work):
     cases = [("admin.serverPort=99999\n", "bad.cfg:5: admin.serverPort=99999"),
              ("admin.enableServer=maybe\n", "bad.cfg:5: admin.enableServer=maybe: must be true or false"),
@@ -413,7 +471,7 @@ def ensemble_views():
 def main():
     c.run_parts((lambda work: compared() if support.with_reference() else None, lambda work: robust(),
                  lambda work: taken_port(), lambda work: slow_fsync(), lambda work: digest_off(),
-                 lambda work: ensemble_views(), refused),
+                 lambda work: ensemble_views(), refused, secrets),
                 "warden-admin-")
 
 
