@@ -32,13 +32,6 @@ std::string four_letter_refusal(std::string_view word) {
   return std::string(word) + " is not executed because it is not in the whitelist.\n";
 }
 
-std::string warden_version() { return WARDEN_VERSION; }
-
-std::string four_letter_version() {
-  // The protocol level Warden serves (ZooKeeper 3.9's client surface), then Warden's own name.
-  return "3.9.0-warden-" + warden_version() + ", built on " __DATE__;
-}
-
 }  // namespace warden::server
 
 // ---- the words' texts, from the pipeline's state ----

@@ -97,6 +97,13 @@ def main():
         got = {word: ask(w.port, word) for word in WORDS}
         zk.stop()
         c.check(w.alive(), "the server serves on after every word")
+    # The version line as ZooKeeper writes it ("3.8.0-..., built on 2024-12-29 17:54 UTC"): the
+    # exporters and go-zookeeper's FLWSrvr key on the build time's form.
+    built_on = re.compile(r"Zookeeper version: [^,\n]+, built on (\d{4}-\d\d-\d\d \d\d:\d\d) UTC\n")
+    for word in ("srvr", "stat"):
+        zm, wm = built_on.match(want[word]), built_on.match(got[word])
+        c.check(zm is not None, f"{word}: ZooKeeper's version line has the form looked for: {want[word][:90]!r}")
+        c.check(wm is not None, f"{word}: Warden's version line has ZooKeeper's form: {got[word][:90]!r}")
     for word in WORDS:
         g, z = got[word], want[word]
         if word == "mntr":
