@@ -529,7 +529,7 @@ void ZkServer::handle_request(ConnId id, Conn& c, std::string_view payload) {
       return close_conn(id);
     }
     if (is_write(op) || op == OpCode::sync || op == OpCode::reconfig) return send_reply(id, h.xid, last, Err::notReadOnly);
-    if (op == OpCode::ping) return send_reply(id, h.xid, last, Err::ok);
+    if (op == OpCode::ping) return send_reply(id, wire::xid::ping, last, Err::ok);
   } else if (!sessions_.touch(c.session, session_time(now))) {
     send_reply(id, h.xid, last, Err::sessionExpired);
     close_conn(id);
@@ -571,7 +571,7 @@ void ZkServer::handle_request(ConnId id, Conn& c, std::string_view payload) {
     return;
   }
   if (op == OpCode::auth) {
-    handle_auth(id, c, body);
+    handle_auth(id, c, h.xid, body);
     return;
   }
   if (opts_.linearizable_reads && !c.read_only && hold_for_barrier(id, c, op, h.xid, payload)) return;
@@ -587,10 +587,11 @@ void ZkServer::handle_request(ConnId id, Conn& c, std::string_view payload) {
           spdlog::warn("closing connection of {}: too many pings wait for the leader", who(c));
           return close_conn(id);
         }
-        ping_waiters_.push_back(PingWaiter{id, h.xid, 0, 0});
+        ping_waiters_.push_back(PingWaiter{id, wire::xid::ping, 0, 0});
         return;
       }
-      send_reply(id, h.xid, last, Err::ok);
+      // ZooKeeper answers a ping with xid -2 whatever xid it came with (clients send -2).
+      send_reply(id, wire::xid::ping, last, Err::ok);
       return;
     case OpCode::setWatches:
       handle_set_watches(id, c, h.xid, body);
@@ -809,11 +810,11 @@ void ZkServer::handle_other(ConnId id, Conn& c, OpCode op, int32_t xid, std::str
       // a client that asks again after it cannot authenticate here, and is told so at once.
       if (!c.sasl_answered) {
         c.sasl_answered = true;
-        return send_reply(id, xid, last, wire::SetSaslResponse{std::nullopt});
+        return send_reply(id, xid, 0, wire::SetSaslResponse{std::nullopt});  // zxid 0, as ZooKeeper's
       }
       spdlog::warn("closing connection of {}: it asks for SASL, which this server does not offer", who(c));
       ++counters_.auth_failed;
-      send_reply(id, xid, last, Err::authFailed);
+      send_reply(id, xid, 0, Err::authFailed);
       return close_conn(id);
     default:
       return send_reply(id, xid, last, Err::unimplemented);
@@ -859,20 +860,22 @@ bool ZkServer::enforced_auth_met(const Conn& c) const {
   return false;
 }
 
-void ZkServer::handle_auth(ConnId id, Conn& c, std::string_view body) {
+// The reply echoes the request's xid, as ZooKeeper 3.6+ does: the Java and C clients send auth
+// with xid -4 and match that, the Go client (go-zookeeper) sends an ordinary xid and waits for it.
+void ZkServer::handle_auth(ConnId id, Conn& c, int32_t xid, std::string_view body) {
   auto req = wire::decode<wire::AuthPacket>(body);
   if (req && req->scheme == "digest" && req->auth) {
     wire::Id id{"digest", digest_id(*req->auth)};
     // The super digest's user passes every ACL check (acl_allows), as in ZooKeeper.
     if (!opts_.super_digest.empty() && id.id == opts_.super_digest) add_auth_id(c.auth, wire::Id{"super", ""});
     add_auth_id(c.auth, id);
-    send_frame(c, frame_of<wire::ErrorResponse>(wire::ReplyHeader{wire::xid::auth, 0, 0}, nullptr));
+    send_frame(c, frame_of<wire::ErrorResponse>(wire::ReplyHeader{xid, 0, 0}, nullptr));
     return;
   }
   spdlog::warn("authentication failed for {}: scheme '{}'", who(c), req ? req->scheme : "?");
   ++counters_.auth_failed;
   send_frame(c, frame_of<wire::ErrorResponse>(
-      wire::ReplyHeader{wire::xid::auth, 0, static_cast<int32_t>(Err::authFailed)}, nullptr));
+      wire::ReplyHeader{xid, 0, static_cast<int32_t>(Err::authFailed)}, nullptr));
   close_conn(id);
 }
 

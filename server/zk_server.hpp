@@ -387,7 +387,7 @@ class ZkServer {
   void handle_request(ConnId id, Conn& c, std::string_view payload);
   void count_writes(const Txn& txn);
   void handle_read(ConnId id, Conn& c, wire::OpCode op, int32_t xid, std::string_view body);
-  void handle_auth(ConnId id, Conn& c, std::string_view body);
+  void handle_auth(ConnId id, Conn& c, int32_t xid, std::string_view body);
   void handle_sasl(ConnId id, Conn& c, int32_t xid, std::string_view body);
   // enforce.auth.schemes: true when off, or when one of the connection's ids is of such a scheme.
   bool enforced_auth_met(const Conn& c) const;

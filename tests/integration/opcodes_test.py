@@ -6,7 +6,7 @@ event must be the same once zxids, times and session ids are normalised."""
 import struct
 
 import support
-from zkproto import (ADD_WATCH, AUTH, CHECK_WATCHES, CREATE, DELETE, EXISTS, GET_ALL_CHILDREN_NUMBER, GET_CHILDREN,
+from zkproto import (ADD_WATCH, AUTH, CHECK_WATCHES, CLOSE_SESSION, PING, SET_WATCHES, CREATE, DELETE, EXISTS, GET_ALL_CHILDREN_NUMBER, GET_CHILDREN,
                      GET_DATA, GET_EPHEMERALS, MULTI_READ, OPEN_ACL, RECONFIG, REMOVE_WATCHES, SASL, SET_DATA,
                      SET_WATCHES2, WHO_AM_I, Normaliser, Session, decode, jacl, jbool, jbuf, jint, jlong, jstr, jvec)
 
@@ -130,6 +130,48 @@ def script(port):
     return out
 
 
+def special_headers(port):
+    """The reply header (xid, error, whether its zxid is 0) to each special packet, sent by hand
+    with the xid a library uses and with an ordinary one: auth (go-zookeeper sends an ordinary xid
+    and waits for it), setWatches, ping, sasl and closeSession."""
+    import socket
+    from zkproto import frame, read_frame
+    out = []
+
+    def reply(s, xid, op, body=b""):
+        s.sock.sendall(frame(struct.pack(">ii", xid, op) + body))
+        while True:
+            f = read_frame(s.sock)
+            if f is None:
+                return "closed"
+            rxid, zxid, err = struct.unpack(">iqi", f[:16])
+            if rxid != -1:  # a watch event is not the reply
+                return rxid, err, zxid == 0
+
+    auth_ok = AUTH, jint(0) + jstr("digest") + jbuf(b"user:pw")
+    set_watches = SET_WATCHES, jlong(0) + jvec(["/a"], jstr) + jvec([], jstr) + jvec([], jstr)
+    for label, xid, (op, body) in [("auth digest", -4, auth_ok), ("auth digest", 7, auth_ok),
+                                   ("setWatches", -8, set_watches), ("setWatches", 21, set_watches),
+                                   ("ping", -2, (PING, b"")), ("ping", 9, (PING, b"")),
+                                   ("sasl", 13, (SASL, jbuf(b"")))]:
+        s = Session(port)
+        try:
+            s.sock.settimeout(10)
+            out.append((f"{label} with xid {xid}", reply(s, xid, op, body)))
+        except (OSError, socket.timeout) as e:
+            out.append((f"{label} with xid {xid}", f"no reply: {type(e).__name__}"))
+        s.sock.close()
+    for xid in (-4, 11):
+        s = Session(port)
+        out.append((f"auth of an unknown scheme with xid {xid}",
+                    reply(s, xid, AUTH, jint(0) + jstr("nosuchscheme") + jbuf(b"x"))))
+        s.sock.close()
+    s = Session(port)
+    out.append(("closeSession with xid 15", reply(s, 15, CLOSE_SESSION)))
+    s.sock.close()
+    return out
+
+
 # ZooKeeper 3.8's checkWatches answers for any session's watch on the path, not the caller's
 # own (its WatchManager.containsWatcher; 3.9 checks the caller's). Warden answers as 3.9 does.
 # For these steps the test checks both: 3.8's answer, and the caller's truth from Warden.
@@ -144,10 +186,15 @@ def main():
     zk = support.start_zookeeper()
     try:
         want = script(zk.port)
+        want_headers = special_headers(zk.port)
     finally:
         zk.stop()
     with support.start_warden() as w:
         got = script(w.port)
+        got_headers = special_headers(w.port)
+    for g, z in zip(got_headers, want_headers):
+        c.equal(g, z, f"the reply header to {z[0]} as ZooKeeper 3.8's")
+    c.equal(len(got_headers), len(want_headers), "a header for every special packet")
     c.equal(len(got), len(want), "the transcripts have the same number of steps")
     for g, z in zip(got, want):
         if z[0] in ZK38_CHECK_WATCHES_BUG:
