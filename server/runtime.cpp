@@ -769,6 +769,7 @@ struct ServerRuntime::Impl {
     storage::SnapshotStore::RecordCounts got, sent;
     bool end = false;
     bool failed = false;
+    bool held = false;  // a complete snapshot at `at` is here already: the stream is not written again
   } receiving;
   asio::steady_timer peer_ticker{io};
   MemberView member_view;
@@ -1508,6 +1509,18 @@ struct ServerRuntime::Impl {
         [](Zxid at, size_t nodes) { spdlog::info("loading the snapshot at 0x{:x}: {} nodes so far", at, nodes); },
         1000000, [](const std::string& why) { spdlog::error("{}", why); });
     metrics.startup_snap_load_time.add(ms_since(started));
+    // The log holds only what follows its base; what is at or below it lives in snapshots. With
+    // no complete snapshot at or above the base, the state up to it is in no file: refused, as
+    // ZooKeeper refuses "No snapshot found, but there are log entries", never started on a tree
+    // that lacks it.
+    if (durable.base() > from)
+      throw storage::StorageError(fmt::format(
+          "{}: the log starts after 0x{:x}, but {}: the txns up to 0x{:x} are in no file; refusing to start "
+          "(restore a backup, or move the directory aside to have this member synced from its peers)",
+          store_dir(), static_cast<uint64_t>(durable.base()),
+          from ? fmt::format("the newest snapshot that loads is at 0x{:x}", static_cast<uint64_t>(from))
+               : std::string("no complete snapshot loads"),
+          static_cast<uint64_t>(durable.base())));
     auto replay_started = std::chrono::steady_clock::now();
     if (from) {
       server->finish_snapshot_load(from);
@@ -1824,6 +1837,11 @@ struct ServerRuntime::Impl {
     bool whole() override { return whole_; }
   };
 
+  bool complete_snapshot_at(Zxid at) const {
+    auto all = log->snapshots() ? log->snapshots()->complete_snapshots() : std::vector<Zxid>{};
+    return std::find(all.begin(), all.end(), at) != all.end();
+  }
+
   // Follower: a frame of the snapshot the leader streams. The records go to the snapshot
   // writer as they come (it makes the caller wait when the disk falls behind, and so the
   // leader: TCP carries the wait back); a walk of this member's own is abandoned first.
@@ -1836,6 +1854,12 @@ struct ServerRuntime::Impl {
       receiving.link = f.link;
       snapshot_writer->start();  // a new attempt: what an earlier stream left is dropped
       spdlog::info("receiving the snapshot at 0x{:x} from server {}", f.at, ensemble->leader());
+      // The same zxid is the same state: a complete snapshot there stays as it is, rather than
+      // being cleared before the stream's copy is in (which would leave none for a while).
+      if (complete_snapshot_at(f.at)) {
+        receiving.held = true;
+        spdlog::info("a complete snapshot at 0x{:x} is here already: it is kept, the stream only counted", f.at);
+      }
     }
     if (receiving.end || receiving.failed) return;
     if (f.end) {
@@ -1850,6 +1874,7 @@ struct ServerRuntime::Impl {
       return;
     }
     (f.part == static_cast<char>(Part::node) ? receiving.got.node : receiving.got.session) += f.records.size();
+    if (receiving.held) return;
     without_tree_lock([&] { snapshot_writer->put(f.at, static_cast<Part>(f.part), std::move(f.records)); });
   }
 
@@ -1864,6 +1889,7 @@ struct ServerRuntime::Impl {
                    "syncing again", at, ensemble->leader(), r.got.node, r.got.session, r.sent.node, r.sent.session);
       return false;
     }
+    if (r.held && complete_snapshot_at(at)) return true;
     snapshot_writer->finish(at, fmt::format("received from server {}", ensemble->leader()));
     without_tree_lock([&] { snapshot_writer->wait_idle(); });
     auto counts = log->snapshots()->snapshot_record_counts(at);
@@ -1975,6 +2001,10 @@ struct ServerRuntime::Impl {
         spdlog::info("too busy to snapshot: one is still being written ({} skipped so far)", snapshots_skipped);
       return;
     }
+    // A complete snapshot at this zxid is never written again: a second walk there would clear
+    // the first's records before its own were in, leaving no snapshot at the log's base for a
+    // while (issue 45, point 4). Nothing was applied since that snapshot: nothing to take.
+    if (complete_snapshot_at(server->tree().last_applied())) return;
     walk = std::make_unique<SnapshotWalk>(server->tree());
     metrics.snapshot_started = std::chrono::steady_clock::now();
     spdlog::info("snapshot at 0x{:x} started: {} nodes", walk->at(), server->tree().size());

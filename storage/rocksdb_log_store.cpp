@@ -318,6 +318,13 @@ std::string snapshot_key(Zxid at, char part, std::string_view suffix) {
 std::string snapshot_range_start(Zxid at) { return snapshot_key(at, '\0', "").substr(0, 9); }
 }  // namespace
 
+// A complete snapshot is never written again at its zxid: clearing it to make room would leave
+// the log's base without a complete snapshot until the new one is in (issue 45, point 4).
+void RocksDbLogStore::refuse_over_complete(Zxid at) const {
+  if (has_marker(at))
+    throw StorageError("a complete snapshot at " + hex_zxid(at) + " is in " + dir_ + " already: it is not written again");
+}
+
 void RocksDbLogStore::abandon_building() {
   building_.reset();
   if (!building_path_.empty()) std::filesystem::remove(building_path_);
@@ -330,6 +337,7 @@ void RocksDbLogStore::abandon_building() {
 void RocksDbLogStore::put_snapshot_records(Zxid at, SnapshotPart part, Records recs) {
   if (building_ && building_at_ != at) abandon_building();
   if (!building_) {
+    refuse_over_complete(at);
     std::error_code ec;
     std::filesystem::create_directories(building_dir(dir_), ec);
     if (ec) throw StorageError("cannot create " + building_dir(dir_) + ": " + ec.message());
@@ -374,6 +382,7 @@ void RocksDbLogStore::put_snapshot_records(Zxid at, SnapshotPart part, Records r
 
 void RocksDbLogStore::finish_snapshot(Zxid at, const std::string& summary) {
   if (building_ && building_at_ != at) abandon_building();
+  if (!building_) refuse_over_complete(at);
   rocksdb::Status st;
   if (building_) {  // none: a snapshot without records, only its marker
     rocksdb::ExternalSstFileInfo info;

@@ -130,6 +130,7 @@ class RocksDbLogStore final : public LogStore, public SnapshotStore {
   RecordCounts building_counts_;  // what the file being built holds
   bool building_over_stale_ = false;  // records of an earlier attempt at its zxid exist
   void abandon_building();
+  void refuse_over_complete(Zxid at) const;  // throws when a complete snapshot is at `at`
 
 };
 

@@ -7,7 +7,12 @@
 
 #include <catch2/catch.hpp>
 
+#include <rocksdb/db.h>
+
+#include <filesystem>
+
 #include "server/embedded_server.hpp"
+#include "storage/rocksdb_log_store.hpp"
 #include "wire/framing.hpp"
 #include "wire/records.hpp"
 
@@ -81,4 +86,41 @@ TEST_CASE("an embedded server serves a real client over loopback and stops") {
 TEST_CASE("two embedded servers run side by side on different ports") {
   server::EmbeddedServer a, b;
   CHECK(a.port() != b.port());
+}
+
+TEST_CASE("a store whose log starts above every complete snapshot is refused, naming the zxids") {
+  // What a crash between dropping the old snapshot and completing the new one left (issue 45,
+  // point 4): the log purged up to 0x3, the only snapshot at or above it gone.
+  auto dir = std::filesystem::temp_directory_path() / ("warden-base-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::string store_dir = (dir / "log").string();
+  std::filesystem::create_directories(dir);
+  {
+    storage::RocksDbLogStore store(store_dir, false);
+    store.append({{1, "a"}, {2, "b"}, {3, "c"}});
+    store.finish_snapshot(2, "");
+    store.finish_snapshot(3, "");
+    REQUIRE(store.purge(1) == 1);
+    REQUIRE(store.base() == 3);
+  }
+  {
+    rocksdb::DB* raw = nullptr;
+    REQUIRE(rocksdb::DB::Open(rocksdb::Options(), store_dir, &raw).ok());
+    std::unique_ptr<rocksdb::DB> db(raw);
+    std::string marker(9, '\0');
+    marker[0] = 'M';
+    marker[8] = 3;
+    REQUIRE(db->Delete(rocksdb::WriteOptions(), marker).ok());
+  }
+  auto config = server::EmbeddedServer::default_config();
+  config.in_memory = false;
+  config.data_dir = dir.string();
+  std::string error;
+  try {
+    server::EmbeddedServer srv(config);
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+  CHECK(error.find(store_dir + ": the log starts after 0x3, but no complete snapshot loads") == 0);
+  std::filesystem::remove_all(dir);
 }

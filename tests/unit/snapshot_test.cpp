@@ -557,3 +557,25 @@ TEST_CASE("ZooKeeper's digest, kept as txns apply, is the tree's through every k
   CHECK(restored.server.tree().zk_digest() == h.server.tree().zk_digest());
   CHECK(restored.server.tree().zk_digest_parts_agree());
 }
+
+TEST_CASE("a complete snapshot is never cleared to write another at its zxid") {
+  // Issue 45, point 4: clearing it first left the log's base with no complete snapshot until
+  // the new one was in; a crash or an ingest error between lost the state up to it.
+  Harness h;
+  Client a(h);
+  a.connect();
+  for (int i = 0; i < 20; ++i) a.create("/n" + std::to_string(i), "v");
+  TempDir d;
+  storage::RocksDbLogStore store(d.str(), false);
+  wire::Zxid at = write_snapshot(store, h, 4);
+  auto counts = store.snapshot_record_counts(at);
+  CHECK_THROWS_WITH(write_snapshot(store, h, 16), Catch::Contains("is in") && Catch::Contains("not written again"));
+  CHECK_THROWS_WITH(store.finish_snapshot(at, ""), Catch::Contains("not written again"));
+  CHECK(store.complete_snapshots() == std::vector<wire::Zxid>{at});
+  CHECK(store.snapshot_record_counts(at) == counts);
+  Harness copy({}, h.now);
+  auto sink = sink_into(copy);
+  REQUIRE(server::load_newest_snapshot(store, sink) == at);
+  copy.server.finish_snapshot_load(at);
+  CHECK(copy.server.tree().size() == h.server.tree().size());
+}
