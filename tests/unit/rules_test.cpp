@@ -211,7 +211,7 @@ TEST_CASE("zoo.cfg: bad input names the file, the line and the key") {
         "my.cfg:3: clientPortAddress=localhost: is not an IP address");
   CHECK(err("dataDir=/d\nclientPort=1\nclientPortAddress=\n") == "my.cfg:3: clientPortAddress=: is not an IP address");
   CHECK(err("dataDir=/d\nclientPort=1\nDigestAuthenticationProvider.superDigest=nocolon\n") ==
-        "my.cfg:3: DigestAuthenticationProvider.superDigest=nocolon: expected user:base64-digest (as zkCli's or "
+        "my.cfg:3: DigestAuthenticationProvider.superDigest=********: expected user:base64-digest (as zkCli's or "
         "DigestAuthenticationProvider's output)");
   CHECK(std::get<Config>(parse_config("dataDir=/d\nclientPort=1\nDigestAuthenticationProvider.superDigest=su:abc=\n",
                                       "f")).super_digest == "su:abc=");
