@@ -33,6 +33,7 @@
 #include "server/accept_thread.hpp"
 #include "server/auth/jaas.hpp"
 #include "server/backup/backup.hpp"
+#include "server/backup/restore_swap.hpp"
 #include "server/admin/admin_server.hpp"
 #include "server/admin/commands.hpp"
 #include "server/admin/metrics.hpp"
@@ -1089,7 +1090,31 @@ struct ServerRuntime::Impl {
   // upload restored into a staging store, on backup_worker; the reply goes out from this thread.
   std::thread backup_worker;
   bool backup_running = false;
+  bool restoring = false;  // a restored store is in place: the process is about to start again on it
+  uint64_t backups_made = 0;  // names each backup's file, so that two in flight never share one
+  int backups_sending = 0;    // backup files written and not yet sent whole (or failed)
+  // Backups whose files may wait on disk at once for slow readers: each is a copy of the state.
+  static constexpr int max_backups_sending = 4;
   std::map<std::string, std::chrono::steady_clock::time_point> backup_last;  // rate limit per command
+
+  // A backup's file in dataDir while it is written and sent: "admin-snapshot-PID-N.tmp".
+  static constexpr std::string_view backup_file_prefix = "admin-snapshot-";
+
+  // Backup files and uploads that a process stopped mid-transfer left in dataDir: nothing reads
+  // them again (their names carry the old PID).
+  void remove_backup_leftovers() const {
+    std::error_code ec;
+    for (auto it = std::filesystem::directory_iterator(config.data_dir, ec);
+         !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
+      std::string name = it->path().filename().string();
+      bool backup = name.rfind(backup_file_prefix, 0) == 0 && name.size() > 4 && name.substr(name.size() - 4) == ".tmp";
+      if (backup || name.rfind("admin-upload-", 0) == 0) {
+        std::error_code rm;
+        std::filesystem::remove(it->path(), rm);
+        spdlog::info("removed {} (a backup or upload a stopped process left)", it->path().string());
+      }
+    }
+  }
 
   std::string store_dir() const {
     return log_dir_of(config.data_log_dir.empty() ? config.data_dir : config.data_log_dir);
@@ -1144,7 +1169,7 @@ struct ServerRuntime::Impl {
     }
     auto now = std::chrono::steady_clock::now();
     auto last = backup_last.find(primary);
-    if (backup_running ||
+    if (backup_running || (snapshot && backups_sending >= max_backups_sending) ||
         (last != backup_last.end() && now - last->second < std::chrono::milliseconds(config.admin_rate_limit_ms))) {
       drop_upload();
       spdlog::warn("AdminServer: {} request rate limited (admin.rateLimiterIntervalInMS={})", primary,
@@ -1160,7 +1185,7 @@ struct ServerRuntime::Impl {
       // (bounded) for the log to hold it; past the bound, the state both hold.
       Zxid upto = server->tree().last_applied();
       bool streaming = req.query.find("streaming=false") == std::string::npos;
-      std::string file = config.data_dir + "/admin-snapshot-" + std::to_string(getpid()) + ".tmp";
+      std::string file = fmt::format("{}/{}{}-{}.tmp", config.data_dir, backup_file_prefix, getpid(), ++backups_made);
       spdlog::info("AdminServer: writing a backup of the state at 0x{:x} for {}", upto, req.peer);
       backup_worker = std::thread([this, upto, file, streaming, done = std::move(done)]() mutable {
         std::string error;
@@ -1187,8 +1212,12 @@ struct ServerRuntime::Impl {
           admin::AdminReply r = json_reply(200, "snapshot", nullptr);
           r.headers = {{"last_zxid", fmt::format("0x{:x}", info.last)}, {"snapshot_size", std::to_string(info.bytes)}};
           if (streaming) {
+            // The file is this backup's alone; the AdminServer removes it once it is sent (or the
+            // transfer fails), then calls `after`.
             r.file = file;
             r.content_type = "application/octet-stream";
+            ++backups_sending;
+            r.after = [this] { --backups_sending; };
           } else {
             std::filesystem::remove(file, ec);
           }
@@ -1197,32 +1226,35 @@ struct ServerRuntime::Impl {
       });
       return;
     }
-    std::string staging = store_dir() + ".restoring";
+    auto paths = backup::restore_paths(store_dir());
     std::error_code size_ec;
     spdlog::warn("AdminServer: restoring a backup from {} ({} bytes)", req.peer,
                  std::filesystem::file_size(req.body_file, size_ec));
     // Above every zxid this server (and so its clients, and on a leader the ensemble) has.
     Zxid above = std::max(log->last_zxid(), server->tree().last_applied());
-    backup_worker = std::thread([this, staging, above, upload = req.body_file, done = std::move(done)]() mutable {
+    backup_worker = std::thread([this, paths, above, upload = req.body_file, done = std::move(done)]() mutable {
       std::string error;
       backup::BackupInfo info;
       std::error_code ec;
-      std::filesystem::remove_all(staging, ec);
       try {
-        info = backup::restore_backup(upload, staging, above);
+        backup::clear_staging(paths);
+        info = backup::restore_backup(upload, paths.staging, above);
+        backup::mark_staging_complete(paths);
       } catch (const std::exception& e) {
         error = e.what();
-        std::filesystem::remove_all(staging, ec);
+        std::filesystem::remove_all(paths.staging, ec);
       }
       std::filesystem::remove(upload, ec);
-      asio::post(io, [this, info, error, staging, done = std::move(done)] {
+      asio::post(io, [this, info, error, paths, done = std::move(done)]() mutable {
         backup_running = false;
+        if (error.empty()) error = swap_in_restored(paths);
         if (!error.empty()) {
           spdlog::error("AdminServer: the restore was refused: {}", error);
           return done(json_reply(500, "restore", error));
         }
+        // The restored store is in place: the 200 goes out, then the process starts again on it.
         admin::AdminReply r = json_reply(200, "restore", nullptr, {{"last_zxid", static_cast<int64_t>(info.last)}});
-        r.after = [this, staging, last = info.last] { restart_on_restored(staging, last); };
+        r.after = [this, last = info.last] { restart_on_restored(last); };
         if (ensemble)  // the others lose their leader now, and it is elected again, ahead of them
           spdlog::warn("restoring the ensemble: this leader restarts on the backup and syncs every member");
         done(std::move(r));
@@ -1230,21 +1262,32 @@ struct ServerRuntime::Impl {
     });
   }
 
-  // The restored store replaces this server's, and the process starts again in place (the same
-  // PID, arguments and environment), so every part of the server opens the restored state.
-  [[noreturn]] void restart_on_restored(const std::string& staging, Zxid last) {
-    spdlog::warn("restarting on the restored state at 0x{:x}", last);
+  // The restored store takes the store's place ("" when it did, else why not). From here until
+  // the process starts again no client request is read: a write taken now would go to the store
+  // just replaced.
+  std::string swap_in_restored(const backup::RestorePaths& paths) {
+    restoring = true;
     if (committer) committer->wait_idle();
-    std::string dir = store_dir();
-    std::error_code ec;
-    std::filesystem::remove_all(dir + ".before-restore", ec);
-    std::filesystem::rename(dir, dir + ".before-restore", ec);
-    if (!ec) std::filesystem::rename(staging, dir, ec);
-    if (ec) {
-      spdlog::critical("cannot put the restored store in place ({}): stopping", ec.message());
+    try {
+      backup::swap_in_restored(paths);
+    } catch (const std::exception& e) {
+      std::string why = e.what();
+      if (std::filesystem::exists(paths.store)) {  // the store is back: serve on from it
+        restoring = false;
+        return why;
+      }
+      spdlog::critical("cannot put the restored store in place ({}): stopping; the next start settles it", why);
       spdlog::shutdown();
       std::_Exit(70);
     }
+    return {};
+  }
+
+  // The process starts again in place (the same PID, arguments and environment) on the restored
+  // store that swap_in_restored put in place, so every part of the server opens it.
+  [[noreturn]] void restart_on_restored(Zxid last) {
+    spdlog::warn("restarting on the restored state at 0x{:x}", last);
+    std::error_code ec;
     // Nothing of this process may outlive the exec: its sockets would hold the ports, its
     // store's lock the directory.
     for (const auto& fd : std::filesystem::directory_iterator("/proc/self/fd", ec)) {
@@ -1431,14 +1474,10 @@ struct ServerRuntime::Impl {
       auto dir = std::filesystem::path(log_dir_of(config.data_log_dir.empty() ? config.data_dir : config.data_log_dir));
       std::error_code ec;
       // A restore (POST /commands/restore) put its store in place and started this process
-      // again: what it replaced goes now; a restore cut short left only its staging copy.
-      for (const char* suffix : {".before-restore", ".restoring"}) {
-        auto left = dir.string() + suffix;
-        if (std::filesystem::exists(left, ec)) {
-          std::filesystem::remove_all(left, ec);
-          spdlog::info("removed {} (left by a restore)", left);
-        }
-      }
+      // again, or was cut short by a crash: settled before the store opens (restore_swap.hpp).
+      if (auto note = backup::settle_interrupted_restore(backup::restore_paths(dir.string())); !note.empty())
+        spdlog::warn("{}", note);
+      remove_backup_leftovers();
       std::filesystem::create_directories(dir, ec);
       if (ec) throw storage::StorageError("cannot create the log directory " + dir.string() + ": " + ec.message());
       auto durable = std::make_unique<storage::RocksDbLogStore>(dir.string(), config.force_sync);
@@ -2147,6 +2186,7 @@ struct ServerRuntime::Impl {
   // Reading from clients stops while this many requests are in flight, as ZooKeeper's
   // globalOutstandingLimit; the first stop of each episode is logged.
   bool over_outstanding_limit() {
+    if (restoring) return true;  // swap_in_restored: no request is read until the restart
     bool over = server->outstanding() >= static_cast<size_t>(config.global_outstanding_limit);
     if (over && !throttling)
       spdlog::info("throttling: {} requests in flight (globalOutstandingLimit={}); reading paused",

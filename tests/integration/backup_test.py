@@ -12,6 +12,7 @@ Garbage is refused (the uploaded file, the offline tool) and the server keeps se
 had."""
 import os
 import re
+import socket
 import subprocess
 import threading
 import time
@@ -278,8 +279,135 @@ def ensemble(work):
                 "and a server started on it serves the backup's nodes")
 
 
+def slow_download(port, path, out, rate=1 << 20, limit_s=120):
+    """GETs `path` reading at about `rate` bytes a second through a small receive buffer (so the
+    server's send waits on this reader), into out["status"], out["body"] and out["done"] (the
+    time it ended)."""
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 32 * 1024)
+    s.settimeout(30)
+    s.connect(("127.0.0.1", port))
+    s.sendall(f"GET {path} HTTP/1.1\r\nHost: x\r\nAuthorization: digest admin:admin-secret\r\n\r\n".encode())
+    got = b""
+    start = time.time()
+    while time.time() - start < limit_s:
+        chunk = s.recv(16 * 1024)
+        if not chunk:
+            break
+        got += chunk
+        time.sleep(len(chunk) / rate)
+    s.close()
+    head, _, body = got.partition(b"\r\n\r\n")
+    out["status"] = int(head.split(b" ")[1]) if head.startswith(b"HTTP/1.1 ") else None
+    out["body"], out["done"] = body, time.time()
+
+
+def overlapping(work):
+    """Two backups in flight at once (issue 45, point 2): one read slowly at 1 MB/s, writes, a
+    second at full speed that ends first. Each has a file of its own: both restore whole, and
+    neither file is left in dataDir once both are sent."""
+    with support.start_warden(ON) as w:
+        port = support.admin_port(w.log())
+        zk = KazooClient(hosts=w.hosts)
+        zk.start(timeout=15)
+        value = b"v" * 1000
+        zk.ensure_path("/big")
+        pending = [zk.create_async(f"/big/n{i:05d}", value) for i in range(5000)]
+        for p in pending:
+            p.get(timeout=60)
+        first = {}
+        t = threading.Thread(target=slow_download, args=(port, "/commands/snapshot", first))
+        t.start()
+        time.sleep(1.0)  # the first file is written and its sending has begun
+        for i in range(1000):
+            zk.create(f"/after/n{i:04d}", b"a", makepath=True)
+        status, _, second = http(port, "/commands/snapshot", auth="digest admin:admin-secret")
+        second_done = time.time()
+        t.join(timeout=180)
+        zk.stop()
+        zk.close()
+        c.check(status == 200 and first.get("status") == 200, f"both answered 200 ({status}, {first.get('status')})")
+        c.check(first.get("done", 0) > second_done + 0.5,
+                f"the transfers overlapped: the slow one ended {first.get('done', 0) - second_done:.1f} s after the "
+                f"second")
+        for name, body in (("the slow one", first.get("body", b"")), ("the second", second)):
+            path = os.path.join(work, name.replace(" ", "-"))
+            with open(path, "wb") as f:
+                f.write(body)
+            r = subprocess.run([os.environ["WARDEN_SERVER"], "restore-backup", path, path + ".data"],
+                               capture_output=True, text=True, timeout=120)
+            c.check(r.returncode == 0, f"{name} ({len(body)} bytes) restores whole: {r.stdout.strip()} "
+                                       f"{r.stderr.strip()}")
+        deadline = time.time() + 10
+        left = None
+        while time.time() < deadline:
+            left = [f for f in os.listdir(os.path.join(w.workdir, "data")) if f.startswith("admin-")]
+            if not left:
+                break
+            time.sleep(0.1)
+        c.equal(left, [], "each backup's file is removed once its own transfer ends")
+
+
+def interrupted_restore(work):
+    """A restore cut short at each point of its swap (issue 45, point 3): the layouts a crash can
+    leave, made from a real store and a real restored one; the start serves either the old tree
+    or the restored one, whole, and removes what is left."""
+    import shutil
+    os.makedirs(os.path.join(work, "a"))
+    with support.start_warden(ON, workdir=os.path.join(work, "a")) as a:
+        port = support.admin_port(a.log())
+        zk = KazooClient(hosts=a.hosts)
+        zk.start(timeout=15)
+        for i in range(100):
+            zk.create(f"/old/n{i:03d}", b"o", makepath=True)
+        status, _, body = http(port, "/commands/snapshot", auth="digest admin:admin-secret")
+        for i in range(50):
+            zk.create(f"/extra/n{i:02d}", b"e", makepath=True)
+        zk.stop()
+        zk.close()
+    c.equal(status, 200, "the backup is taken")
+    backup = os.path.join(work, "backup")
+    with open(backup, "wb") as f:
+        f.write(body)
+    restored = os.path.join(work, "restored")
+    r = subprocess.run([os.environ["WARDEN_SERVER"], "restore-backup", backup, restored], capture_output=True,
+                       text=True, timeout=120)
+    c.equal(r.returncode, 0, f"the restored store is made: {r.stderr.strip()}")
+    old_store, new_store = os.path.join(work, "a", "data", "log"), os.path.join(restored, "log")
+    OLD, NEW = (100, 50), (100, 0)  # (/old's children, /extra's)
+
+    def counts(hosts):
+        zk = KazooClient(hosts=hosts)
+        zk.start(timeout=15)
+        got = tuple(len(zk.get_children(p)) if zk.exists(p) else 0 for p in ("/old", "/extra"))
+        zk.stop()
+        zk.close()
+        return got
+
+    cases = [("before the renames (staging complete)", {"log": old_store, "log.restoring": new_store}, True, OLD),
+             ("between the renames, staging complete", {"log.before-restore": old_store, "log.restoring": new_store},
+              True, NEW),
+             ("between the renames, staging not marked complete",
+              {"log.before-restore": old_store, "log.restoring": new_store}, False, OLD),
+             ("between the renames, no staging copy (the issue's case)", {"log.before-restore": old_store}, False, OLD),
+             ("after the renames", {"log": new_store, "log.before-restore": old_store}, False, NEW)]
+    for i, (label, layout, complete, want) in enumerate(cases):
+        wd = os.path.join(work, f"case{i}")
+        data = os.path.join(wd, "data")
+        os.makedirs(data)
+        for name, src in layout.items():
+            shutil.copytree(src, os.path.join(data, name))
+        if complete:
+            open(os.path.join(data, "log.restoring.complete"), "w").close()
+        with support.start_warden("", workdir=wd) as w:
+            c.equal(counts(w.hosts), want, f"{label}: the start serves the {'old' if want == OLD else 'restored'} "
+                                           f"tree whole")
+            left = sorted(f for f in os.listdir(data) if f.startswith("log."))
+            c.equal(left, [], f"{label}: nothing of the restore is left beside the store")
+
+
 def main():
-    c.run_parts((refusals, round_trip, ensemble), "warden-backup-", each_fresh=True)
+    c.run_parts((refusals, round_trip, ensemble, overlapping, interrupted_restore), "warden-backup-", each_fresh=True)
 
 
 if __name__ == "__main__":
