@@ -307,6 +307,16 @@ void EnsembleReplicator::process() {
     if (r.config && hooks_.config_changed)
       hooks_.config_changed(r.config->version, r.config->voters, r.config->observers, r.config->members);
     if (r.pending && hooks_.pending_members) hooks_.pending_members(r.pending->members);
+    if (r.reset) {
+      // Synced from nothing: what this member held (a restored state, a diverged history) goes.
+      if (!hooks_.reset_tree) throw std::logic_error("an ensemble member cannot empty its tree");
+      if (hooks_.finish_writes) hooks_.finish_writes();
+      store_.truncate_after(0);
+      recent_.clear();
+      durable_ = applied_ = 0;
+      hooks_.reset_tree();
+      save_state(true);
+    }
     if (r.truncate_after) {
       if (hooks_.finish_writes) hooks_.finish_writes();
       store_.truncate_after(*r.truncate_after);

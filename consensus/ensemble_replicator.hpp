@@ -86,6 +86,9 @@ class EnsembleReplicator final : public Replicator {
     // Follower: makes the received snapshot `at` durable, the log's new start, and the tree.
     // Throws when it cannot (a storage failure).
     std::function<void(Zxid at)> install_snapshot;
+    // Follower: the tree and sessions are emptied (the store was emptied just before): it is
+    // synced from nothing next.
+    std::function<void()> reset_tree;
     // Leader: the live tree as a snapshot a SNAP may send (its last applied zxid and about how
     // many bytes it takes), when the store's newest snapshot is not recent enough; none: only
     // stored snapshots are sent.

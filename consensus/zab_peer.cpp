@@ -1021,7 +1021,8 @@ void ZabPeer::follow_receive(PeerId from, const pb::PeerMessage& m) {
     r.mutable_ack_epoch()->set_current_epoch(epochs_.current);
     // Committed txns count as held even before the disk has them: they are in every later
     // leader's history, so the sync starts above them instead of cutting what was applied.
-    r.mutable_ack_epoch()->set_last_zxid(std::max(last_durable(), std::min(committed_, log_.last_zxid())));
+    r.mutable_ack_epoch()->set_last_zxid(want_snapshot_ ? 0
+                                                        : std::max(last_durable(), std::min(committed_, log_.last_zxid())));
     send_to_leader(std::move(r));
     return;
   }
@@ -1048,10 +1049,28 @@ void ZabPeer::follow_receive(PeerId from, const pb::PeerMessage& m) {
       if (role_ == Role::looking) return;
     }
     Zxid from_zxid = s.trunc_after();
+    if (s.mode() == pb::Sync::TRUNC && from_zxid < std::max(committed_, log_.base())) {
+      // A restored member back after more elections than its label's gap, or a history that
+      // diverged: cutting would leave the applied tree ahead of the log (issue 45, point 5).
+      // As ZooKeeper's follower clears its database and reloads: a SNAP instead.
+      want_snapshot_ = true;
+      become_looking();
+      return;
+    }
+    if (want_snapshot_ && s.mode() != pb::Sync::SNAP) {
+      if (from_zxid != 0) {  // not from nothing: ask again
+        become_looking();
+        return;
+      }
+      want_snapshot_ = false;
+      ready_.reset = true;
+      durable_ = committed_ = 0;
+    }
     streamed_ = s.streamed();
     if (pending_ && (pending_heard_ || s.mode() == pb::Sync::SNAP || (pending_->first > from_zxid && !PLANT(skip_trunc))))
       pending_.reset();  // cut, replaced by the snapshot (whose configuration is the leader's), or only heard of
     if (s.mode() == pb::Sync::SNAP) {
+      want_snapshot_ = false;
       ready_.snapshot = std::make_pair(s.snapshot_zxid(), s.snapshot());
       ready_.snapshot_streamed = s.streamed();
       durable_ = s.snapshot_zxid();  // the host installs it synchronously

@@ -144,6 +144,9 @@ const char* role_name(Role r);
 struct Ready {
   std::optional<Epochs> epochs;
   std::optional<Zxid> truncate_after;
+  // Before anything else of this Ready: the log, its snapshots and the tree are emptied (a
+  // follower synced from nothing after a TRUNC it could not carry out).
+  bool reset = false;
   std::optional<std::pair<Zxid, std::string>> snapshot;
   // The snapshot's records came before, as SnapChunk frames the host kept (a streamed SNAP):
   // `snapshot`'s string is empty, the host installs what it received.
@@ -162,7 +165,7 @@ struct Ready {
   // Leader: requests its synchronised followers and observers forwarded, in each link's order.
   std::vector<std::pair<PeerId, std::string>> requests;
   bool empty() const {
-    return !epochs && !truncate_after && !snapshot && append.empty() && messages.empty() && !role_changed &&
+    return !epochs && !truncate_after && !reset && !snapshot && append.empty() && messages.empty() && !role_changed &&
            requests.empty() && !config && !pending;
   }
 };
@@ -308,6 +311,12 @@ class ZabPeer {
   const LogView& log_;
   Epochs epochs_;
   Zxid committed_ = 0;
+  // Follower: a TRUNC came below what this member applied or below its log's base, which it
+  // cannot carry out on its tree: its next AckEpoch reports no history (last zxid 0), so that
+  // any leader, of this build or the one before, syncs it from nothing: a SNAP (whose install
+  // replaces the tree) or, from a leader whose log reaches back to the start, a DIFF from 0,
+  // before which it empties its log and tree (Ready::reset).
+  bool want_snapshot_ = false;
   Zxid durable_ = 0;
   uint64_t now_ = 0;  // ticks since start
   Role role_ = Role::looking;

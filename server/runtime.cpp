@@ -1723,6 +1723,14 @@ struct ServerRuntime::Impl {
       h.snapshot_chunk = [this](consensus::EnsembleReplicator::SnapshotFrame f) { snapshot_frame(std::move(f)); };
       h.snapshot_complete = [this](Zxid at, uint64_t link) { return snapshot_received(at, link); };
       h.install_snapshot = [this](Zxid at) { install_snapshot(at); };
+      h.reset_tree = [this] {
+        abandon_walk();
+        server->start_snapshot_load();
+        server->finish_snapshot_load(0);
+        txns_since_snapshot = 0;
+        spdlog::warn("the leader's history lacks what this member applied: its tree is dropped and synced "
+                     "from the start");
+      };
       h.live_snapshot = [this]() -> std::pair<Zxid, uint64_t> {
         const DataTree& t = server->tree();
         // A snapshot record holds a node's path, data, ACL reference and Stat: its data and

@@ -21,6 +21,7 @@ void MemoryLogStore::append(std::vector<LogEntry> entries) {
 void MemoryLogStore::truncate_after(Zxid z) {
   while (!entries_.empty() && entries_.back().zxid > z) entries_.pop_back();
   last_ = std::min(last_, z);
+  base_ = std::min(base_, z);  // as the durable store: nothing above z is left, so z is the base at most
 }
 
 Zxid MemoryLogStore::floor(Zxid z) const {

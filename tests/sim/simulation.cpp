@@ -293,6 +293,9 @@ void World::process(Replica& r) {
     trace(fmt::format("server {} puts configuration {} in force: voters {}, observers {}", r.id,
                       hex(r.config.version), fmt::join(r.config.voters, ","), fmt::join(r.config.observers, ",")));
   }
+  // A member empties itself only when its applied history is not the leader's (a restored or
+  // damaged one): with every disk whole, as here, that is a divergence.
+  if (rd.reset) return fail(fmt::format("server {}: synced from nothing: what it applied is not the leader's", r.id));
   if (rd.truncate_after) {
     Zxid t = *rd.truncate_after;
     if (t < r.applied && t < r.last_zxid())

@@ -63,9 +63,11 @@ struct Net {
   int lose_frame = -1;
   std::map<PeerId, std::vector<pb::Sync::Mode>> syncs;  // the modes each member was synced with
   std::map<PeerId, std::pair<Zxid, bool>> installed;    // snapshots installed: zxid, streamed
+  std::map<PeerId, int> resets;                          // times a member emptied its log and tree
 
   explicit Net(int n, std::map<PeerId, std::vector<Entry>> start = {}, std::map<PeerId, Epochs> e = {},
-               std::function<void(PeerId, PeerConfig&, MemLog&)> setup = nullptr) {
+               std::function<void(PeerId, PeerConfig&, MemLog&)> setup = nullptr,
+               std::map<PeerId, Zxid> commit_marks = {}) {
     PeerConfig base;
     for (int i = 1; i <= n; ++i) base.ensemble.voters.push_back(i);
     for (int i = 1; i <= n; ++i) {
@@ -75,7 +77,7 @@ struct Net {
       c.id = i;
       if (setup) setup(i, c, logs[i]);
       stream = stream || c.stream_sync;
-      peers[i] = std::make_unique<ZabPeer>(c, logs[i], e[i], 0);
+      peers[i] = std::make_unique<ZabPeer>(c, logs[i], e[i], commit_marks[i]);
     }
     for (int i = 1; i <= n; ++i) drain(i);
   }
@@ -86,6 +88,12 @@ struct Net {
   void drain(PeerId id) {
     Ready r = peers[id]->ready();
     if (r.epochs) epochs[id] = *r.epochs;
+    if (r.reset) {  // the host empties the log, its snapshot and the tree
+      logs[id].log.clear();
+      logs[id].snap_zxid = 0;
+      logs[id].base_at.reset();
+      ++resets[id];
+    }
     if (r.truncate_after)
       logs[id].truncate_after(*r.truncate_after);
     if (r.snapshot) {
@@ -1097,4 +1105,77 @@ TEST_CASE("a voter only of a reconfig it heard of votes for others, never for it
   p.receive(4, config_vote(4, 100, 4, make_zxid(8, 0x134), 8, pb::LOOKING, v0, {1, 2, 3, 4, 8},
                            std::make_pair(make_zxid(8, 0x137), std::vector<PeerId>{4, 6, 8})));
   CHECK(named() == std::set<int64_t>{4});
+}
+
+TEST_CASE("a follower told to truncate below what it applied is synced from nothing instead") {
+  // Issue 45, point 5. 1 and 2 hold epoch 1 then epoch 20 (more elections than a restore's
+  // 16-epoch gap); 3 was restored: a snapshot labelled (17,5), its commit mark there, no log.
+  // The leader's floor of (17,5) is (1,2): a TRUNC to it would cut below 3's applied tree. 3
+  // asks again reporting no history (zxid 0, which the build before this one reads too).
+  auto leaders_log = std::vector<Entry>{entry(1, 1), entry(1, 2), entry(20, 1), entry(20, 2)};
+  std::map<PeerId, Epochs> epochs{{1, {20, 20}}, {2, {20, 20}}, {3, {17, 17}}};
+  auto setup = [](std::optional<Zxid> leaders_base) {
+    return [leaders_base](PeerId id, PeerConfig&, MemLog& log) {
+      if (id != 3) {
+        log.snap_zxid = make_zxid(20, 1);
+        log.base_at = leaders_base;
+        return;
+      }
+      log.snap_zxid = make_zxid(17, 5);
+      log.snap = "restored tree";
+    };
+  };
+  std::map<PeerId, Zxid> marks{{1, make_zxid(20, 2)}, {2, make_zxid(20, 2)}, {3, make_zxid(17, 5)}};
+  {
+    // The leaders' logs reach back to (1,2) only: 3 is sent their snapshot (SNAP).
+    Net net(3, {{1, leaders_log}, {2, leaders_log}}, epochs, setup(make_zxid(1, 2)), marks);
+    net.settle();
+    REQUIRE(net.leader() != 0);
+    REQUIRE(net.peers[3]->serving());
+    CHECK(net.syncs[3].front() == pb::Sync::TRUNC);  // what the leader first chose
+    CHECK(net.syncs[3].back() == pb::Sync::SNAP);
+    REQUIRE(net.installed.count(3) == 1);
+    CHECK(net.installed[3].first == make_zxid(20, 1));  // its tree replaced by the leader's
+    CHECK(net.logs[3].last_zxid() == make_zxid(20, 2));
+  }
+  {
+    // The leaders' logs reach back to the start: a DIFF from 0, before which 3 empties its log,
+    // its snapshot and its tree.
+    Net net(3, {{1, leaders_log}, {2, leaders_log}}, epochs, setup(0), marks);
+    net.settle();
+    REQUIRE(net.peers[3]->serving());
+    CHECK(net.syncs[3].front() == pb::Sync::TRUNC);
+    CHECK(net.syncs[3].back() == pb::Sync::DIFF);
+    CHECK(net.resets[3] == 1);
+    CHECK(net.logs[3].snap_zxid == 0);
+    CHECK(net.logs[3].log.size() == leaders_log.size());
+    CHECK(net.logs[3].last_zxid() == make_zxid(20, 2));
+  }
+  {
+    // The same rule for any follower whose applied state is past the truncation point: 3
+    // applied (17,1) and (17,2) of a history the others do not have.
+    auto diverged = std::vector<Entry>{entry(1, 1), entry(1, 2), entry(17, 1), entry(17, 2)};
+    Net net(3, {{1, leaders_log}, {2, leaders_log}, {3, diverged}}, epochs,
+            [](PeerId id, PeerConfig&, MemLog& log) {
+              if (id != 3) log.snap_zxid = make_zxid(20, 1), log.base_at = 0;
+            },
+            {{1, make_zxid(20, 2)}, {2, make_zxid(20, 2)}, {3, make_zxid(17, 2)}});
+    net.settle();
+    REQUIRE(net.peers[3]->serving());
+    CHECK(net.resets[3] == 1);
+    REQUIRE(net.logs[3].log.size() == leaders_log.size());
+    for (size_t i = 0; i < leaders_log.size(); ++i) CHECK(net.logs[3].log[i].zxid == leaders_log[i].zxid);
+  }
+  {
+    // A follower whose uncommitted tail is cut is still cut (TRUNC), as before.
+    auto tail = std::vector<Entry>{entry(1, 1), entry(1, 2), entry(17, 1)};
+    Net net(3, {{1, leaders_log}, {2, leaders_log}, {3, tail}}, epochs, nullptr,
+            {{1, make_zxid(20, 2)}, {2, make_zxid(20, 2)}, {3, make_zxid(1, 2)}});
+    net.settle();
+    REQUIRE(net.peers[3]->serving());
+    CHECK(net.syncs[3].back() == pb::Sync::TRUNC);
+    CHECK(net.resets.count(3) == 0);
+    CHECK(net.installed.count(3) == 0);
+    CHECK(net.logs[3].last_zxid() == make_zxid(20, 2));
+  }
 }
