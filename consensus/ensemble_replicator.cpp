@@ -307,6 +307,8 @@ void EnsembleReplicator::process() {
     if (r.config && hooks_.config_changed)
       hooks_.config_changed(r.config->version, r.config->voters, r.config->observers, r.config->members);
     if (r.pending && hooks_.pending_members) hooks_.pending_members(r.pending->members);
+    for (const auto& n : r.notes)
+      if (hooks_.note) hooks_.note(n);
     if (r.reset) {
       // Synced from nothing: what this member held (a restored state, a diverged history) goes.
       if (!hooks_.reset_tree) throw std::logic_error("an ensemble member cannot empty its tree");

@@ -89,6 +89,8 @@ class EnsembleReplicator final : public Replicator {
     // Follower: the tree and sessions are emptied (the store was emptied just before): it is
     // synced from nothing next.
     std::function<void()> reset_tree;
+    // What the core says an operator must hear of (an error line each).
+    std::function<void(const std::string&)> note;
     // Leader: the live tree as a snapshot a SNAP may send (its last applied zxid and about how
     // many bytes it takes), when the store's newest snapshot is not recent enough; none: only
     // stored snapshots are sent.

@@ -622,9 +622,21 @@ void ZabPeer::send_on_link(PeerId to, Link& l, pb::PeerMessage m) {
 
 void ZabPeer::maybe_choose_epoch() {
   if (new_epoch_ != 0) return;
+  // Members' accepted epochs only: a server outside the configuration counts nowhere.
   uint32_t highest = epochs_.accepted;
-  for (const auto& [id, l] : links_) highest = std::max(highest, l.accepted_epoch);
+  for (const auto& [id, l] : links_)
+    if (cfg_.ensemble.is_member(id) || votes(id)) highest = std::max(highest, l.accepted_epoch);
   if (!quorum_of([&](PeerId p) { return p == cfg_.id || linked_voter(p, Link::Phase::info); })) return;
+  if (highest >= max_epoch) {
+    // The next epoch would not fit a zxid's high half as a positive number: refused, never
+    // wrapped (a wrapped epoch is one every follower refuses, and the ensemble stays down).
+    if (!epochs_exhausted_)
+      ready_.notes.push_back("a quorum has accepted epoch " + std::to_string(highest) +
+                             ": no later epoch fits a zxid, so no leader can be established; the members' "
+                             "epoch files (acceptedEpoch, currentEpoch) must be reset by hand");
+    epochs_exhausted_ = true;
+    return;
+  }
   // Above every epoch a quorum has accepted: no two leaders ever share an epoch.
   new_epoch_ = highest + 1;
   epochs_.accepted = new_epoch_;
@@ -832,7 +844,10 @@ void ZabPeer::lead_receive(PeerId from, const pb::PeerMessage& m) {
     // reverse) is not taken.
     // A server outside it (one about to join) follows or observes as it says, counted nowhere.
     if (cfg_.ensemble.is_member(from) && info.observer() != cfg_.ensemble.is_observer(from)) return;
-    if (new_epoch_ != 0 && info.accepted_epoch() > new_epoch_) {
+    // A server outside the configuration never deposes a leader (issue 45, point 6: anyone who
+    // reaches the quorum port could, with reconfigEnabled, which lets unknown ids connect).
+    bool member = cfg_.ensemble.is_member(from) || votes(from);
+    if (member && new_epoch_ != 0 && info.accepted_epoch() > new_epoch_) {
       // The member accepted a later epoch than ours (a newer leadership attempt, or a restored
       // history labelled above every other): it can never follow us (our LeaderInfo is below
       // what it accepted), and with us leading it would ask again and again. Look again: the
@@ -1005,7 +1020,7 @@ void ZabPeer::follow_receive(PeerId from, const pb::PeerMessage& m) {
   if (m.has_leader_info()) {
     if (fphase_ != FPhase::discovery || link_ != 0 || m.leader_info().nonce() != nonce_) return;
     uint32_t e = m.leader_info().new_epoch();
-    if (e < epochs_.accepted || e != m.epoch()) {
+    if (e < epochs_.accepted || e != m.epoch() || e > max_epoch) {
       become_looking();  // a leader of an epoch we already left behind
       return;
     }

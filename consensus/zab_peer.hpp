@@ -164,9 +164,11 @@ struct Ready {
   std::optional<Ensemble> pending;
   // Leader: requests its synchronised followers and observers forwarded, in each link's order.
   std::vector<std::pair<PeerId, std::string>> requests;
+  // What an operator must hear of (the host logs each as an error): the core has no logging.
+  std::vector<std::string> notes;
   bool empty() const {
     return !epochs && !truncate_after && !reset && !snapshot && append.empty() && messages.empty() && !role_changed &&
-           requests.empty() && !config && !pending;
+           requests.empty() && !config && !pending && notes.empty();
   }
 };
 
@@ -317,6 +319,9 @@ class ZabPeer {
   // replaces the tree) or, from a leader whose log reaches back to the start, a DIFF from 0,
   // before which it empties its log and tree (Ready::reset).
   bool want_snapshot_ = false;
+  // The highest epoch a leader may choose: its zxids (epoch in the high half) stay positive.
+  static constexpr uint32_t max_epoch = 0x7fffffff;
+  bool epochs_exhausted_ = false;  // said once in Ready::notes
   Zxid durable_ = 0;
   uint64_t now_ = 0;  // ticks since start
   Role role_ = Role::looking;

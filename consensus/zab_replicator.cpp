@@ -114,6 +114,8 @@ void ZabReplicator::process() {
   loop_.run([this] {
     Ready r = core_->peer->ready();
     bool work = !r.empty();
+    // A lone voter whose epochs ran out cannot lead: it stops, saying why, instead of hanging.
+    if (!r.notes.empty()) throw std::runtime_error(r.notes.front());
     if (r.epochs) save_state();  // before anything that follows from them
     if (r.committed > last_committed_) {
       // The history this server led with, committed at establishment: what the store holds

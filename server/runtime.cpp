@@ -1747,6 +1747,7 @@ struct ServerRuntime::Impl {
       server->receive_forwarded(from, payload);
     };
     h.role_changed = [this] { on_role_changed(); };
+    h.note = [](const std::string& n) { spdlog::error("{}", n); };
     h.config_changed = [this](Zxid version, const std::vector<int64_t>& voters, const std::vector<int64_t>& observers,
                               const std::string& members) {
       spdlog::info("configuration 0x{:x} in force: voters {}, observers {}", static_cast<uint64_t>(version),

@@ -64,6 +64,7 @@ struct Net {
   std::map<PeerId, std::vector<pb::Sync::Mode>> syncs;  // the modes each member was synced with
   std::map<PeerId, std::pair<Zxid, bool>> installed;    // snapshots installed: zxid, streamed
   std::map<PeerId, int> resets;                          // times a member emptied its log and tree
+  std::map<PeerId, std::vector<std::string>> notes;      // what each core said an operator must hear
 
   explicit Net(int n, std::map<PeerId, std::vector<Entry>> start = {}, std::map<PeerId, Epochs> e = {},
                std::function<void(PeerId, PeerConfig&, MemLog&)> setup = nullptr,
@@ -88,6 +89,7 @@ struct Net {
   void drain(PeerId id) {
     Ready r = peers[id]->ready();
     if (r.epochs) epochs[id] = *r.epochs;
+    for (auto& n : r.notes) notes[id].push_back(n);
     if (r.reset) {  // the host empties the log, its snapshot and the tree
       logs[id].log.clear();
       logs[id].snap_zxid = 0;
@@ -137,7 +139,7 @@ struct Net {
     while (!wire.empty() && limit-- > 0) {
       auto [to, msg] = wire.front();
       wire.pop_front();
-      if (cut.count(to)) continue;
+      if (cut.count(to) || !peers.count(to)) continue;  // a stranger a test speaks for hears nothing
       auto d = decode_peer_message(msg.second);
       REQUIRE(d.message);
       peers[to]->receive(msg.first, *d.message);
@@ -1178,4 +1180,57 @@ TEST_CASE("a follower told to truncate below what it applied is synced from noth
     CHECK(net.installed.count(3) == 0);
     CHECK(net.logs[3].last_zxid() == make_zxid(20, 2));
   }
+}
+
+namespace {
+// A FollowerInfo as a server sends it to the leader it chose.
+pb::PeerMessage follower_info(PeerId from, uint32_t accepted_epoch, uint64_t nonce = 1) {
+  pb::PeerMessage m;
+  m.set_version(protocol_version);
+  m.set_from(from);
+  m.mutable_follower_info()->set_accepted_epoch(accepted_epoch);
+  m.mutable_follower_info()->set_nonce(nonce);
+  return m;
+}
+}  // namespace
+
+TEST_CASE("a server outside the configuration never deposes a leader nor raises its epoch") {
+  // Issue 45, point 6: with reconfigEnabled an unknown id may connect (a joiner), and its
+  // FollowerInfo's accepted epoch made the leader step down, or counted in discovery.
+  Net net(3);
+  PeerId l = net.settle();
+  REQUIRE(l != 0);
+  uint32_t epoch = net.peers[l]->epoch();
+  for (uint32_t accepted : {epoch + 5, 0xfffffffeu}) {
+    net.wire.push_back({l, {99, encode_peer_message(follower_info(99, accepted))}});
+    net.deliver_all();
+    net.ticks(5);
+    CHECK(net.leader() == l);
+    CHECK(net.peers[l]->epoch() == epoch);
+  }
+  // And when the leader is being chosen: a stranger's epoch is not counted.
+  Net again(3, {}, {{1, {3, 3}}, {2, {3, 3}}, {3, {3, 3}}});
+  for (PeerId p = 1; p <= 3; ++p)
+    again.wire.push_back({p, {99, encode_peer_message(follower_info(99, 0xfffffffeu))}});
+  PeerId l2 = again.settle();
+  REQUIRE(l2 != 0);
+  CHECK(again.peers[l2]->epoch() == 4);
+}
+
+TEST_CASE("a quorum at the last epoch that fits a zxid leads no further and says so, never wrapping") {
+  // 0x7fffffff: the next epoch's zxids would be negative (the high half of an int64).
+  Net net(3, {}, {{1, {0x7fffffff, 0x7fffffff}}, {2, {0x7fffffff, 0x7fffffff}}, {3, {0x7fffffff, 0x7fffffff}}});
+  net.settle();
+  CHECK(net.leader() == 0);
+  size_t said = 0;
+  for (PeerId p = 1; p <= 3; ++p) {
+    CHECK(net.epochs[p].accepted == 0x7fffffff);  // nothing wrapped or persisted past it
+    for (const auto& n : net.notes[p]) said += n.find("no later epoch fits a zxid") != std::string::npos;
+  }
+  CHECK(said == 1);  // the one that would lead says it, once
+  // One epoch below it still works.
+  Net below(3, {}, {{1, {0x7ffffffe, 0x7ffffffe}}, {2, {0x7ffffffe, 0x7ffffffe}}, {3, {0x7ffffffe, 0x7ffffffe}}});
+  PeerId l = below.settle();
+  REQUIRE(l != 0);
+  CHECK(below.peers[l]->epoch() == 0x7fffffffu);
 }
