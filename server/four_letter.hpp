@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -41,8 +42,19 @@ struct FourLetterEnv {
   std::string initial_configuration;
   int64_t leader_id = -1;
   std::string leader_ip;
-  // The voting members as ZooKeeper's voting_view shows them: id -> "host:quorum:election:role;clientAddress".
-  std::vector<std::pair<int64_t, std::string>> voting_view;
+  // The voting members as ZooKeeper 3.8's voting_view shows them (QuorumServer's fields):
+  // "host:port" addresses, the client address ("" when unknown here) and the learner type.
+  struct Member {
+    int64_t id = 0;
+    std::string host;
+    int32_t quorum_port = 0, election_port = 0;
+    std::string client_address;
+    std::string learner_type = "participant";
+  };
+  std::vector<Member> voting_view;
+  // zabstate on a member: this member (its entry in the configuration) and its last zxid.
+  std::optional<Member> self;
+  int64_t last_zxid = 0;
   // Group commit's writes slower than fsync.warningthresholdms (ZooKeeper's fsync count).
   int64_t fsync_threshold_exceeded = 0;
   // The newest complete snapshot: its zxid (-1: none) and when it was finished (s; -1: unknown).

@@ -819,7 +819,7 @@ struct ServerRuntime::Impl {
     admin::Summary jvm_pause_time{true};    // the pause monitor's overshoots (jvm.pause.monitor)
     std::map<int64_t, std::unique_ptr<admin::Summary>> ack_micros;  // Warden: per voter, on the leader
     int64_t looking_count = 0, snap_count = 0, diff_count = 0;
-    std::optional<std::chrono::steady_clock::time_point> looking_since, syncing_since;
+    std::optional<std::chrono::steady_clock::time_point> looking_since, syncing_since, leading_since;
     std::chrono::steady_clock::time_point snapshot_started;
   };
   mutable Metrics metrics;  // read by the const four_letter_env, reset by srst
@@ -1048,8 +1048,13 @@ struct ServerRuntime::Impl {
           int64_t observers = 0;
           for (const auto& l : ensemble->link_views()) observers += l.observer && l.synced ? 1 : 0;
           env.metrics.emplace_back("learners", static_cast<int64_t>(ensemble->followers()));
+          env.metrics.emplace_back("leader_uptime", metrics.leading_since ? ms_since(*metrics.leading_since) : 0);
           env.metrics.emplace_back("synced_observers", observers);
           env.metrics.emplace_back("synced_non_voting_followers", int64_t{0});
+        } else {
+          // ZooKeeper's followers serve it too (observer masters); Warden's observers follow
+          // the leader, so a follower has none.
+          env.metrics.emplace_back("synced_observers", int64_t{0});
         }
       }
     }
@@ -1324,6 +1329,12 @@ struct ServerRuntime::Impl {
         "warden_log_write_seconds", "Time of each group-commit write to the log (write and fsync), in seconds.",
         metrics.log_write_micros, 1e-6, {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
                                          0.5, 1, 2.5, 5});
+    // ZooKeeper's ack_latency: a voter's acknowledgement time in ms, keyed by its id, on the
+    // leader (a family with no series elsewhere, as ZooKeeper registers it on every member).
+    std::vector<std::pair<std::string, admin::Summary*>> by_sid;
+    if (ensemble && ensemble->leading())
+      for (const auto& [id, s] : metrics.ack_micros) by_sid.emplace_back(fmt::format("key=\"{}\"", id), s.get());
+    out += admin::prometheus_summaries("ack_latency", "ack_latency", by_sid, 1e-3);
     if (!ensemble || !ensemble->leading()) return out;
     Zxid last = ensemble->last_proposed();
     std::vector<std::pair<std::string, double>> lag;
@@ -1382,12 +1393,17 @@ struct ServerRuntime::Impl {
         env.admin_conf.emplace_back(key, number ? admin::Json(static_cast<int64_t>(std::stoll(v))) : admin::Json(v));
       }
     env.initial_configuration = config.config_text;
-    for (const auto& [id, e] : config.servers)  // ZooKeeper's QuorumServer.toString
-      if (!e.observer())
-        env.voting_view.emplace_back(id, fmt::format("{}:{}:{}:participant;{}", e.host, e.quorum_port, e.election_port,
-                                                     e.client_address.empty() ? "0.0.0.0:" + std::to_string(
-                                                                                    config.client_port)
-                                                                              : e.client_address));
+    for (const auto& [id, e] : config.servers) {  // ZooKeeper's QuorumServer, as its voting_view shows it
+      FourLetterEnv::Member m{id, e.host, e.quorum_port, e.election_port, "", e.role};
+      if (e.client_port >= 0)  // given on the server line
+        m.client_address = (e.client_host.empty() ? std::string("0.0.0.0") : e.client_host) + ":" +
+                           std::to_string(e.client_port);
+      else if (config.my_id && id == *config.my_id)  // its own: where it listens
+        m.client_address = address_of(acceptor);
+      if (config.my_id && id == *config.my_id) env.self = m;
+      if (!e.observer()) env.voting_view.push_back(std::move(m));
+    }
+    env.last_zxid = server->tree().last_applied();
     if (primary == "observers") env.observers = observer_infos(env.synced_observers);
     if (primary == "observer_connection_stat_reset" && ensemble && ensemble->leading())
       for (const auto& l : ensemble->link_views()) {
@@ -1984,6 +2000,9 @@ struct ServerRuntime::Impl {
     // election_time: from looking to a role; follower_sync_time: from following to serving.
     auto now = std::chrono::steady_clock::now();
     std::string_view role = ensemble->role_name();
+    // leader_uptime: from this member's start of leading (ZooKeeper's Leader.getUptime).
+    if (!ensemble->leading()) metrics.leading_since.reset();
+    else if (!metrics.leading_since) metrics.leading_since = now;
     if (role == "looking") {
       if (!metrics.looking_since) ++metrics.looking_count, metrics.looking_since = now;
       if (!metrics.unavailable_since) metrics.unavailable_since = now;

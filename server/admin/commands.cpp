@@ -11,6 +11,26 @@
 
 namespace warden::server {
 
+namespace {
+// An address as ZooKeeper 3.8's AdminServer serialises a MultipleAddresses (one address here).
+admin::Json multiple_addresses(const std::string& host, int32_t port) {
+  using admin::Json;
+  std::string one = host + ":" + std::to_string(port);
+  Json a = Json::object();
+  a.set("empty", false);
+  a.set("all_addresses", Json::array({one}));
+  a.set("all_reachable_addresses", Json::array({one}));
+  a.set("one", one);
+  a.set("reachable_address", one);
+  a.set("wildcard_addresses", Json::array({"0.0.0.0:" + std::to_string(port)}));
+  a.set("all_ports", Json::array({static_cast<int64_t>(port)}));
+  a.set("all_host_strings", Json::array({host}));
+  a.set("all_reachable_addresses_or_all", Json::array({one}));
+  a.set("reachable_or_one", one);
+  return a;
+}
+}  // namespace
+
 using admin::Json;
 
 const std::vector<admin::CommandNames>& admin::commands() {
@@ -369,19 +389,38 @@ Json ZkServer::admin_command(std::string_view name, const FourLetterEnv& env, st
     r.set("connections", std::move(plain));
     r.set("secure_connections", std::move(secure));
   } else if (primary == "zabstate") {
-    // ZooKeeper's QuorumPeer.ZabState: ELECTION, DISCOVERY, SYNCHRONIZATION, BROADCAST; a
-    // standalone server does not vote and has none.
-    r.set("voting", env.mode != "standalone" && env.mode != "observer");
+    // ZooKeeper 3.8's answer: on a member, who it is, its addresses (as Java's MultipleAddresses
+    // serialises), its last zxid and its ZabState in lower case (election, discovery,
+    // synchronization, broadcast); a standalone server does not vote and has none.
     std::string zab;
     if (env.mode != "standalone") {
       auto dash = env.peer_state.rfind(" - ");
       zab = dash == std::string::npos ? std::string() : env.peer_state.substr(dash + 3);
-      for (auto& ch : zab) ch = static_cast<char>(ch >= 'a' && ch <= 'z' ? ch - 'a' + 'A' : ch);
+    }
+    if (env.self) {
+      r.set("myid", env.self->id);
+      r.set("is_leader", env.mode == "leader");
+      r.set("quorum_address", multiple_addresses(env.self->host, env.self->quorum_port));
+      r.set("election_address", multiple_addresses(env.self->host, env.self->election_port));
+      r.set("client_address", env.self->client_address);
+    }
+    r.set("voting", env.mode != "standalone" && env.mode != "observer");
+    if (env.self) {
+      r.set("last_zxid", fmt::format("0x{:x}", static_cast<uint64_t>(env.last_zxid)));
+      r.set("zab_epoch", static_cast<int64_t>(static_cast<uint64_t>(env.last_zxid) >> 32));
+      r.set("zab_counter", static_cast<int64_t>(env.last_zxid & 0xffffffff));
     }
     r.set("zabstate", zab);
   } else if (primary == "voting_view") {
     Json view = Json::object();
-    for (const auto& [id, line] : env.voting_view) view.set(std::to_string(id), line);
+    for (const auto& m : env.voting_view) {
+      Json entry = Json::object();
+      entry.set("server_addresses", Json::array({m.host + ":" + std::to_string(m.quorum_port)}));
+      entry.set("election_addresses", Json::array({m.host + ":" + std::to_string(m.election_port)}));
+      entry.set("client_address", m.client_address);
+      entry.set("learner_type", m.learner_type);
+      view.set(std::to_string(m.id), std::move(entry));
+    }
     r.set("current_config", std::move(view));
   } else if (primary == "leader") {
     if (env.mode == "standalone") {  // ZooKeeper's answer for a server outside a quorum

@@ -142,16 +142,25 @@ std::string prometheus_text(const std::vector<std::pair<std::string, Json>>& val
   for (const auto& [name, v] : values) {
     auto n = v.number();
     if (!n || !valid_name(name)) continue;  // version and server_state are text: no metric
-    metric(out, name, "gauge", help_of(name), *n);
+    metric(out, name, zookeeper_counter(name) ? "counter" : "gauge", help_of(name), *n);
   }
   for (const auto& [name, s] : summaries) {
     out += fmt::format("# HELP {} {}\n# TYPE {} summary\n", name, help_of(name), name);
     summary_lines(out, name, "", *s, 1);
   }
+  // A set's family is served with no series until it has one, as ZooKeeper's provider does.
   for (const auto& [name, set] : sets) {
     std::vector<std::pair<std::string, Summary*>> series;
     for (const auto& [key, s] : set->entries()) series.emplace_back(fmt::format("key=\"{}\"", label_value(key)), s);
-    if (!series.empty()) out += prometheus_summaries(name, name, series, 1);
+    out += prometheus_summaries(name, name, series, 1);
+  }
+  for (const auto& u : unfed_metrics()) {
+    if (u.kind == UnfedMetric::Kind::summary_set)
+      out += fmt::format("# HELP {} {}\n# TYPE {} summary\n", u.name, help_of(u.name), u.name);
+    if (u.kind == UnfedMetric::Kind::gauge_set)
+      out += fmt::format("# HELP {} {}\n# TYPE {} gauge\n", u.name, help_of(u.name), u.name);
+    if (u.kind == UnfedMetric::Kind::counter_set)
+      out += fmt::format("# HELP {} {}\n# TYPE {} counter\n", u.name, help_of(u.name), u.name);
   }
   out += extra;
   process_metrics(out);

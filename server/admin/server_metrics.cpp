@@ -1,5 +1,7 @@
 #include "server/admin/server_metrics.hpp"
 
+#include <set>
+
 #include "wire/records.hpp"
 
 namespace warden::server::admin {
@@ -19,6 +21,9 @@ const std::vector<UnfedMetric>& unfed_metrics() {
   static const char* const ensemble_auth = "Warden has no ensemble auth scheme";
   static const char* const observer_master = "Warden has no observer masters: its observers follow the leader";
   static const char* const unfed_by_zookeeper = "ZooKeeper 3.8 registers it and never feeds it either";
+  static const char* const quota =
+      "Warden does not report quotas per namespace: their limits and usage are the /zookeeper/quota nodes' "
+      "and a getData of their zookeeper_stats";
   static const std::vector<UnfedMetric> all{
       {"response_packet_cache_hits", K::counter, cache},
       {"response_packet_cache_misses", K::counter, cache},
@@ -68,8 +73,35 @@ const std::vector<UnfedMetric>& unfed_metrics() {
       {"commit_propagation_latency", K::advanced_summary, unfed_by_zookeeper},
       {"proposal_ack_creation_latency", K::advanced_summary, unfed_by_zookeeper},
       {"read_final_proc_time_ms", K::advanced_summary, unfed_by_zookeeper},
+      {"learner_handler_qp_size", K::summary_set,
+       "Warden's leader has no queue of packets per learner: a learner's socket takes them as they go"},
+      {"learner_handler_qp_time_ms", K::summary_set,
+       "Warden's leader has no queue of packets per learner: a learner's socket takes them as they go"},
+      {"quota_bytes_limit_per_namespace", K::gauge_set, quota},
+      {"quota_bytes_usage_per_namespace", K::gauge_set, quota},
+      {"quota_count_limit_per_namespace", K::gauge_set, quota},
+      {"quota_count_usage_per_namespace", K::gauge_set, quota},
+      {"quota_exceeded_error_per_namespace", K::counter_set, quota},
   };
   return all;
+}
+
+bool zookeeper_counter(std::string_view name) {
+  static const std::set<std::string, std::less<>> counters = [] {
+    std::set<std::string, std::less<>> s{
+        "bytes_received_count", "cnxn_closed_without_zk_server_running", "commit_count", "connection_rejected",
+        "connection_request_count", "connection_revalidate_count", "dead_watchers_cleared", "dead_watchers_queued",
+        "diff_count", "learner_commit_received_count", "learner_proposal_received_count", "looking_count",
+        "outstanding_changes_queued", "outstanding_changes_removed", "prep_processor_request_queued",
+        "proposal_count", "request_commit_queued", "response_bytes", "revalidate_count",
+        "sessionless_connections_expired", "snap_count", "stale_replies", "stale_requests", "stale_requests_dropped",
+        "stale_sessions_expired", "sync_processor_request_queued", "watch_bytes", "tls_handshake_exceeded",
+        "unsuccessful_handshake", "quota_exceeded_error_per_namespace"};
+    for (const auto& m : unfed_metrics())
+      if (m.kind == UnfedMetric::Kind::counter) s.emplace(m.name);
+    return s;
+  }();
+  return counters.count(name) > 0;
 }
 
 void PipelineMetrics::add_namespace(SummarySet& set, const std::string& path, int64_t bytes) {

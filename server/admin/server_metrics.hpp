@@ -14,6 +14,8 @@
 // for, so queued and cleared count the same watches).
 #pragma once
 
+#include <string_view>
+
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -29,12 +31,19 @@ namespace warden::server::admin {
 // what ZooKeeper shows with that part switched off or idle: a counter 0, a summary with no
 // samples. `why` says why Warden does not feed it (docs/operations.md lists them the same way).
 struct UnfedMetric {
-  enum class Kind { counter, ratio, summary, advanced_summary };
+  // The sets (keyed series, as ZooKeeper's CounterSet, GaugeSet and SummarySet) are served as
+  // families with no series.
+  enum class Kind { counter, ratio, summary, advanced_summary, summary_set, gauge_set, counter_set };
   const char* name;
   Kind kind;
   const char* why;
 };
 const std::vector<UnfedMetric>& unfed_metrics();
+
+// Whether ZooKeeper registers the metric `name` as a Counter (Prometheus type counter; every
+// other number it shows is a gauge): those Warden feeds, and unfed_metrics()'s counters. It_metrics
+// checks each type against what a running ZooKeeper 3.8 registers.
+bool zookeeper_counter(std::string_view name);
 
 struct PipelineMetrics {
   // Counters.

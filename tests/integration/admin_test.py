@@ -400,10 +400,37 @@ def refused(work):
         c.check(r.returncode == 2 and wanted in r.stderr, f"{extra.strip()!r}: stops naming it: {r.stderr.strip()!r}")
 
 
+MEMBER_COMMANDS = ("leader", "zabstate", "voting_view")
+
+
+def zookeeper_member_views():
+    """ZooKeeper 3.8's answers to MEMBER_COMMANDS on its leader and on a follower of a 3-member
+    ensemble: {"leader": {cmd: json}, "follower": {...}}."""
+    from ensemble import four_letter
+    ens = support.ZkEnsemble(3, 500, 256, admin=True).start()
+    try:
+        out = {}
+        deadline = time.time() + 30
+        while time.time() < deadline and len(out) < 2:
+            for m in ens.members:
+                mode = "leader" if "Mode: leader" in four_letter(m["client_port"], "srvr") else "follower"
+                answers = {cmd: json.loads(get(m["admin_port"], f"/commands/{cmd}")[1]) for cmd in MEMBER_COMMANDS}
+                if answers["zabstate"].get("zabstate") == "broadcast":
+                    out[mode] = answers
+            time.sleep(0.2)
+        return out
+    finally:
+        ens.stop()
+
+
 def ensemble_views():
     """A 3-member ensemble with an observer: leader, zabstate, voting_view, server_stats and the
-    observers commands as each member answers them."""
+    observers commands as each member answers them; the first three with the keys and types of
+    ZooKeeper 3.8's answers on its leader and on a follower."""
     from ensemble import Ensemble
+    zk_views = zookeeper_member_views() if support.with_reference() else {}
+    if support.with_reference():
+        c.equal(sorted(zk_views), ["follower", "leader"], "ZooKeeper 3.8's leader and a follower answered in broadcast")
     with Ensemble(3, observers=1,
                   extra_cfg="admin.enableServer=true\nadmin.serverAddress=127.0.0.1\nadmin.serverPort=0\n") as ens:
         ens.start()
@@ -429,10 +456,24 @@ def ensemble_views():
                 {m.id: m is leader for m in ens.members}, "leader: is_leader on the leader alone")
         c.equal({v["leader"]["leader_id"] for v in views.values()}, {leader.id}, "leader: every member names it")
         c.equal({(views[m.id]["zabstate"]["voting"], views[m.id]["zabstate"]["zabstate"]) for m in voters},
-                {(True, "BROADCAST")}, "zabstate: voting, in broadcast")
+                {(True, "broadcast")}, "zabstate: voting, in broadcast (ZooKeeper's lower case)")
         c.equal(views[observer.id]["zabstate"]["voting"], False, "zabstate: the observer does not vote")
         c.equal({tuple(sorted(v["voting_view"]["current_config"])) for v in views.values()}, {("1", "2", "3")},
                 "voting_view: the three voters")
+        for m in voters:
+            z = views[m.id]["zabstate"]
+            c.check(z["myid"] == m.id and z["is_leader"] == (m is leader)
+                    and z["quorum_address"]["one"] == f"127.0.0.1:{m.quorum_port}"
+                    and z["client_address"] == f"127.0.0.1:{m.client_port}"
+                    and int(z["last_zxid"], 16) == (z["zab_epoch"] << 32) + z["zab_counter"] >= last,
+                    f"zabstate names the member, its addresses and its last zxid: {z}")
+        follower = next(m for m in voters if m is not leader)
+        for mode, m in (("leader", leader), ("follower", follower)):
+            for cmd in MEMBER_COMMANDS if zk_views else ():
+                zj, wj = zk_views.get(mode, {}).get(cmd), views[m.id][cmd]
+                c.check(zj is not None, f"ZooKeeper's {mode} answered {cmd}")
+                if zj is not None:
+                    c.equal(shape(wj), shape(zj), f"{cmd} on the {mode}: ZooKeeper 3.8's keys and types")
         logs = {}
         for m in ens.members:
             for d in json.loads(get(admin_port(m.log()), "/commands/hash")[1])["digests"]:

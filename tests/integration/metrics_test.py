@@ -122,8 +122,10 @@ def standalone(work):
     problems = [line for line in (r.stdout + r.stderr).splitlines() if line.strip()]
     others = [p for p in problems if not re.match(r"^[a-z_]+_count non-histogram and non-summary metrics should not "
                                                    r"have \"_count\" suffix$", p) and
-              not re.match(r"^[a-z_]+_ms metric names should not contain abbreviated units$", p)]
-    c.equal(others, [], "promtool finds nothing but ZooKeeper's own names (_count gauges, _ms summaries)")
+              not re.match(r"^[a-z_]+_ms metric names should not contain abbreviated units$", p) and
+              not re.match(r'^[a-z_]+ counter metrics should have "_total" suffix$', p)]
+    c.equal(others, [], "promtool finds nothing but ZooKeeper's own names (_count gauges, _ms summaries, counters "
+                        "without _total, as ZooKeeper types and names them)")
     with open(os.path.join(work, "bad.cfg"), "w") as f:
         f.write(f"dataDir={work}/d\nclientPort=0\nmetricsProvider.httpPort=70000\n")
     r = subprocess.run([os.environ["WARDEN_SERVER"], os.path.join(work, "bad.cfg")], capture_output=True, text=True,
@@ -222,11 +224,69 @@ def with_prometheus(work):
             c.check(counts and min(counts) > 10, f"znode_count grows with the load on every member ({counts})")
 
 
+def zookeeper_types(work):
+    """Each metric family's Prometheus type as ZooKeeper 3.8 registers it, on its leader and on a
+    follower: a 3-member ZooKeeper ensemble with the test's RecordingMetricsProvider (Debian's
+    ZooKeeper has no Prometheus provider; ZooKeeper's own gives a Counter the type counter, a
+    Gauge gauge, a Summary summary). Returns {"leader": {name: type}, "follower": {...}}."""
+    rec = os.path.join(work, "zk-metrics")
+    os.makedirs(rec)
+    cp = support.compile_java(os.path.join(work, "classes"), support.ZK_CLASSPATH, "RecordingMetricsProvider.java")
+    ens = support.ZkEnsemble(3, 500, 256, classpath=cp,
+                             extra_cfg=f"metricsProvider.className=RecordingMetricsProvider\n"
+                                       f"metricsProvider.recordDir={rec}\n").start()
+    try:
+        zk = KazooClient(hosts=",".join(f"127.0.0.1:{m['client_port']}" for m in ens.members))
+        zk.start(timeout=30)
+        for i in range(10):
+            zk.create(f"/types{i}", b"v")
+        zk.stop()
+        zk.close()
+        modes = {}
+        for m in ens.members:
+            srvr = four_letter(m["client_port"], "srvr") or ""
+            modes[m["proc"].pid] = "leader" if "Mode: leader" in srvr else "follower"
+        time.sleep(1)
+        out = {}
+        for pid, mode in modes.items():
+            with open(os.path.join(rec, f"metrics-{pid}.txt")) as f:
+                out[mode] = dict(line.split() for line in f if line.strip())
+        return out
+    finally:
+        ens.stop()
+
+
+def types_as_zookeeper(work):
+    """Every metric family ZooKeeper 3.8 serves, on the leader and on a follower, is served by
+    Warden's member in the same role with the same Prometheus type (dashboards take rate() of a
+    counter; leader_uptime only on a leader)."""
+    want = zookeeper_types(work)
+    c.check(set(want) == {"leader", "follower"} and "leader_uptime" in want.get("leader", {}),
+            f"ZooKeeper's leader and followers recorded their metrics ({ {k: len(v) for k, v in want.items()} })")
+    extra = PROVIDER + "metricsProvider.httpHost=127.0.0.1\nmetricsProvider.httpPort=0\n"
+    with Ensemble(3, extra_cfg=extra) as ens:
+        ens.start()
+        leader = ens.leader()
+        follower = next(m for m in ens.members if m is not leader)
+        got = {}
+        for mode, m in (("leader", leader), ("follower", follower)):
+            _, text = scrape(metrics_port(m.log()))
+            got[mode] = dict(re.findall(r"^# TYPE (\S+) (\S+)$", text, re.M))
+    for mode in ("leader", "follower"):
+        zk_types, w_types = want.get(mode, {}), got.get(mode, {})
+        missing = sorted(n for n in zk_types if n not in w_types)
+        c.equal(missing, [], f"{mode}: every metric family ZooKeeper 3.8 serves is served")
+        differ = {n: (w_types[n], t) for n, t in zk_types.items() if n in w_types and w_types[n] != t}
+        c.equal(differ, {}, f"{mode}: each family's type is ZooKeeper's (Warden's, ZooKeeper's)")
+    c.check("leader_uptime" not in got.get("follower", {}), "leader_uptime only on the leader, as ZooKeeper")
+
+
 def main():
     if not shutil.which("prometheus") or not shutil.which("promtool"):
         c.check(False, "Debian's prometheus package (prometheus, promtool) is installed (scripts/lib.sh installs it)")
         c.finish()
-    c.run_parts((standalone, with_prometheus), "warden-metrics-", each_fresh=True)
+    c.run_parts((standalone, with_prometheus,
+                 lambda work: types_as_zookeeper(work) if support.with_reference() else None), "warden-metrics-", each_fresh=True)
 
 
 if __name__ == "__main__":

@@ -224,11 +224,15 @@ class ZkEnsemble:
     syncLimit=5): the reference for ensemble behaviour and the benchmarks' other side. Members
     are dicts (id, client_port, cfg, dir, proc); each one's dataDir is `dir`/data."""
 
-    def __init__(self, n, tick_ms, heap_mb, jvm_flags=(), extra_cfg=""):
+    def __init__(self, n, tick_ms, heap_mb, jvm_flags=(), extra_cfg="", admin=False, classpath=None):
         """`extra_cfg` ends each zoo.cfg; with reconfigEnabled=true in it, the server lines carry
-        their client addresses (ZooKeeper 3.5+'s form, which a reconfig's joining line repeats)."""
+        their client addresses (ZooKeeper 3.5+'s form, which a reconfig's joining line repeats).
+        `admin`: each member's AdminServer on 127.0.0.1 and a free port of its own (its
+        `admin_port`; Debian's ZooKeeper needs servlet-api.jar on its class path for it)."""
         self.dir = tempfile.mkdtemp(prefix="zk-ens-")
         self.jvm_flags = list(jvm_flags)
+        self.classpath = classpath or (ZK_CLASSPATH + ":" + java_classpath("servlet-api.jar") if admin
+                                       else ZK_CLASSPATH)
         self.members = []
         ports = [(free_port(), free_port(), free_port()) for _ in range(n)]
         dynamic = "reconfigEnabled=true" in extra_cfg
@@ -236,14 +240,17 @@ class ZkEnsemble:
                         for i, (c, q, e) in enumerate(ports))
         for i, (client, _, _) in enumerate(ports):
             d = os.path.join(self.dir, str(i + 1))
+            admin_port = free_port() if admin else None
+            admin_cfg = (f"admin.enableServer=true\nadmin.serverAddress=127.0.0.1\nadmin.serverPort={admin_port}\n"
+                         if admin else "admin.enableServer=false\n")
             cfg = member_files(d, i + 1, f"tickTime={tick_ms}\ninitLimit=10\nsyncLimit=5\ndataDir={d}/data\n"
-                                         f"clientPort={client}\nclientPortAddress=127.0.0.1\nadmin.enableServer=false\n"
+                                         f"clientPort={client}\nclientPortAddress=127.0.0.1\n{admin_cfg}"
                                          f"maxClientCnxns=0\n4lw.commands.whitelist=*\n{extra_cfg}\n{lines}")
             self.members.append(dict(id=i + 1, client_port=client, quorum_port=ports[i][1], election_port=ports[i][2],
-                                     cfg=cfg, dir=d, proc=None, heap=heap_mb))
+                                     cfg=cfg, dir=d, proc=None, heap=heap_mb, admin_port=admin_port))
 
     def start_member(self, m):
-        m["proc"] = subprocess.Popen(["java", f"-Xmx{m['heap']}m", *self.jvm_flags, "-cp", ZK_CLASSPATH,
+        m["proc"] = subprocess.Popen(["java", f"-Xmx{m['heap']}m", *self.jvm_flags, "-cp", self.classpath,
                                       "org.apache.zookeeper.server.quorum.QuorumPeerMain", m["cfg"]],
                                      stdout=open(os.path.join(m["dir"], "zk.log"), "a"), stderr=subprocess.STDOUT)
 
