@@ -1279,6 +1279,7 @@ struct ServerRuntime::Impl {
       std::string why = e.what();
       if (std::filesystem::exists(paths.store)) {  // the store is back: serve on from it
         restoring = false;
+        resume_reading();  // connections paused by the swap read again
         return why;
       }
       spdlog::critical("cannot put the restored store in place ({}): stopping; the next start settles it", why);
