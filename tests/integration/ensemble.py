@@ -14,6 +14,7 @@ import tempfile
 import time
 
 from support import free_port, fresh_socket, handshake_ok, member_files
+from support import answer_timeout_s, sync_limit as support_sync_limit
 
 
 def four_letter(port, word, timeout=3):
@@ -33,7 +34,7 @@ def four_letter(port, word, timeout=3):
 
 def mode_of(port):
     """'leader', 'follower', 'observer', 'not serving' or '' (down or stopped)."""
-    text = four_letter(port, "srvr", timeout=1)
+    text = four_letter(port, "srvr", timeout=answer_timeout_s())
     if "not currently serving" in text:
         return "not serving"
     for line in text.splitlines():
@@ -113,9 +114,10 @@ class Ensemble:
     """With `proxied`, each member's configuration reaches the others through a PeerProxy
     (self.proxy), so that a test can partition them."""
 
-    def __init__(self, n, observers=0, tick_ms=200, init_limit=10, sync_limit=5, extra_cfg="", proxied=False):
+    def __init__(self, n, observers=0, tick_ms=200, init_limit=10, sync_limit=None, extra_cfg="", proxied=False):
         self.dir = tempfile.mkdtemp(prefix="warden-ens-")
-        self.tick_ms, self.init_limit, self.sync_limit = tick_ms, init_limit, sync_limit
+        self.tick_ms, self.init_limit = tick_ms, init_limit
+        self.sync_limit = sync_limit or support_sync_limit()
         self.members = [Member(self, i + 1) for i in range(n)]
         self.members += [Member(self, n + i + 1, observer=True) for i in range(observers)]
         self.proxy = PeerProxy() if proxied else None
@@ -128,7 +130,7 @@ class Ensemble:
                     q = self.proxy.add(me.id, m.id, "quorum", q)
                     e = self.proxy.add(me.id, m.id, "election", e)
                 lines.append(f"server.{m.id}=127.0.0.1:{q}:{e}{role};127.0.0.1:{m.client_port}")
-            member_files(me.dir, me.id, f"tickTime={tick_ms}\ninitLimit={init_limit}\nsyncLimit={sync_limit}\n"
+            member_files(me.dir, me.id, f"tickTime={tick_ms}\ninitLimit={init_limit}\nsyncLimit={self.sync_limit}\n"
                                         f"dataDir={me.dir}/data\n4lw.commands.whitelist=*\nadmin.enableServer=false\n"
                                         f"{'peerType=observer' if me.observer else ''}\n{extra_cfg}\n" +
                          "\n".join(lines) + "\n")

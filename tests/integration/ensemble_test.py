@@ -78,7 +78,7 @@ with Ensemble(3) as ens:
     c.equal(mntr.get("zk_peer_state"), "leading - broadcast", "mntr: zk_peer_state")
     follower = next(m for m in ens.members if m is not leader)
     conf = four_letter(follower.client_port, "conf")
-    for line in (f"serverId={follower.id}", "initLimit=10", "syncLimit=5", "electionAlg=3",
+    for line in (f"serverId={follower.id}", "initLimit=10", f"syncLimit={ens.sync_limit}", "electionAlg=3",
                  f"electionPort={follower.election_port}", f"quorumPort={follower.quorum_port}", "peerType=0"):
         c.check(line in conf.splitlines(), f"conf on a member shows {line}")
     fm = dict(line.split("\t", 1) for line in four_letter(follower.client_port, "mntr").splitlines() if "\t" in line)

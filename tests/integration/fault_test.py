@@ -27,7 +27,7 @@ from kazoo.exceptions import (ConnectionLoss, NodeExistsError, NoNodeError, Oper
 from kazoo.handlers.threading import KazooTimeoutError
 
 from ensemble import Ensemble, four_letter
-from support import Checks
+from support import Checks, answer_timeout_s
 
 c = Checks("fault")
 seed = int(os.environ.get("WARDEN_FAULT_SEED") or random.SystemRandom().randrange(1 << 31))
@@ -409,13 +409,13 @@ def settle_bound_s(ens):
     """How soon after a heal (every member up, the network whole) a leader must be established and
     a write committed: the simulator's bound (tests/sim: initLimit, then two vote rounds with the
     wait for a better vote; the core ticks ten times a tickTime, votes go out every 2 subticks
-    and a decision waits 1) from this ensemble's zoo.cfg, plus a second for what real processes
-    add: a restarted member opening its log, fsyncs, the probe's own connection (more on a
-    sanitizer build). ZooKeeper's leader alone may wait initLimit * tickTime at each of three
-    steps."""
+    and a decision waits 1) from this ensemble's zoo.cfg, plus one answer's allowance
+    (support.answer_timeout_s: 1 s, 3 s on a sanitizer build) for what real processes add: a
+    restarted member opening its log, fsyncs, the probe's own connection. ZooKeeper's leader
+    alone may wait initLimit * tickTime at each of three steps."""
     subtick_ms = ens.tick_ms / 10
     election_ms = ens.init_limit * ens.tick_ms + 2 * (2 + 1 + 1) * subtick_ms
-    return (election_ms + 1000) / 1000
+    return election_ms / 1000 + answer_timeout_s()
 
 
 def committed_after(ens, healed_at, limit):
@@ -430,7 +430,7 @@ def committed_after(ens, healed_at, limit):
                 continue
             try:
                 s = Session(m.client_port, timeout_ms=4000)
-                s.sock.settimeout(1.0)
+                s.sock.settimeout(answer_timeout_s())
                 err = s.call(CREATE, body)[0]
                 s.close()
                 if err == 0:

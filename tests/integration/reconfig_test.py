@@ -316,7 +316,7 @@ def grow_from_one():
         def start(i, members):
             d = os.path.join(work, str(i))
             cfg = support.member_files(
-                d, i, f"tickTime=200\ninitLimit=10\nsyncLimit=5\ndataDir={d}/data\n4lw.commands.whitelist=*\n"
+                d, i, f"tickTime=200\ninitLimit=10\nsyncLimit={support.sync_limit()}\ndataDir={d}/data\n4lw.commands.whitelist=*\n"
                       f"admin.enableServer=false\nreconfigEnabled=true\nstandaloneEnabled=false\nskipACL=yes\n" +
                       "".join(line(m) + "\n" for m in members))
             cmd = ([os.environ["WARDEN_SERVER"], cfg] if name == "Warden" else

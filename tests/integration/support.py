@@ -284,6 +284,34 @@ def rss_kib(pid):
         return next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
 
 
+_sanitized = None
+
+
+def sanitized():
+    """True when WARDEN_SERVER is an AddressSanitizer or ThreadSanitizer build (scripts/test's
+    second and third passes): such a member runs several times slower, and two tests share the
+    machine's two cores."""
+    global _sanitized
+    if _sanitized is None:
+        out = subprocess.run(["ldd", os.environ["WARDEN_SERVER"]], capture_output=True, text=True).stdout
+        _sanitized = any(lib in out for lib in ("libtsan", "libasan"))
+    return _sanitized
+
+
+def sync_limit():
+    """syncLimit (in ticks) of the tests' ensembles: 5 (1 s at 200 ms), 15 on a sanitized build.
+    There a leader held up for more than 1 s (1 MB writes under ThreadSanitizer while another
+    test runs) lost its followers and the ensemble elected mid-test, with f1c90d0 as with later
+    builds. ZooKeeper's sample configuration allows 5 ticks of 2 s."""
+    return 15 if sanitized() else 5
+
+
+def answer_timeout_s():
+    """How long a test waits for one four-letter answer or one request of a probe: 1 s, 3 s on a
+    sanitized build (a ThreadSanitizer leader missed 1 s while another test ran)."""
+    return 3.0 if sanitized() else 1.0
+
+
 def with_reference():
     """False when WARDEN_NO_REFERENCE=1 (scripts/test's sanitizer runs): a test then checks
     Warden against its own expectations and leaves out starting ZooKeeper to compare."""
