@@ -4,6 +4,7 @@ connect string that real clients use, and stops every member on Ctrl-C (SIGINT t
 group, as a terminal sends it). Bad arguments get the usage and exit 2."""
 import os
 import re
+import shutil
 import signal
 import subprocess
 import tempfile
@@ -40,7 +41,11 @@ def members_of(top):
 
 
 work = tempfile.mkdtemp(prefix="ensemble-script-")
-env = dict(os.environ, BUILD_DIR=os.path.join(work, "build"), CI="true", CCACHE_NOHASHDIR="1", TMPDIR=work)
+# Its build directory sits beside build/ so that ccache finds what the plain build compiled
+# (tests/integration/run_script_test.py says why).
+build = os.path.join(ROOT, "build-ensemble-script")
+shutil.rmtree(build, ignore_errors=True)
+env = dict(os.environ, BUILD_DIR=build, CI="true", CCACHE_NOHASHDIR="1", TMPDIR=work)
 out_path = os.path.join(work, "out.log")
 proc = subprocess.Popen([SCRIPT], stdout=open(out_path, "w"), stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                         env=env, start_new_session=True)
@@ -88,4 +93,5 @@ finally:
         proc.wait()
     for pid in members_of(work):
         os.kill(pid, signal.SIGKILL)
+    shutil.rmtree(build, ignore_errors=True)
 c.finish()

@@ -33,7 +33,7 @@ c = Checks("sync")
 SANITIZED = sanitized()
 # A sanitized server (scripts/test's sanitizer passes) writes ten times slower: a smaller log,
 # the same paths (streamed DIFF and SNAP).
-MB = int(os.environ.get("WARDEN_SYNC_MB", "64" if SANITIZED else "200"))
+MB = int(os.environ.get("WARDEN_SYNC_MB", "32" if SANITIZED else "200"))
 # How soon a member that missed MB / 4 writes follows with no write load: 10 s; 30 s sanitized,
 # where one 1 MB write takes about 0.8 s (ThreadSanitizer, another test running) and the member
 # far behind followed after 13 s.
