@@ -11,6 +11,7 @@
 #include <openssl/x509v3.h>
 #include <chrono>
 #include <map>
+#include <set>
 #include <stdexcept>
 #include <tuple>
 
@@ -95,6 +96,12 @@ struct PeerTransport::Impl {
   int64_t self;
   std::map<int64_t, Member> members;
   bool strangers = false;  // set_accept_strangers
+  // Servers outside the configuration that add_stranger() took: forgotten with their last
+  // connection to this member.
+  std::set<int64_t> stranger_ids;
+  std::chrono::steady_clock::time_point last_stranger_warning{};
+  // Resolves a member a reconfig added: getaddrinfo runs on Asio's resolver thread, never here.
+  tcp::resolver member_resolver{io};
   Receive receive;
   tcp::acceptor quorum{io}, election{io};
   bool stopping = false;
@@ -226,6 +233,9 @@ struct PeerTransport::Impl {
                std::to_string(PeerTransport::version);
       if (sender == t.self || (!t.members.count(sender) && !t.strangers))
         return "server id " + std::to_string(sender) + " is not another member of this ensemble";
+      if (t.outside(sender) && t.strangers_connected(sender) >= PeerTransport::max_strangers)
+        return "server " + std::to_string(sender) + " is outside the configuration, and " +
+               std::to_string(PeerTransport::max_strangers) + " such servers are connected already";
       if (target != t.self)
         return "it meant to reach server " + std::to_string(target) + ", this is server " + std::to_string(t.self);
       auto known = t.addresses.find(sender);
@@ -286,10 +296,12 @@ struct PeerTransport::Impl {
                        "quorum.auth.serverRequireSasl is true", from, peer);
           return false;
         }
-        if (len > PeerTransport::max_frame) {
+        size_t limit = t.outside(from) ? PeerTransport::max_stranger_frame : PeerTransport::max_frame;
+        if (len > limit) {
           ++t.refused;
-          spdlog::warn("closing the connection from server {} ({}): a frame of {} bytes is above the limit of {}", from,
-                       peer, len, PeerTransport::max_frame);
+          spdlog::warn("closing the connection from server {} ({}): a frame of {} bytes is above the limit of {}{}",
+                       from, peer, len, limit,
+                       limit < PeerTransport::max_frame ? " for a server outside the configuration" : "");
           return false;
         }
         if (in.size() - off - 4 < len) break;
@@ -380,6 +392,11 @@ struct PeerTransport::Impl {
       hello_timer.cancel();
       boost::system::error_code ec;
       socket.close(ec);  // the TLS stream, if any, ends with it
+      // Posted: close() may run inside a receive, whose caller may still use what a stranger has.
+      if (hello_done && !t.stopping && t.stranger_ids.count(from))
+        asio::post(t.io, [&impl = t, id = from] {
+          if (!impl.stopping) impl.forget_if_gone(id);
+        });
     }
   };
 
@@ -428,8 +445,15 @@ struct PeerTransport::Impl {
     std::chrono::steady_clock::time_point since;
     uint64_t generation = 0;  // a callback of an earlier socket finds a newer one and does nothing
     bool logged_down = false;
+    // False once this is destroyed (a forgotten stranger's): every callback holds it and
+    // returns at once, before it reads anything of this.
+    std::shared_ptr<bool> alive = std::make_shared<bool>(true);
     Outgoing(Impl& impl, Member m, bool v)
         : t(impl), to(std::move(m)), vote(v), socket(impl.io), resolver(impl.io), retry(impl.io), keepalive(impl.io) {}
+    ~Outgoing() {
+      *alive = false;
+      stop();
+    }
 
     uint16_t port() const { return vote ? to.election_port : to.quorum_port; }
     const char* what() const { return vote ? "election" : "quorum"; }
@@ -438,19 +462,33 @@ struct PeerTransport::Impl {
       if (t.stopping || connecting || connected || backing_off) return;
       connecting = true;
       uint64_t gen = ++generation;
+      // An address needs no lookup; a name is looked up on Asio's resolver thread, so that a
+      // name that does not resolve (or slowly) never holds up this member's I/O.
+      boost::system::error_code literal;
+      auto address = asio::ip::make_address(to.host, literal);
+      if (!literal) {
+        auto results =
+            tcp::resolver::results_type::create(tcp::endpoint(address, port()), to.host, std::to_string(port()));
+        asio::post(t.io, [this, gen, a = alive, results] {
+          if (*a && gen == generation && !t.stopping) resolved(gen, results);
+        });
+        return;
+      }
       resolver.async_resolve(to.host, std::to_string(port()),
-                             [this, gen](boost::system::error_code ec, tcp::resolver::results_type results) {
-                               if (gen != generation || t.stopping) return;
+                             [this, gen, a = alive](boost::system::error_code ec, tcp::resolver::results_type results) {
+                               if (!*a || gen != generation || t.stopping) return;
                                if (ec) return failed("cannot resolve " + to.host + ": " + ec.message());
-                               if (!bind_source(results)) return;
-                               asio::async_connect(socket, results,
-                                                   [this, gen](boost::system::error_code ec2, const tcp::endpoint&) {
-                                                     if (gen != generation || t.stopping) return;
-                                                     if (ec2) return failed(ec2.message());
-                                                     if (t.tls.connect) return handshake(gen);
-                                                     established(gen);
-                                                   });
+                               resolved(gen, results);
                              });
+    }
+    void resolved(uint64_t gen, const tcp::resolver::results_type& results) {
+      if (!bind_source(results)) return;
+      asio::async_connect(socket, results, [this, gen, a = alive](boost::system::error_code ec, const tcp::endpoint&) {
+        if (!*a || gen != generation || t.stopping) return;
+        if (ec) return failed(ec.message());
+        if (t.tls.connect) return handshake(gen);
+        established(gen);
+      });
     }
     // Leaves from this member's own configured address, where the receiver expects it; an
     // unspecified one (0.0.0.0, ::) leaves the choice to the system. False: failed() ran.
@@ -473,11 +511,12 @@ struct PeerTransport::Impl {
       context = t.tls.client();
       tls = std::make_shared<TlsStream>(socket, *context);
       if (t.tls.verify_host) tls->set_verify_callback(asio::ssl::host_name_verification(to.host));
-      tls->async_handshake(asio::ssl::stream_base::client, [this, gen, keep = tls](boost::system::error_code ec) {
-        if (gen != generation || t.stopping) return;
-        if (ec) return failed("TLS handshake failed: " + tls_reason(ec));
-        established(gen);
-      });
+      tls->async_handshake(asio::ssl::stream_base::client,
+                           [this, gen, keep = tls, a = alive](boost::system::error_code ec) {
+                             if (!*a || gen != generation || t.stopping) return;
+                             if (ec) return failed("TLS handshake failed: " + tls_reason(ec));
+                             established(gen);
+                           });
     }
     void established(uint64_t gen) {
       connecting = false;
@@ -507,8 +546,8 @@ struct PeerTransport::Impl {
     // The other side writes only its auth frames: past those, a read ends when it closes.
     void read_answers(uint64_t gen) {
       auto buf = std::make_shared<std::array<char, 4096>>();
-      auto got = [this, gen, buf](boost::system::error_code ec, size_t n) {
-        if (gen != generation || t.stopping) return;
+      auto got = [this, gen, buf, a = alive](boost::system::error_code ec, size_t n) {
+        if (!*a || gen != generation || t.stopping) return;
         if (ec) return failed(authenticating ? "the connection closed during SASL authentication"
                                              : "the connection closed");
         if (authenticating) {
@@ -581,8 +620,8 @@ struct PeerTransport::Impl {
     // While connected: an empty frame after each keepalive_ms in which nothing was sent.
     void tick_keepalive(uint64_t gen) {
       keepalive.expires_after(std::chrono::milliseconds(PeerTransport::keepalive_ms));
-      keepalive.async_wait([this, gen](boost::system::error_code ec) {
-        if (ec || gen != generation || t.stopping || !connected) return;
+      keepalive.async_wait([this, gen, a = alive](boost::system::error_code ec) {
+        if (ec || !*a || gen != generation || t.stopping || !connected) return;
         if (authenticating && std::chrono::steady_clock::now() - auth_since >
                                   std::chrono::milliseconds(PeerTransport::hello_timeout_ms))
           return failed("SASL authentication did not finish within " +
@@ -615,8 +654,8 @@ struct PeerTransport::Impl {
       retry.expires_after(backoff);
       backoff = std::min(backoff * 2, std::chrono::duration_cast<std::chrono::milliseconds>(max_backoff));
       backing_off = true;
-      retry.async_wait([this](boost::system::error_code ec2) {
-        if (ec2 || t.stopping) return;
+      retry.async_wait([this, a = alive](boost::system::error_code ec2) {
+        if (ec2 || !*a || t.stopping) return;
         backing_off = false;
         connect();
       });
@@ -653,8 +692,8 @@ struct PeerTransport::Impl {
         pending_frames = 0;
       }
       uint64_t gen = generation;
-      auto done = [this, gen](boost::system::error_code ec, size_t) {
-        if (gen != generation || t.stopping) return;
+      auto done = [this, gen, a = alive](boost::system::error_code ec, size_t) {
+        if (!*a || gen != generation || t.stopping) return;
         writing = false;
         writing_buf.clear();
         writing_frames = 0;
@@ -742,6 +781,58 @@ struct PeerTransport::Impl {
     });
   }
 
+  // Not in the configuration: a stranger's id, or one no member has (a hello taken with
+  // set_accept_strangers, before add_stranger).
+  bool outside(int64_t id) const { return !members.count(id) || stranger_ids.count(id); }
+  // Servers outside the configuration with a connection to this member open now, `except` aside.
+  size_t strangers_connected(int64_t except) const {
+    std::set<int64_t> ids;
+    for (const auto& w : incoming)
+      if (auto c = w.lock(); c && !c->closed && c->hello_done && c->from != except && outside(c->from))
+        ids.insert(c->from);
+    return ids.size();
+  }
+  // A stranger none of whose connections to this member is open any more: its connections go.
+  void forget_if_gone(int64_t id) {
+    if (!stranger_ids.count(id)) return;
+    for (const auto& w : incoming)
+      if (auto c = w.lock(); c && !c->closed && c->hello_done && c->from == id) return;
+    stranger_ids.erase(id);
+    members.erase(id);
+    addresses.erase(id);
+    for (bool vote : {false, true}) {
+      identified_by.erase({id, vote});
+      out.erase({id, vote});  // ~Outgoing stops it; its callbacks find it gone
+    }
+    spdlog::info("server {}, outside the configuration, has no connection to this member left: forgotten", id);
+  }
+  // A member a reconfig added: its host resolved on Asio's resolver thread. Until then (or if it
+  // does not resolve) its connections are not checked against it, as at start.
+  void resolve_later(int64_t id, const Member& m) {
+    member_resolver.async_resolve(
+        m.host, std::to_string(m.quorum_port),
+        [this, id, host = m.host](boost::system::error_code ec, tcp::resolver::results_type results) {
+          if (stopping || ec == asio::error::operation_aborted) return;
+          auto known = members.find(id);
+          if (known == members.end() || known->second.host != host) return;
+          std::vector<std::string> found;
+          if (!ec) found = address_texts(results);
+          if (found.empty())
+            spdlog::warn("server {}'s host {} does not resolve now: its connections are not checked against it", id,
+                         host);
+          addresses[id] = std::move(found);
+        });
+  }
+  static std::vector<std::string> address_texts(const tcp::resolver::results_type& results) {
+    std::vector<std::string> found;
+    for (const auto& r : results) {
+      auto a = r.endpoint().address();
+      if (a.is_v6() && a.to_v6().is_v4_mapped()) a = asio::ip::make_address_v4(asio::ip::v4_mapped, a.to_v6());
+      found.push_back(a.to_string());
+    }
+    return found;
+  }
+
   // Each member's host, resolved once at start (a member's own included), or as it is added.
   void resolve_members() {
     for (const auto& [id, m] : members) resolve(id, m);
@@ -751,12 +842,7 @@ struct PeerTransport::Impl {
     boost::system::error_code ec;
     auto results = resolver.resolve(m.host, std::to_string(m.quorum_port), ec);
     std::vector<std::string> found;
-    if (!ec)
-      for (const auto& r : results) {
-        auto a = r.endpoint().address();
-        if (a.is_v6() && a.to_v6().is_v4_mapped()) a = asio::ip::make_address_v4(asio::ip::v4_mapped, a.to_v6());
-        found.push_back(a.to_string());
-      }
+    if (!ec) found = address_texts(results);
     if (found.empty())
       spdlog::warn("server {}'s host {} does not resolve now: its connections are not checked against it", id, m.host);
     if (id == self && !found.empty()) own_address = found.front();
@@ -797,6 +883,19 @@ size_t PeerTransport::add_members(const std::vector<Member>& members) {
   size_t added = 0;
   for (const auto& m : members) {
     auto known = i.members.find(m.id);
+    if (known != i.members.end() && i.stranger_ids.erase(m.id)) {
+      // A stranger the configuration now names: it stays, at the address the configuration says.
+      spdlog::info("server {}, connected from outside the configuration, is now a member", m.id);
+      if (known->second.host != m.host || known->second.quorum_port != m.quorum_port ||
+          known->second.election_port != m.election_port) {
+        for (bool vote : {false, true}) i.out.erase({m.id, vote});
+        i.members.erase(known);
+        known = i.members.end();
+      } else {
+        if (i.started && !i.stopping) i.resolve_later(m.id, m);
+        continue;
+      }
+    }
     if (known != i.members.end()) {
       const Member& k = known->second;
       if (k.host != m.host || k.quorum_port != m.quorum_port || k.election_port != m.election_port)
@@ -808,7 +907,7 @@ size_t PeerTransport::add_members(const std::vector<Member>& members) {
     i.members[m.id] = m;
     ++added;
     if (!i.started || i.stopping) continue;  // start() resolves and connects to every member
-    i.resolve(m.id, m);
+    i.resolve_later(m.id, m);
     for (bool vote : {false, true}) {
       auto o = std::make_unique<Impl::Outgoing>(i, m, vote);
       o->connect();
@@ -817,6 +916,30 @@ size_t PeerTransport::add_members(const std::vector<Member>& members) {
   }
   return added;
 }
+
+bool PeerTransport::add_stranger(const Member& m) {
+  auto& i = *impl_;
+  if (!i.started || i.stopping || i.members.count(m.id)) return false;
+  if (i.stranger_ids.size() >= max_strangers) {
+    auto now = std::chrono::steady_clock::now();
+    if (now - i.last_stranger_warning > std::chrono::seconds(1)) {  // at most a line a second
+      i.last_stranger_warning = now;
+      spdlog::warn("server {}, outside the configuration, is not answered: {} such servers are known already", m.id,
+                   max_strangers);
+    }
+    return false;
+  }
+  i.members[m.id] = m;
+  i.stranger_ids.insert(m.id);
+  for (bool vote : {false, true}) {
+    auto o = std::make_unique<Impl::Outgoing>(i, m, vote);
+    o->connect();
+    i.out.emplace(std::make_pair(m.id, vote), std::move(o));
+  }
+  return true;
+}
+
+size_t PeerTransport::strangers() const { return impl_->stranger_ids.size(); }
 
 void PeerTransport::set_tls(Tls tls) { impl_->tls = std::move(tls); }
 

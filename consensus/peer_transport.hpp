@@ -17,8 +17,9 @@
 // max_unidentified connections may be waiting for their hello (more are closed at once), and a
 // member has one incoming connection per port (a newer hello replaces the older connection, as
 // ZooKeeper's QuorumCnxManager does, so a member that restarted is never locked out by its
-// half-open predecessor). Memory per connection is bounded by max_frame, and a failed
-// allocation closes that connection instead of leaving the I/O loop.
+// half-open predecessor). Memory per connection is bounded by max_frame (max_stranger_frame for
+// a server outside the configuration, of which at most max_strangers connect at once), and a
+// failed allocation closes that connection instead of leaving the I/O loop.
 //
 // Outgoing connections leave from this member's own configured address (so the receiver's
 // address check holds) and come back by themselves after a failure, with backoff, which a
@@ -69,7 +70,7 @@ class PeerTransport {
  public:
   struct Member {
     int64_t id = 0;
-    std::string host;  // an address or a name, resolved at each connection attempt
+    std::string host;  // an address, or a name resolved at each connection attempt (off this thread)
     uint16_t quorum_port = 0;
     uint16_t election_port = 0;
   };
@@ -91,6 +92,12 @@ class PeerTransport {
   // Connections still owing their hello, at most (a member has two incoming connections from
   // each other member once identified; this is room for reconnects under way).
   static constexpr size_t max_unidentified = 16;
+  // Servers outside the configuration (set_accept_strangers) connected at once, at most: a
+  // reconfig adds one or a few; a hello from one more is refused. A stranger sends votes, its
+  // FollowerInfo, acks and forwarded requests (at most jute.maxbuffer's default of 1 MiB each),
+  // so a frame of one is refused above max_stranger_frame rather than max_frame.
+  static constexpr size_t max_strangers = 8;
+  static constexpr size_t max_stranger_frame = 4u << 20;
 
   PeerTransport(boost::asio::io_context& io, int64_t self, std::vector<Member> members, Receive receive);
   ~PeerTransport();
@@ -152,6 +159,13 @@ class PeerTransport {
   // server outside the configuration and be added back.
   // Returns how many were new.
   size_t add_members(const std::vector<Member>& members);
+  // A server outside the configuration that reached this member (its hello taken by
+  // set_accept_strangers) and says where it listens: connected to, without resolving its host on
+  // this thread, and forgotten (those connections closed) once none of its own connections to
+  // this member is left. False when it is known already, or max_strangers are known.
+  bool add_stranger(const Member& member);
+  // Servers outside the configuration known now (for tests).
+  size_t strangers() const;
   // Queues an encoded message for `to`; `vote` picks the election port's connection.
   void send(int64_t to, std::string bytes, bool vote);
   void stop();

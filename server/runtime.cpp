@@ -1798,7 +1798,8 @@ struct ServerRuntime::Impl {
       if (!transport || parse_members(theirs, members, "a joining server's configuration", true, true)) return;
       auto own = theirs.servers.find(from);
       if (own == theirs.servers.end()) return;
-      if (transport->add_members(peer_members({*own})) > 0)
+      auto them = peer_members({*own});
+      if (!them.empty() && transport->add_stranger(them.front()))
         spdlog::info("server {}, outside the configuration, reached this member: it is answered at {}:{}:{}", from,
                      own->second.host, own->second.quorum_port, own->second.election_port);
     };

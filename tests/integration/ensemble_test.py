@@ -631,4 +631,119 @@ with Ensemble(3) as ens:
     c.check(config_text(servers, "100000000") in out, f"zkCli.sh's config prints the members ({out.strip()[-300:]})")
     c.equal(ens.stop_cleanly(), [], "every member exits cleanly on SIGTERM")
 
+
+# ---- servers outside the configuration (reconfigEnabled lets them say hello, as a joiner must):
+# 100 of them voting with a host that does not resolve, then 100 announcing 60 MB frames. The
+# leader answers at most PeerTransport::max_strangers (8) at once and forgets each with its last
+# connection; a stranger's frame above 4 MiB closes its connection; no name is looked up on the
+# server's thread. The leader keeps leading, a client's write and read stay within one answer's
+# allowance (support.answer_timeout_s), its descriptors and memory stay bounded.
+def varint(n):
+    out = b""
+    while True:
+        b, n = n & 0x7F, n >> 7
+        out += bytes([b | (0x80 if n else 0)])
+        if not n:
+            return out
+
+
+def pb_field(num, value):
+    """One protobuf field: an int as a varint, bytes as length-delimited."""
+    if isinstance(value, int):
+        return varint(num << 3) + varint(value)
+    return varint(num << 3 | 2) + varint(len(value)) + value
+
+
+def stranger_vote(sid, members):
+    """consensus/peer.proto's PeerMessage{version 2, from sid, vote for itself, LOOKING, its config}."""
+    config = pb_field(2, varint(sid)) + pb_field(4, members)  # voters [sid] (packed), members
+    vote = pb_field(1, sid) + pb_field(4, 1) + pb_field(6, config)
+    return pb_field(1, 2) + pb_field(2, sid) + pb_field(10, vote)
+
+
+def peer_frame(body):
+    return struct.pack(">I", len(body)) + body
+
+
+with Ensemble(3, extra_cfg="reconfigEnabled=true\n") as ens:
+    ens.start()
+    leader = ens.leader()
+    pid = leader.proc.pid
+    fds = lambda: len(os.listdir(f"/proc/{pid}/fd"))  # noqa: E731
+    k = client(leader.hosts)
+    k.create("/probe", b"")
+    worst = 0.0
+
+    def probe():
+        """One write and one read through the leader; a failed one counts as forever."""
+        global worst
+        t0 = time.time()
+        try:
+            k.set("/probe", b"x")
+            k.get("/probe")
+            worst = max(worst, time.time() - t0)
+        except Exception as e:  # kazoo's ConnectionLoss and the like: the leader let it down
+            print(f"strangers: a probe through the leader failed: {e!r}")
+            worst = float("inf")
+
+    base_fds = fds()
+    strangers = []
+    for i in range(100):
+        sid = 1000 + i
+        members = (f"server.{sid}=unresolvable-{i}.invalid:{20000 + i}:{21000 + i}:participant;"
+                   f"127.0.0.1:{22000 + i}\n").encode()
+        s = socket.create_connection(("127.0.0.1", leader.election_port), timeout=5)
+        try:
+            s.sendall(hello(sid, leader.id) + peer_frame(stranger_vote(sid, members)))
+        except OSError:
+            pass
+        strangers.append(s)
+        if i % 10 == 9:
+            probe()
+    time.sleep(1.0)
+    probe()
+    held = fds() - base_fds
+    c.check(held <= 2 * 8 + 16 + 8, f"100 strangers: the leader holds a bounded number of descriptors more ({held})")
+    llog = leader.log()
+    answered = len(set(re.findall(r"server (\d+), outside the configuration, reached this member", llog)))
+    c.check(1 <= answered <= 8, f"100 strangers: at most 8 are answered at once ({answered})")
+    c.check("such servers are connected already" in llog, "100 strangers: the rest are refused, and that is logged")
+    for s in strangers:
+        s.close()
+    deadline = time.time() + 10
+    while time.time() < deadline and "has no connection to this member left" not in leader.log():
+        time.sleep(0.1)
+    c.check("has no connection to this member left: forgotten" in leader.log(),
+            "a stranger whose connections closed is forgotten")
+
+    rss_before = support.rss_kib(pid)
+    strangers = []
+    chunk = b"\0" * (1 << 20)
+    for i in range(100):
+        s = socket.create_connection(("127.0.0.1", leader.quorum_port), timeout=5)
+        try:
+            s.sendall(hello(5000 + i, leader.id) + struct.pack(">I", 60 << 20))
+            for _ in range(8):
+                s.sendall(chunk)
+        except OSError:
+            pass  # refused: the connection is closed
+        strangers.append(s)
+        if i % 10 == 9:
+            probe()
+    probe()
+    grown_mb = (support.rss_kib(pid) - rss_before) // 1024
+    c.check(grown_mb < 256, f"60 MB frames from 100 strangers: the leader grew by {grown_mb} MB")
+    c.check("above the limit of 4194304 for a server outside the configuration" in leader.log(),
+            "a stranger's frame above 4 MiB closes its connection, and that is logged")
+    for s in strangers:
+        s.close()
+    c.equal(leader.mode(), "leader", "the leader keeps leading through the strangers")
+    c.check(worst < support.answer_timeout_s(),
+            f"a write and a read through the leader took at most {worst:.2f} s meanwhile")
+    c.check(writes_through(next(m for m in ens.members if m is not leader)), "a follower's writes still commit")
+    print(f"strangers: {answered} answered of 100, {held} descriptors more, {grown_mb} MB grown with 60 MB frames, "
+          f"slowest write and read {worst:.3f} s")
+    k.stop()
+    c.equal(ens.stop_cleanly(), [], "every member exits cleanly on SIGTERM after the strangers")
+
 c.finish()
