@@ -196,6 +196,13 @@ BackupInfo write_backup(const storage::LogStore& log, Zxid upto, const std::stri
       w.frame('s', record_body(k, v));
       ++info.sessions;
     });
+    // The end frame counts what was read: a snapshot that lost records after it was finished
+    // would give a backup that checks out and restores short. Its marker's counts decide.
+    if (auto want = snaps->snapshot_record_counts(snapshot);
+        want && (want->node != info.nodes || want->session != info.sessions))
+      throw BackupError(fmt::format("the snapshot at 0x{:x} holds {} chunk and {} session records where its marker "
+                                    "says {} and {}: no backup is made from it",
+                                    snapshot, info.nodes, info.sessions, want->node, want->session));
   }
   Zxid reached = snapshot;
   log.for_each_in(snapshot, upto, SIZE_MAX, [&](const storage::LogEntry& e) {

@@ -10,6 +10,7 @@
 #include <set>
 
 #include "harness.hpp"
+#include "server/backup/backup.hpp"
 #include "server/config.hpp"
 #include "server/snapshot_walk.hpp"
 
@@ -328,6 +329,10 @@ TEST_CASE("a snapshot missing a chunk is passed over for an older one, never loa
   auto sink = sink_into(copy);
   CHECK_THROWS_WITH(server::load_newest_snapshot(store, sink),
                     Catch::Contains("holds 5 chunk and 2 session records where its marker says 6 and 2"));
+  // Nor is a backup made from it: its end frame would count what was read, and check out.
+  TempDir out;
+  CHECK_THROWS_WITH(server::backup::write_backup(store, newer, (out.path / "short.backup").string()),
+                    Catch::Contains("holds 5 chunk and 2 session records where its marker says 6 and 2: no backup"));
   std::vector<std::string> told;
   wire::Zxid at = server::load_newest_snapshot(store, sink, {}, 1000000, [&](const std::string& why) { told.push_back(why); });
   CHECK(at == older);

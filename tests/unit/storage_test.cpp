@@ -34,6 +34,13 @@ void raw_put(const std::string& dir, const std::string& key, const std::string& 
   delete db;
 }
 
+void raw_delete(const std::string& dir, const std::string& key) {
+  rocksdb::DB* db = nullptr;
+  REQUIRE(rocksdb::DB::Open(rocksdb::Options(), dir, &db).ok());
+  REQUIRE(db->Delete(rocksdb::WriteOptions(), key).ok());
+  delete db;
+}
+
 // Writes a raw record under a log key.
 void poke(const std::string& dir, wire::Zxid z, const std::string& value) {
   std::string k(9, '\0');
@@ -509,4 +516,66 @@ TEST_CASE("the snapshot writer: a started attempt drops what an earlier one left
   w.finish(6, "big");
   w.wait_idle();
   CHECK(log.snapshot_record_counts(6) == storage::SnapshotStore::RecordCounts{40, 0});
+}
+
+// A snapshot's finish cut short at each of its steps: by a crash before the records are finished
+// (the building file left behind), by an ingest that fails, by a crash between the ingest and
+// the marker. Each time the snapshot before it stays complete, the store reopens with it and the
+// log after it, and a later snapshot at the same zxid completes over what was left.
+TEST_CASE("a snapshot whose finish fails at any step leaves the one before it, reopened") {
+  using Part = storage::SnapshotStore::SnapshotPart;
+  using Counts = storage::SnapshotStore::RecordCounts;
+  auto records_at = [](const storage::RocksDbLogStore& log, wire::Zxid at) {
+    size_t n = 0;
+    for (Part p : {Part::node, Part::session}) log.for_each_snapshot_record(at, p, [&](auto, auto) { ++n; });
+    return n;
+  };
+  auto older_whole = [&](const std::string& dir, const char* after) {
+    INFO(after);
+    storage::RocksDbLogStore log(dir, true);
+    CHECK(log.complete_snapshots() == std::vector<wire::Zxid>{10});
+    CHECK(log.snapshot_record_counts(10) == Counts{2, 1});
+    CHECK(records_at(log, 10) == 3);
+    CHECK(log.read_after(10).size() == 10);
+    CHECK(log.last_zxid() == 20);
+  };
+  auto marker = [](wire::Zxid z) {
+    std::string k(9, '\0');
+    k[0] = 'M';
+    for (int i = 0; i < 8; ++i)
+      k[static_cast<size_t>(1 + i)] = static_cast<char>(static_cast<uint64_t>(z) >> (56 - 8 * i));
+    return k;
+  };
+  TempDir d, image;
+  std::string dir = d.str();
+  {
+    storage::RocksDbLogStore log(dir, true);
+    log.append(entries(1, 20));
+    log.put_snapshot_records(10, Part::node, {{"a", "1"}, {"b", "2"}});
+    log.put_snapshot_records(10, Part::session, {{"s", "x"}});
+    log.finish_snapshot(10, "older");
+    log.put_snapshot_records(20, Part::node, {{"a", "1"}, {"b", "2"}, {"c", "3"}});
+    // What a crash leaves before the finish: the store's directory as it is now.
+    std::filesystem::copy(dir, image.str(), std::filesystem::copy_options::recursive |
+                                                std::filesystem::copy_options::overwrite_existing);
+    // The building file gone (a full or failing disk): the finish fails and says so.
+    std::filesystem::remove_all(dir + "/building");
+    CHECK_THROWS_AS(log.finish_snapshot(20, "newer"), storage::StorageError);
+    CHECK(log.complete_snapshots() == std::vector<wire::Zxid>{10});
+  }
+  older_whole(image.str(), "a crash before the finish");
+  older_whole(dir, "a failed ingest");
+  {
+    storage::RocksDbLogStore log(dir, true);
+    log.put_snapshot_records(20, Part::node, {{"a", "1"}, {"b", "2"}, {"c", "3"}});
+    log.finish_snapshot(20, "newer");
+  }
+  raw_delete(dir, marker(20));  // the records ingested, the marker not yet written
+  older_whole(dir, "a crash between the ingest and the marker");
+  storage::RocksDbLogStore log(dir, true);
+  log.put_snapshot_records(20, Part::node, {{"a", "1"}});
+  log.finish_snapshot(20, "again");
+  CHECK(log.complete_snapshots() == std::vector<wire::Zxid>{10, 20});
+  CHECK(log.snapshot_record_counts(20) == Counts{1, 0});
+  CHECK(records_at(log, 20) == 1);  // what the cut-short attempt left is gone
 }
