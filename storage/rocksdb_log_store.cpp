@@ -92,15 +92,19 @@ RocksDbLogStore::RocksDbLogStore(const std::string& dir, bool sync) : dir_(dir),
   opts.info_log_level = rocksdb::InfoLogLevel::WARN_LEVEL;
   rocksdb::DB* raw = nullptr;
   // RocksDB cuts a torn write-ahead-log tail silently. To say so, the first open demands a
-  // whole log; when that fails on corruption, the second open cuts the tail, and the note
-  // records what was cut and where the log ends now. A failed open changes nothing on disk.
+  // whole log; when that fails on corruption, the second open cuts a last record that was cut
+  // short (and nothing else), and the note records what was cut and where the log ends now.
+  // Damage before that (a bad checksum mid-log: a damaged block, not a crash) fails the second
+  // open too: cutting there would drop acknowledged txns after it, which a member's peers may
+  // no longer hold (issue 46, case 1). A failed open changes nothing on disk.
   opts.wal_recovery_mode = rocksdb::WALRecoveryMode::kAbsoluteConsistency;
   auto st = rocksdb::DB::Open(opts, dir, &raw);
   std::string strict_failure;
   if (st.IsCorruption()) {
     strict_failure = st.ToString();
-    opts.wal_recovery_mode = rocksdb::WALRecoveryMode::kPointInTimeRecovery;
+    opts.wal_recovery_mode = rocksdb::WALRecoveryMode::kTolerateCorruptedTailRecords;
     st = rocksdb::DB::Open(opts, dir, &raw);
+    if (st.IsCorruption()) throw StorageError(damage_before_tail(dir, strict_failure));
   }
   if (!st.ok()) {
     std::string why = st.ToString();
@@ -115,6 +119,21 @@ RocksDbLogStore::RocksDbLogStore(const std::string& dir, bool sync) : dir_(dir),
   if (!strict_failure.empty())
     recovery_note_ = "the write-ahead log of " + dir + " ended in a torn batch (" + strict_failure +
                      "); it was cut at the last whole batch, and the log now ends at zxid " + hex_zxid(last_);
+}
+
+std::string RocksDbLogStore::damage_before_tail(const std::string& dir, const std::string& failure) {
+  // What can be read before the damage: a read-only open stops its replay there, writing nothing.
+  std::string readable;
+  try {
+    readable = "it reads whole up to zxid " + hex_zxid(open_read_only(dir)->last_zxid()) +
+               ", and what it holds after the damage cannot be read";
+  } catch (const StorageError& e) {
+    readable = std::string("not even the part before the damage reads (") + e.what() + ")";
+  }
+  return "the write-ahead log of " + dir + " is damaged before its last batch (" + failure + "): " + readable +
+         ". That is a damaged block, not a crash mid-write, and the log is not cut there (acknowledged txns "
+         "after it would be lost): the server does not start. docs/operations.md (Storage faults) says what "
+         "to do";
 }
 
 RocksDbLogStore::RocksDbLogStore(const std::string& dir, ReadOnly) : dir_(dir), sync_(false) {

@@ -49,6 +49,9 @@ class RocksDbLogStore final : public LogStore, public SnapshotStore {
   ~RocksDbLogStore() override;
   // Empty, or a line for the operator saying that opening cut a torn tail off the log.
   const std::string& recovery_note() const { return recovery_note_; }
+  // Why the log in `dir` does not open when its write-ahead log is damaged before the last batch:
+  // the RocksDB failure, and how far the log reads whole.
+  static std::string damage_before_tail(const std::string& dir, const std::string& failure);
 
   // Throws DiskFullError, having written nothing, when the batch would eat into the reserve;
   // StorageError when RocksDB fails the write (the log must not be written again then).

@@ -34,6 +34,14 @@ void raw_put(const std::string& dir, const std::string& key, const std::string& 
   delete db;
 }
 
+// The newest write-ahead-log file of a store's directory (empty when there is none).
+fs::path newest_wal(const fs::path& dir) {
+  fs::path wal;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.path().extension() == ".log" && (wal.empty() || e.path().filename() > wal.filename())) wal = e.path();
+  return wal;
+}
+
 void raw_delete(const std::string& dir, const std::string& key) {
   rocksdb::DB* db = nullptr;
   REQUIRE(rocksdb::DB::Open(rocksdb::Options(), dir, &db).ok());
@@ -69,6 +77,43 @@ TEST_CASE("the RocksDB log keeps entries in zxid order across a reopen") {
   CHECK(log.read_after(298).size() == 2);
 }
 
+// Issue 46, point 1: damage before the last batch (one byte of an earlier batch changed, as a
+// damaged block returns it) is not a crash mid-write: the open refuses, naming how far the log
+// reads, and changes nothing, so that the byte put back opens the whole log again. Before, the
+// open cut the log at the damage and called it a torn batch, dropping every txn after it.
+TEST_CASE("damage before the write-ahead log's last batch refuses the open and cuts nothing") {
+  TempDir d;
+  {
+    storage::RocksDbLogStore log(d.str(), true);
+    log.append(entries(1, 10));
+    log.append(entries(11, 20));
+    log.append(entries(21, 30));
+  }
+  fs::path wal = newest_wal(d.path);
+  REQUIRE(!wal.empty());
+  std::string bytes;
+  {
+    std::ifstream in(wal, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  auto at = bytes.find("txn-15");
+  REQUIRE(at != std::string::npos);
+  auto write = [&](char c) {
+    bytes[at + 4] = c;
+    std::ofstream out(wal, std::ios::binary | std::ios::trunc);
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  };
+  write('7');  // txn-15 reads txn-75: its batch's checksum no longer holds
+  CHECK_THROWS_WITH(storage::RocksDbLogStore(d.str(), true),
+                    Catch::Contains("damaged before its last batch") && Catch::Contains("up to zxid 0xa") &&
+                        Catch::Contains("not cut"));
+  write('1');
+  storage::RocksDbLogStore log(d.str(), true);
+  CHECK(log.recovery_note().empty());
+  CHECK(log.last_zxid() == 30);
+  CHECK(log.read_after(0).size() == 30);
+}
+
 TEST_CASE("a torn last batch of the write-ahead log is cut, and the open says so") {
   TempDir d;
   {
@@ -86,9 +131,7 @@ TEST_CASE("a torn last batch of the write-ahead log is cut, and the open says so
     clean.append(entries(41, 50));
   }
   // The newest write-ahead-log file holds the last two batches: tear the last one in half.
-  fs::path wal;
-  for (const auto& e : fs::directory_iterator(d.path))
-    if (e.path().extension() == ".log" && (wal.empty() || e.path().filename() > wal.filename())) wal = e.path();
+  fs::path wal = newest_wal(d.path);
   REQUIRE(!wal.empty());
   auto size = fs::file_size(wal);
   REQUIRE(size > 100);
