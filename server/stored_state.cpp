@@ -13,6 +13,8 @@ void load_stored_state(const std::string& data_dir, StoredState& s, bool replay,
                        const std::function<void(size_t txns)>& progress) {
   auto log = storage::RocksDbLogStore::open_read_only(log_dir_of(data_dir));
   s.replica = log->replica_state();
+  s.note = log->recovery_note();
+  s.wal_damaged = log->wal_damaged();
   SnapshotSink sink{[&] {
                       s.tree.start_load();
                       s.sessions.forget_all();

@@ -20,6 +20,8 @@ struct StoredState {
   Zxid snapshot = 0;            // the snapshot loaded; 0: none
   size_t txns = 0;              // replayed after it
   storage::ReplicaState replica;
+  std::string note;          // the store's recovery note: a torn tail, or damage, read up to
+  bool wal_damaged = false;  // damage before the last batch: a start refuses this store
 };
 
 // Fills `s` from the store under `data_dir`; `progress` (when set) hears of every millionth txn.

@@ -192,6 +192,7 @@ int dump_snapshot(const std::string& data_dir, std::ostream& out, std::ostream& 
 int dump_log(const std::string& data_dir, std::ostream& out, std::ostream& err) {
   try {
     auto log = storage::RocksDbLogStore::open_read_only(log_dir_of(data_dir));
+    if (!log->recovery_note().empty()) err << "warden-server log-dump: " << log->recovery_note() << "\n";
     for (Zxid z : log->complete_snapshots()) out << fmt::format("snapshot at 0x{:x}\n", z);
     size_t n = 0;
     log->for_each_after(0, [&](const storage::LogEntry& e) {
@@ -215,10 +216,12 @@ int check_data_dir(const std::string& data_dir, std::ostream& out, std::ostream&
     StoredState s;
     load_stored_state(data_dir, s, true, [&](size_t n) { err << fmt::format("replayed {} txns...\n", n); });
     if (s.snapshot) out << fmt::format("snapshot at 0x{:x}\n", s.snapshot);
+    if (!s.note.empty()) err << "warden-server check: " << s.note << "\n";
     double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-    out << fmt::format("ok: {} txns up to zxid 0x{:x} replay in {:.2f}s; {} nodes, {} open sessions, digest {:016x}\n",
-                       s.txns, s.tree.last_applied(), secs, s.tree.size(), s.sessions.size(), s.tree.digest());
-    return 0;
+    out << fmt::format("{}: {} txns up to zxid 0x{:x} replay in {:.2f}s; {} nodes, {} open sessions, digest {:016x}\n",
+                       s.wal_damaged ? "damaged" : "ok", s.txns, s.tree.last_applied(), secs, s.tree.size(),
+                       s.sessions.size(), s.tree.digest());
+    return s.wal_damaged ? 1 : 0;
   } catch (const std::exception& e) {
     err << "warden-server check: " << e.what() << "\n";
     return 1;

@@ -141,10 +141,29 @@ RocksDbLogStore::RocksDbLogStore(const std::string& dir, ReadOnly) : dir_(dir), 
   opts.paranoid_checks = true;
   opts.info_log_level = rocksdb::InfoLogLevel::WARN_LEVEL;
   rocksdb::DB* raw = nullptr;
+  // A reader shows what reads: up to a torn tail, or up to damage before it (which a start
+  // refuses), and its note says which (the tools print it).
+  opts.wal_recovery_mode = rocksdb::WALRecoveryMode::kAbsoluteConsistency;
   auto st = rocksdb::DB::OpenForReadOnly(opts, dir, &raw);
+  std::string strict_failure, kind;
+  if (st.IsCorruption()) {
+    strict_failure = st.ToString();
+    kind = "ended in a torn batch";
+    opts.wal_recovery_mode = rocksdb::WALRecoveryMode::kTolerateCorruptedTailRecords;
+    st = rocksdb::DB::OpenForReadOnly(opts, dir, &raw);
+    if (st.IsCorruption()) {
+      kind = "is damaged before its last batch (a start refuses it)";
+      wal_damaged_ = true;
+      opts.wal_recovery_mode = rocksdb::WALRecoveryMode::kPointInTimeRecovery;
+      st = rocksdb::DB::OpenForReadOnly(opts, dir, &raw);
+    }
+  }
   if (!st.ok()) throw StorageError("cannot open the log in " + dir + " for reading: " + st.ToString());
   db_.reset(raw);
   check_format_and_find_last(false);
+  if (!strict_failure.empty())
+    recovery_note_ = "the write-ahead log of " + dir + " " + kind + " (" + strict_failure +
+                     "); what follows reads it up to zxid " + hex_zxid(last_);
 }
 
 std::unique_ptr<RocksDbLogStore> RocksDbLogStore::open_read_only(const std::string& dir) {

@@ -47,11 +47,14 @@ class RocksDbLogStore final : public LogStore, public SnapshotStore {
   // running server. append() then fails.
   static std::unique_ptr<RocksDbLogStore> open_read_only(const std::string& dir);
   ~RocksDbLogStore() override;
-  // Empty, or a line for the operator saying that opening cut a torn tail off the log.
+  // Empty, or a line for the operator saying that opening cut a torn tail off the log (read
+  // only: that the log is read up to a torn tail, or up to damage before it).
   const std::string& recovery_note() const { return recovery_note_; }
   // Why the log in `dir` does not open when its write-ahead log is damaged before the last batch:
   // the RocksDB failure, and how far the log reads whole.
   static std::string damage_before_tail(const std::string& dir, const std::string& failure);
+  // Read only: the write-ahead log is damaged before its last batch (read up to the damage).
+  bool wal_damaged() const { return wal_damaged_; }
 
   // Throws DiskFullError, having written nothing, when the batch would eat into the reserve;
   // StorageError when RocksDB fails the write (the log must not be written again then).
@@ -108,6 +111,7 @@ class RocksDbLogStore final : public LogStore, public SnapshotStore {
  private:
   std::string dir_;
   bool sync_;
+  bool wal_damaged_ = false;
   std::string recovery_note_;
   struct ReadOnly {};
   RocksDbLogStore(const std::string& dir, ReadOnly);

@@ -107,6 +107,13 @@ TEST_CASE("damage before the write-ahead log's last batch refuses the open and c
   CHECK_THROWS_WITH(storage::RocksDbLogStore(d.str(), true),
                     Catch::Contains("damaged before its last batch") && Catch::Contains("up to zxid 0xa") &&
                         Catch::Contains("not cut"));
+  {  // a reader (warden-server check, log-dump) shows what reads, and says why it stops there
+    auto view = storage::RocksDbLogStore::open_read_only(d.str());
+    CHECK(view->wal_damaged());
+    CHECK(view->last_zxid() == 10);
+    CHECK_THAT(view->recovery_note(), Catch::Contains("damaged before its last batch") &&
+                                          Catch::Contains("reads it up to zxid 0xa"));
+  }
   write('1');
   storage::RocksDbLogStore log(d.str(), true);
   CHECK(log.recovery_note().empty());
