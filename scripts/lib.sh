@@ -31,8 +31,9 @@ CLIENT_PACKAGES=(zookeeper zookeeper-bin libzookeeper-mt-dev python3-kazoo libcu
                  dpkg-dev systemd adduser
                  # the metrics test: a real Prometheus and promtool
                  prometheus
-                 # kazoo's own test suite (kazoo.tests): its runner and the modules it imports
-                 python3-pytest python3-mock python3-objgraph)
+                 # kazoo's own test suite (kazoo.tests): its runner and the modules it imports;
+                 # pytest-timeout bounds each of its tests, so that a hung one fails by name
+                 python3-pytest python3-mock python3-objgraph python3-pytest-timeout)
 
 # libFuzzer: clang and its runtime.
 FUZZ_PACKAGES=(clang libclang-rt-14-dev)
