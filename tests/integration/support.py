@@ -4,6 +4,7 @@ Warden comes from WARDEN_SERVER (set by CTest); Apache ZooKeeper 3.8 from Debian
 the reference. Both listen on loopback only, on ports chosen at run time, and are stopped by
 the PID this module started.
 """
+import atexit
 import concurrent.futures
 import os
 import random
@@ -62,14 +63,63 @@ def _below_ephemeral_range():
     return (20000, low) if low - 20000 >= 2000 else None
 
 
+_CLAIMS = os.path.join(tempfile.gettempdir(), "warden-test-ports")
+_claimed = []
+
+
+def _release_claims():
+    for path in _claimed:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+
+
+def _claim(port):
+    """Reserves `port` against the other test processes on this machine: ctest runs two
+    tests at once, each picks ports at random from one span, and a port probed free by both
+    went to whichever bound it first (CI saw a member fail with "Address already in use" on
+    its election port). A claim is a file named by the port holding its owner's pid; one whose
+    owner is gone is taken over. Claims go when this process exits."""
+    os.makedirs(_CLAIMS, exist_ok=True)
+    path = os.path.join(_CLAIMS, str(port))
+    for _ in range(2):
+        try:
+            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        except FileExistsError:
+            try:
+                with open(path) as f:
+                    owner = int(f.read().strip() or "0")
+                if owner > 0:
+                    os.kill(owner, 0)
+                    return False  # its owner is alive
+            except ProcessLookupError:
+                pass
+            except (OSError, ValueError):
+                return False  # being written, or unreadable: leave it
+            try:
+                os.unlink(path)
+            except OSError:
+                return False
+            continue
+        with os.fdopen(fd, "w") as f:
+            f.write(str(os.getpid()))
+        if not _claimed:
+            atexit.register(_release_claims)
+        _claimed.append(path)
+        return True
+    return False
+
+
 def free_port():
-    """A loopback port free now, never given before in this process and, where the machine
-    allows, outside the ephemeral range (see `_below_ephemeral_range`)."""
+    """A loopback port free now, never given before in this process nor claimed by another
+    test process (see `_claim`) and, where the machine allows, outside the ephemeral range
+    (see `_below_ephemeral_range`)."""
     span = _below_ephemeral_range()
     if span is not None:
         for _ in range(1000):
             port = _port_choice.randrange(*span)
-            if port in _ports_given:
+            if port in _ports_given or not _claim(port):
                 continue
             s = socket.socket()
             try:
