@@ -102,6 +102,13 @@ class LogStore {
   virtual void truncate_after(Zxid z) = 0;
   virtual ReplicaState replica_state() const = 0;
   virtual void set_replica_state(const ReplicaState& s) = 0;  // durable on return
+  // Whether this store holds everything its member ever acknowledged (docs/operations.md,
+  // "Storage faults"): an ensemble member's store is synced once a leader synced it whole, or
+  // once its member chose an epoch as leader; one created empty (new, wiped, or replacing a
+  // damaged one set aside) is not until then, and a member emptied by its leader is not again.
+  // Nothing stored (a store of a build before this mark): nullopt.
+  virtual std::optional<bool> synced() const = 0;
+  virtual void set_synced(bool synced) = 0;  // durable on return
   // Its snapshots, if it keeps any.
   virtual SnapshotStore* snapshots() { return nullptr; }
 };
@@ -124,9 +131,12 @@ class MemoryLogStore final : public LogStore {
   void truncate_after(Zxid z) override;
   ReplicaState replica_state() const override { return state_; }
   void set_replica_state(const ReplicaState& s) override { state_ = s; }
+  std::optional<bool> synced() const override { return synced_; }
+  void set_synced(bool synced) override { synced_ = synced; }
 
  private:
   ReplicaState state_;
+  std::optional<bool> synced_;
   size_t retained_;
   std::deque<LogEntry> entries_;
   Zxid last_ = 0;

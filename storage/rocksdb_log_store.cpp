@@ -104,7 +104,7 @@ RocksDbLogStore::RocksDbLogStore(const std::string& dir, bool sync) : dir_(dir),
     strict_failure = st.ToString();
     opts.wal_recovery_mode = rocksdb::WALRecoveryMode::kTolerateCorruptedTailRecords;
     st = rocksdb::DB::Open(opts, dir, &raw);
-    if (st.IsCorruption()) throw StorageError(damage_before_tail(dir, strict_failure));
+    if (st.IsCorruption()) throw StorageDamage(damage_before_tail(dir, strict_failure));
   }
   if (!st.ok()) {
     std::string why = st.ToString();
@@ -132,8 +132,7 @@ std::string RocksDbLogStore::damage_before_tail(const std::string& dir, const st
   }
   return "the write-ahead log of " + dir + " is damaged before its last batch (" + failure + "): " + readable +
          ". That is a damaged block, not a crash mid-write, and the log is not cut there (acknowledged txns "
-         "after it would be lost): the server does not start. docs/operations.md (Storage faults) says what "
-         "to do";
+         "after it would be lost)";
 }
 
 RocksDbLogStore::RocksDbLogStore(const std::string& dir, ReadOnly) : dir_(dir), sync_(false) {
@@ -544,7 +543,26 @@ void RocksDbLogStore::truncate_after(Zxid z) {
 
 namespace {
 constexpr const char* replica_state_key = "R";
+// Its own key, one byte ('0' or '1'): "R" stays the 16 bytes that builds before it read. Beside
+// "R", below the snapshots' "S" range, which no table file of log-side keys may span.
+constexpr const char* synced_key = "Rs";
 }  // namespace
+
+std::optional<bool> RocksDbLogStore::synced() const {
+  std::string v;
+  auto st = db_->Get(rocksdb::ReadOptions(), synced_key, &v);
+  if (st.IsNotFound()) return std::nullopt;
+  if (!st.ok() || v.size() != 1 || (v[0] != '0' && v[0] != '1'))
+    throw StorageError("the synced mark in " + dir_ + " is damaged" + (st.ok() ? "" : ": " + st.ToString()));
+  return v[0] == '1';
+}
+
+void RocksDbLogStore::set_synced(bool synced) {
+  rocksdb::WriteOptions w;
+  w.sync = true;
+  auto st = db_->Put(w, synced_key, synced ? "1" : "0");
+  if (!st.ok()) throw StorageError("cannot write the synced mark in " + dir_ + ": " + st.ToString());
+}
 
 ReplicaState RocksDbLogStore::replica_state() const {
   std::string v;

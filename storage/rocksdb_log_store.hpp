@@ -31,6 +31,12 @@ class DiskFullError : public StorageError {
   using StorageError::StorageError;
 };
 
+// The store is damaged, not torn by a crash: the message says where and what still reads.
+class StorageDamage : public StorageError {
+ public:
+  using StorageError::StorageError;
+};
+
 class RocksDbLogStore final : public LogStore, public SnapshotStore {
  public:
   // RocksDB's memtable size, and the free space every append leaves behind it: room for the
@@ -74,6 +80,8 @@ class RocksDbLogStore final : public LogStore, public SnapshotStore {
   // Under the key "R" (16 bytes, big-endian: accepted epoch, current epoch, commit mark).
   ReplicaState replica_state() const override;
   void set_replica_state(const ReplicaState& s) override;
+  std::optional<bool> synced() const override;
+  void set_synced(bool synced) override;
   // ---- snapshots, kept in the same database ----
   // A snapshot taken from zxid `at` on: node records ("S" + zxid + 'n' + key), session records
   // ("S" + zxid + 's' + key) and, once all are in, a marker ("M" + zxid). Only a snapshot with its

@@ -8,6 +8,8 @@
 #include <filesystem>
 
 #include "server/backup/backup.hpp"
+#include "storage/damage/set_aside.hpp"
+#include "storage/rocksdb_log_store.hpp"
 
 namespace warden::server::backup {
 
@@ -16,13 +18,11 @@ namespace fs = std::filesystem;
 namespace {
 // A rename or a new file is durable only once its directory is synced.
 void sync_parent(const std::string& path) {
-  std::string dir = fs::path(path).parent_path().string();
-  int fd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) throw BackupError("cannot open " + dir + " to sync it: " + std::strerror(errno));
-  int rc = ::fsync(fd);
-  int err = errno;
-  ::close(fd);
-  if (rc != 0) throw BackupError("cannot sync " + dir + ": " + std::strerror(err));
+  try {
+    storage::sync_directory_of(path);
+  } catch (const storage::StorageError& e) {
+    throw BackupError(e.what());
+  }
 }
 
 bool exists(const std::string& path) {

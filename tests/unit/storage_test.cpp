@@ -220,6 +220,8 @@ struct CountingStore : storage::LogStore {
   void truncate_after(wire::Zxid z) override { inner.truncate_after(z); }
   storage::ReplicaState replica_state() const override { return inner.replica_state(); }
   void set_replica_state(const storage::ReplicaState& s) override { inner.set_replica_state(s); }
+  std::optional<bool> synced() const override { return inner.synced(); }
+  void set_synced(bool s) override { inner.set_synced(s); }
 };
 }  // namespace
 
@@ -256,6 +258,36 @@ TEST_CASE("the RocksDB log cuts after a zxid durably, with the snapshots above i
   CHECK(mem.last_zxid() == 1);
   CHECK(mem.read_after(0).size() == 1);
   CHECK(mem.first_zxid() == 1);
+}
+
+TEST_CASE("the synced mark: absent in an older store, kept across reopening, damage named") {
+  TempDir dir;
+  {
+    storage::RocksDbLogStore store(dir.str(), true);
+    CHECK_FALSE(store.synced().has_value());  // as a build before the mark left it
+    store.set_synced(false);
+    CHECK(store.synced() == std::optional<bool>(false));
+    store.set_replica_state({3, 3, 7});
+  }
+  {
+    storage::RocksDbLogStore store(dir.str(), true);
+    CHECK(store.synced() == std::optional<bool>(false));
+    store.set_synced(true);
+    CHECK(store.replica_state() == storage::ReplicaState{3, 3, 7});  // "R" keeps the 16 bytes older builds read
+  }
+  {
+    storage::RocksDbLogStore store(dir.str(), true);
+    CHECK(store.synced() == std::optional<bool>(true));
+  }
+  for (std::string junk : {std::string("x"), std::string("11"), std::string()}) {
+    raw_put(dir.str(), "Rs", junk);
+    storage::RocksDbLogStore store(dir.str(), true);
+    CHECK_THROWS_WITH(store.synced(), Catch::Contains("the synced mark in " + dir.str() + " is damaged"));
+  }
+  storage::MemoryLogStore mem;
+  CHECK_FALSE(mem.synced().has_value());
+  mem.set_synced(true);
+  CHECK(mem.synced() == std::optional<bool>(true));
 }
 
 TEST_CASE("group commit: one synced write covers everything queued meanwhile, reported in order") {
