@@ -123,6 +123,14 @@ void EnsembleReplicator::start(Zxid applied) {
   cfg.init_limit = settings_.init_limit * settings_.subticks;
   cfg.sync_limit = settings_.sync_limit * settings_.subticks;
   cfg.stream_sync = static_cast<bool>(hooks_.stream);
+  // A store that never said (a build before the mark) is synced unless it is empty; one created
+  // empty here says so at once, so that a crash in its first sync leaves it unsynced.
+  std::optional<bool> synced = store_.synced();
+  bool empty = store_.last_zxid() == 0 && s.accepted_epoch == 0 && s.current_epoch == 0 &&
+               (!store_.snapshots() || store_.snapshots()->complete_snapshots().empty());
+  if (!synced && empty) store_.set_synced(false);
+  cfg.synced = synced.value_or(!empty);
+  if (!cfg.synced && hooks_.synced_changed) hooks_.synced_changed(false, true);
   // Votes go out again every 2 core ticks, a decision waits 1 for a better vote: as in the
   // simulation, whatever the length of a tick.
   core_->peer = std::make_unique<ZabPeer>(cfg, core_->view, epochs, applied_);
@@ -304,6 +312,10 @@ void EnsembleReplicator::process() {
     Ready r = core_->peer->ready();
     bool work = !r.empty();
     if (r.epochs) save_state(true);
+    if (r.synced) {
+      store_.set_synced(*r.synced);
+      if (hooks_.synced_changed) hooks_.synced_changed(*r.synced, false);
+    }
     if (r.config && hooks_.config_changed)
       hooks_.config_changed(r.config->version, r.config->voters, r.config->observers, r.config->members);
     if (r.pending && hooks_.pending_members) hooks_.pending_members(r.pending->members);

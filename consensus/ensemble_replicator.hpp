@@ -99,6 +99,9 @@ class EnsembleReplicator final : public Replicator {
     std::function<void()> finish_writes;                       // returns once every persist is written
     std::function<void(PeerId from, std::string payload)> request;  // leader: a forwarded request
     std::function<void()> role_changed;
+    // The store's synced mark changed (ZabPeer's PeerConfig::synced), or, `at_start`, the member
+    // starts unsynced.
+    std::function<void(bool synced, bool at_start)> synced_changed;
     // A configuration came into force (a reconfig committed, or one learnt from a member).
     std::function<void(Zxid version, const std::vector<PeerId>& voters, const std::vector<PeerId>& observers,
                        const std::string& members)>

@@ -57,6 +57,7 @@ Ensemble from_pb(const pb::Config& c) {
 
 ZabPeer::ZabPeer(PeerConfig config, const LogView& log, Epochs epochs, Zxid committed)
     : cfg_(std::move(config)), log_(log), epochs_(epochs) {
+  synced_ = cfg_.synced;
   durable_ = log_.last_zxid();  // what a restart finds on disk is durable
   committed_ = std::min(committed, durable_);
   // A reconfig in the log above what is known committed is pending: the host persisted every
@@ -201,6 +202,12 @@ Zxid ZabPeer::commit_point(const Ensemble& e) const {
 
 Zxid ZabPeer::last_durable() const { return std::min(durable_, log_.last_zxid()); }
 
+void ZabPeer::set_synced(bool s) {
+  if (synced_ == s) return;
+  synced_ = s;
+  ready_.synced = s;
+}
+
 // ---------------------------------------------------------------- election
 
 ZabPeer::Vote ZabPeer::self_vote() const {
@@ -242,6 +249,7 @@ void ZabPeer::send_vote(PeerId to) {
   }
   to_pb(cfg_.ensemble, v->mutable_config());
   if (pending_) to_pb(pending_->second, v->mutable_pending());
+  v->set_unsynced(!synced_);
   send(to, std::move(m));
 }
 
@@ -378,6 +386,10 @@ void ZabPeer::on_vote(PeerId from, const pb::PeerMessage& m) {
     return;
   }
   if (!votes(from)) return;  // only voters' votes count
+  // A synced member does not count an unsynced one's votes, looking or settled: its store may
+  // lack txns it acknowledged (PeerConfig::synced). Answered above when this member is settled,
+  // it learns who leads and joins to be synced.
+  if (synced_ && v.unsynced() && !PLANT(count_unsynced)) return;
   if (v.state() != pb::LOOKING) {
     settled_[from] = v;
     // Its looking vote is no longer its word if it settled on another leader: a candidate
@@ -641,6 +653,9 @@ void ZabPeer::maybe_choose_epoch() {
   new_epoch_ = highest + 1;
   epochs_.accepted = new_epoch_;
   ready_.epochs = epochs_;
+  // What it acknowledges from here on, it keeps: elected while unsynced (a new ensemble, where
+  // no member is synced yet), it is synced now.
+  set_synced(true);
   for (auto& [id, l] : links_) {
     pb::PeerMessage m;
     m.mutable_leader_info()->set_new_epoch(new_epoch_);
@@ -1008,6 +1023,7 @@ void ZabPeer::maybe_ack_new_leader() {
   // The history is durable: it is now this server's current epoch's, persisted before the ack.
   epochs_.current = link_epoch_;
   ready_.epochs = epochs_;
+  set_synced(true);  // synced whole: it holds the leader's history
   pb::PeerMessage m;
   m.mutable_ack_new_leader()->set_last_zxid(last_durable());
   send_to_leader(std::move(m));
@@ -1079,6 +1095,7 @@ void ZabPeer::follow_receive(PeerId from, const pb::PeerMessage& m) {
       }
       want_snapshot_ = false;
       ready_.reset = true;
+      set_synced(false);  // persisted before the store empties: a crash mid-sync leaves it unsynced
       durable_ = committed_ = 0;
     }
     streamed_ = s.streamed();

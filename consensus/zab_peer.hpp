@@ -51,6 +51,7 @@ struct Plants {
   bool stale_vote = false;       // votes ignore epoch and zxid (and the leader's ahead check)
   bool commit_old_quorum_only = false;  // a reconfig (and what follows it) commits on the old quorum
   bool count_removed_member = false;    // a voter a reconfig removed still counts in every quorum
+  bool count_unsynced = false;          // a synced member counts the votes of unsynced ones
 };
 
 // A configuration: who votes, who observes, and its version (the zxid of the reconfig txn that
@@ -98,6 +99,13 @@ struct PeerConfig {
   // The configuration a txn installs when it commits (a reconfig), or nothing for any other
   // txn. Called on every entry the log takes: a cheap test first. Unset: no reconfig.
   std::function<std::optional<Ensemble>(std::string_view payload)> config_of;
+  // Whether this member's store holds everything it ever acknowledged (storage::LogStore::
+  // synced). Unsynced (new, wiped, or a damaged store set aside) it may have acknowledged txns
+  // it no longer holds, so synced members do not count its votes (pb::Vote::unsynced): a quorum
+  // it made up with a lagging member could elect a leader without them (CTRL's case, issue 46).
+  // It joins the leader its peers elect, and a whole sync (NEWLEADER) makes it synced; choosing
+  // an epoch as leader does too. While no member is synced (a new ensemble) every vote counts.
+  bool synced = true;
 #ifdef WARDEN_PLANTS
   Plants plants;
 #endif
@@ -166,9 +174,12 @@ struct Ready {
   std::vector<std::pair<PeerId, std::string>> requests;
   // What an operator must hear of (the host logs each as an error): the core has no logging.
   std::vector<std::string> notes;
+  // The store's synced mark changed (PeerConfig::synced): persisted with `epochs`, before
+  // `reset` empties the store and before `messages` go.
+  std::optional<bool> synced;
   bool empty() const {
     return !epochs && !truncate_after && !reset && !snapshot && append.empty() && messages.empty() && !role_changed &&
-           requests.empty() && !config && !pending && notes.empty();
+           requests.empty() && !config && !pending && notes.empty() && !synced;
   }
 };
 
@@ -199,6 +210,7 @@ class ZabPeer {
   PeerId leader() const { return leader_; }
   uint32_t epoch() const { return epochs_.current; }
   const Epochs& epochs() const { return epochs_; }
+  bool store_synced() const { return synced_; }  // PeerConfig::synced, as it is now
   // An established leader, or a follower or observer that got UPTODATE: it may serve clients.
   bool serving() const { return serving_; }
   // An established leader whose epoch has zxids left: propose() would take a payload.
@@ -319,6 +331,8 @@ class ZabPeer {
   // replaces the tree) or, from a leader whose log reaches back to the start, a DIFF from 0,
   // before which it empties its log and tree (Ready::reset).
   bool want_snapshot_ = false;
+  bool synced_ = true;  // PeerConfig::synced, as it changes
+  void set_synced(bool s);
   // The highest epoch a leader may choose: its zxids (epoch in the high half) stay positive.
   static constexpr uint32_t max_epoch = 0x7fffffff;
   bool epochs_exhausted_ = false;  // said once in Ready::notes

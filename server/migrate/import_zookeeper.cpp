@@ -476,6 +476,9 @@ ImportReport import_zookeeper(const ImportOptions& o) {
     write_whole_snapshot(state.tree(), state.server().session_records(), store, last,
                          fmt::format("{} nodes (imported from ZooKeeper's {})", rep.nodes, o.from));
     store.set_replica_state(storage::ReplicaState{rep.accepted_epoch, rep.current_epoch, last});
+    // The seed of a new ensemble, not a member's history: unsynced, as the empty members started
+    // beside it, so that they all count each other and elect it (it holds the most).
+    store.set_synced(false);
     rep.write_s = since(phase);
   } catch (...) {
     if (created) fs::remove_all(store_dir, ec);

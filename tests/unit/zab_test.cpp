@@ -65,6 +65,10 @@ struct Net {
   std::map<PeerId, std::pair<Zxid, bool>> installed;    // snapshots installed: zxid, streamed
   std::map<PeerId, int> resets;                          // times a member emptied its log and tree
   std::map<PeerId, std::vector<std::string>> notes;      // what each core said an operator must hear
+  // Each member's synced mark as its Ready said it, in order, and whether a reset came while
+  // the mark was still set (a host must persist the unsynced mark before emptying its store).
+  std::map<PeerId, std::vector<bool>> synced_marks;
+  std::map<PeerId, int> resets_while_synced;
 
   explicit Net(int n, std::map<PeerId, std::vector<Entry>> start = {}, std::map<PeerId, Epochs> e = {},
                std::function<void(PeerId, PeerConfig&, MemLog&)> setup = nullptr,
@@ -90,6 +94,8 @@ struct Net {
     Ready r = peers[id]->ready();
     if (r.epochs) epochs[id] = *r.epochs;
     for (auto& n : r.notes) notes[id].push_back(n);
+    if (r.synced) synced_marks[id].push_back(*r.synced);
+    if (r.reset && (synced_marks[id].empty() || synced_marks[id].back())) ++resets_while_synced[id];
     if (r.reset) {  // the host empties the log, its snapshot and the tree
       logs[id].log.clear();
       logs[id].snap_zxid = 0;
@@ -1149,6 +1155,9 @@ TEST_CASE("a follower told to truncate below what it applied is synced from noth
     CHECK(net.syncs[3].front() == pb::Sync::TRUNC);
     CHECK(net.syncs[3].back() == pb::Sync::DIFF);
     CHECK(net.resets[3] == 1);
+    CHECK(net.resets_while_synced[3] == 0);  // unsynced first, then emptied
+    CHECK(net.synced_marks[3] == std::vector<bool>{false, true});  // synced again by the NEWLEADER it acknowledged
+    CHECK(net.peers[3]->store_synced());
     CHECK(net.logs[3].snap_zxid == 0);
     CHECK(net.logs[3].log.size() == leaders_log.size());
     CHECK(net.logs[3].last_zxid() == make_zxid(20, 2));
@@ -1233,4 +1242,103 @@ TEST_CASE("a quorum at the last epoch that fits a zxid leads no further and says
   PeerId l = below.settle();
   REQUIRE(l != 0);
   CHECK(below.peers[l]->epoch() == 0x7fffffffu);
+}
+
+TEST_CASE("a wiped member and a lagging one elect nobody; the intact one leads and syncs the wiped one") {
+  // Issue 46, case 2 (CTRL's Figure 2 with a wiped disk): 1 holds (1,1)..(1,4), acknowledged by
+  // 1 and 3; 2 lagged at (1,1); 3 was wiped (its store empty, unsynced). Counting 3's vote,
+  // 2 and 3 elect 2 and the three txns only 1 holds are cut when it returns.
+  auto full = history(1, 4);
+  std::map<PeerId, std::vector<Entry>> logs{{1, full}, {2, {entry(1, 1)}}, {3, {}}};
+  std::map<PeerId, Epochs> e{{1, {1, 1}}, {2, {1, 1}}, {3, {0, 0}}};
+  auto wiped = [](bool synced) {
+    return [synced](PeerId id, PeerConfig& c, MemLog&) {
+      if (id == 3) c.synced = synced;
+    };
+  };
+  {
+    // As a build before the synced mark counts it: 2 leads and (1,2)..(1,4) are gone.
+    Net net(3, logs, e, wiped(true));
+    net.cut.insert(1);
+    net.settle();
+    net.ticks(40);
+    CHECK(net.leader() == 2);
+  }
+  Net net(3, logs, e, wiped(false));
+  net.cut.insert(1);
+  net.settle();
+  net.ticks(40);
+  CHECK(net.leader() == 0);  // unavailable, not unsafe
+  CHECK_FALSE(net.peers[2]->serving());
+  CHECK(net.logs[2].last_zxid() == make_zxid(1, 1));
+  net.cut.erase(1);
+  net.ticks(40);
+  REQUIRE(net.leader() == 1);
+  REQUIRE(net.peers[3]->serving());
+  for (PeerId p : {2, 3}) {
+    INFO("member " << p);
+    CHECK(net.logs[p].last_zxid() == net.logs[1].last_zxid());
+  }
+  CHECK(net.peers[3]->store_synced());
+  CHECK(net.synced_marks[3] == std::vector<bool>{true});  // persisted with the NEWLEADER it acknowledged
+  CHECK(net.synced_marks.count(2) == 0);                   // it was synced throughout
+}
+
+TEST_CASE("a new ensemble of unsynced members elects; the leader and its followers become synced") {
+  Net net(3, {}, {}, [](PeerId, PeerConfig& c, MemLog&) { c.synced = false; });
+  PeerId l = net.settle();
+  REQUIRE(l != 0);
+  for (PeerId p = 1; p <= 3; ++p) {
+    INFO("member " << p);
+    CHECK(net.peers[p]->serving());
+    CHECK(net.peers[p]->store_synced());
+    CHECK(net.synced_marks[p] == std::vector<bool>{true});
+  }
+  // A member started empty later is not counted by them, and is synced when it joins.
+  REQUIRE(net.peers[l]->propose("a"));
+  net.deliver_all();
+  PeerId other = l == 3 ? 2 : 3;
+  net.cut.insert(other);
+  net.ticks(5);
+  net.logs[other] = MemLog{};
+  PeerConfig c;
+  c.id = other;
+  c.ensemble.voters = {1, 2, 3};
+  c.synced = false;
+  net.peers[other] = std::make_unique<ZabPeer>(c, net.logs[other], Epochs{}, 0);
+  net.synced_marks[other].clear();
+  net.cut.erase(other);
+  net.drain(other);
+  net.ticks(20);
+  REQUIRE(net.peers[other]->serving());
+  CHECK(net.logs[other].last_zxid() == net.logs[l].last_zxid());
+  CHECK(net.synced_marks[other] == std::vector<bool>{true});
+}
+
+TEST_CASE("a vote says whether its sender is synced; one without the field (an older build) counts") {
+  OnePeer one(1, history(1, 3), {1, 1});
+  for (int t = 0; t < 4; ++t) one.peer->tick(0);  // votes go out again
+  auto out = one.peer->ready();
+  bool saw = false;
+  for (auto& [to, m] : out.messages) {
+    if (!m.has_vote()) continue;
+    saw = true;
+    CHECK_FALSE(m.vote().unsynced());
+  }
+  CHECK(saw);
+  // 1 and 2 back 2 (2's vote is plain, as f1c90d0 sends it) and 4, unsynced, does too: 1 counts
+  // itself and 2, not 4, short of a quorum of five until 5's plain vote.
+  uint64_t round = 1;
+  for (auto& [to, m] : out.messages)
+    if (m.has_vote()) round = m.vote().round();
+  one.peer->receive(2, vote(2, round, 2, make_zxid(1, 9), 1, pb::LOOKING));
+  auto unsynced = vote(4, round, 2, make_zxid(1, 9), 1, pb::LOOKING);
+  unsynced.mutable_vote()->set_unsynced(true);
+  one.peer->receive(4, unsynced);
+  for (int t = 0; t < 5; ++t) one.peer->tick(0);
+  CHECK(one.peer->role() == Role::looking);
+  one.peer->receive(5, vote(5, round, 2, make_zxid(1, 9), 1, pb::LOOKING));
+  for (int t = 0; t < 5; ++t) one.peer->tick(0);
+  CHECK(one.peer->role() == Role::following);
+  CHECK(one.peer->leader() == 2);
 }
