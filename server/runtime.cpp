@@ -16,6 +16,7 @@
 #include <boost/asio.hpp>
 #include <boost/asio/ssl.hpp>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -50,6 +51,7 @@
 #include "server/tls/x509_name.hpp"
 #include "server/tools.hpp"
 #include "server/zk_server.hpp"
+#include "storage/damage/set_aside.hpp"
 #include "storage/group_commit.hpp"
 #include "storage/log_store.hpp"
 #include "storage/rocksdb_log_store.hpp"
@@ -1292,7 +1294,25 @@ struct ServerRuntime::Impl {
   // The process starts again in place (the same PID, arguments and environment) on the restored
   // store that swap_in_restored put in place, so every part of the server opens it.
   [[noreturn]] void restart_on_restored(Zxid last) {
-    spdlog::warn("restarting on the restored state at 0x{:x}", last);
+    restart_in_place(fmt::format("on the restored state at 0x{:x}", last));
+  }
+
+  // Set while a process started again on an empty store after setting a damaged one aside: the
+  // empty one failing too is not set aside again (a disk that fails every read), it stops.
+  static constexpr const char* set_aside_env = "WARDEN_STORE_SET_ASIDE";
+
+  // An ensemble member's damaged store goes aside whole (storage/damage/set_aside.hpp).
+  static void set_aside(const std::string& dir, const std::string& why) {
+    std::string to = storage::set_aside_damaged(dir);
+    spdlog::error("{}. The store is set aside whole as {} (kept for inspection: remove it once this member serves "
+                  "again); this member starts on an empty store, unsynced: members that are synced do not count its "
+                  "votes, and it takes part again once the leader they elect has synced it whole (docs/operations.md, "
+                  "Storage faults)",
+                  why, to);
+  }
+
+  [[noreturn]] void restart_in_place(const std::string& what) {
+    spdlog::warn("restarting {}", what);
     std::error_code ec;
     // Nothing of this process may outlive the exec: its sockets would hold the ports, its
     // store's lock the directory.
@@ -1306,7 +1326,7 @@ struct ServerRuntime::Impl {
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
     execv("/proc/self/exe", argv.data());
-    spdlog::critical("cannot start again after the restore ({}): stopping", std::strerror(errno));
+    spdlog::critical("cannot start again {} ({}): stopping", what, std::strerror(errno));
     spdlog::shutdown();
     std::_Exit(70);
   }
@@ -1497,7 +1517,17 @@ struct ServerRuntime::Impl {
       remove_backup_leftovers();
       std::filesystem::create_directories(dir, ec);
       if (ec) throw storage::StorageError("cannot create the log directory " + dir.string() + ": " + ec.message());
-      auto durable = std::make_unique<storage::RocksDbLogStore>(dir.string(), config.force_sync);
+      std::unique_ptr<storage::RocksDbLogStore> durable;
+      try {
+        durable = std::make_unique<storage::RocksDbLogStore>(dir.string(), config.force_sync);
+      } catch (const storage::StorageDamage& e) {
+        if (!config.ensemble())
+          throw storage::StorageDamage(std::string(e.what()) +
+                                       ": a standalone server does not start on it (docs/operations.md, Storage "
+                                       "faults, says what to do)");
+        set_aside(dir.string(), e.what());
+        durable = std::make_unique<storage::RocksDbLogStore>(dir.string(), config.force_sync);
+      }
       if (!durable->recovery_note().empty()) spdlog::warn("{}", durable->recovery_note());
       log = std::move(durable);
       if (!config.force_sync) spdlog::warn("forceSync=no: a machine crash may lose acknowledged writes");
@@ -1517,7 +1547,19 @@ struct ServerRuntime::Impl {
     auto* snapshots = log->snapshots();
     if (!snapshots) start_replication(0);  // an in-memory log starts empty
     if (snapshots) {
-      recover(*snapshots);
+      try {
+        recover(*snapshots);
+      } catch (const storage::StorageError& e) {
+        // Damage that only reading finds (a table file's block, the replica state): an ensemble
+        // member sets its store aside as at the open, and starts again in place on an empty one.
+        if (!config.ensemble() || dynamic_cast<const storage::DiskFullError*>(&e) || std::getenv(set_aside_env) ||
+            restart_argv().empty())
+          throw;
+        set_aside(log_dir_of(config.data_log_dir.empty() ? config.data_dir : config.data_log_dir), e.what());
+        setenv(set_aside_env, "1", 1);
+        restart_in_place("on an empty store");
+      }
+      unsetenv(set_aside_env);
       return_free_memory();  // what loading the snapshot and replaying the log left behind
       plan_next_snapshot();
       snapshot_writer = std::make_unique<storage::SnapshotWriter>(*snapshots, [this](Zxid at, uint64_t attempt,
@@ -1740,6 +1782,15 @@ struct ServerRuntime::Impl {
       h.snapshot_chunk = [this](consensus::EnsembleReplicator::SnapshotFrame f) { snapshot_frame(std::move(f)); };
       h.snapshot_complete = [this](Zxid at, uint64_t link) { return snapshot_received(at, link); };
       h.install_snapshot = [this](Zxid at) { install_snapshot(at); };
+      h.synced_changed = [](bool synced, bool at_start) {
+        if (synced)
+          spdlog::info("this member's store is synced: the leader synced it whole, or it leads; its votes count again");
+        else if (at_start)
+          spdlog::info("this member's store is unsynced (new, wiped, or a damaged one set aside): members that are "
+                       "synced do not count its votes until the leader they elect syncs it whole");
+        else
+          spdlog::warn("this member's store is unsynced until the leader's sync from nothing completes");
+      };
       h.reset_tree = [this] {
         abandon_walk();
         server->start_snapshot_load();

@@ -66,6 +66,14 @@ class Member:
         with open(self.cfg, "w") as f:
             f.write("\n".join(lines) + "\n" + extra)
 
+    def wipe(self):
+        """Empties the member's data directory but for myid (a replaced disk). Stopped first."""
+        data = os.path.join(self.dir, "data")
+        for name in os.listdir(data):
+            if name != "myid":
+                p = os.path.join(data, name)
+                shutil.rmtree(p) if os.path.isdir(p) else os.remove(p)
+
     def log(self):
         try:
             with open(os.path.join(self.dir, "server.log"), errors="replace") as f:

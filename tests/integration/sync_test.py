@@ -124,14 +124,6 @@ class Writer:
         return self.done
 
 
-def wipe(member):
-    data = os.path.join(member.dir, "data")
-    for name in os.listdir(data):
-        if name != "myid":
-            p = os.path.join(data, name)
-            shutil.rmtree(p) if os.path.isdir(p) else os.remove(p)
-
-
 def synced_with(leader, member, since):
     """How the leader's log says it first synced `member` after offset `since` of that log:
     'live', 'stored' or 'diff'. A slow member may drop its link once synced and be synced
@@ -214,7 +206,7 @@ def scenario(what, cfg, nodes, expect_wiped, expect_behind):
         c.equal(digest_of(leader)[1], (MB - 1) // nodes + 1, f"{what}: every 1 MB write is there")
 
         wiped.kill()
-        wipe(wiped)
+        wiped.wipe()
         since = join(ens, leader, wiped, what + " wiped", "a")
         c.equal(synced_with(leader, wiped, since), expect_wiped, f"{what}: how the wiped member was synced")
         if expect_wiped != "diff":
