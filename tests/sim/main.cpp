@@ -1,5 +1,5 @@
 // warden-sim: runs seeded simulations of whole replicas (tests/sim/simulation.hpp).
-//   warden-sim --seeds N [--first S] [--voters 3|5] [--observers K] [--spares K] [--reconfig] [--plant BUG] [--stop]
+//   warden-sim --seeds N [--first S] [--voters 3|5] [--observers K] [--spares K] [--reconfig] [--wipes] [--plant BUG] [--stop]
 //   warden-sim --seed S [same shape options] [--verbose] [--capture DIR]
 // One line per failing seed (the seed and the broken invariant) and exit 1; or a summary and 0.
 #include <fmt/format.h>
@@ -15,14 +15,15 @@
 
 namespace {
 const char* usage =
-    "usage: warden-sim --seeds N [--first S] [--voters 3|5] [--observers K] [--spares K] [--reconfig] [--plant BUG]\n"
+    "usage: warden-sim --seeds N [--first S] [--voters 3|5] [--observers K] [--spares K] [--reconfig] [--wipes] [--plant BUG]\n"
     "                  [--stop]\n"
-    "       warden-sim --seed S [--voters 3|5] [--observers K] [--spares K] [--reconfig] [--plant BUG] [--verbose]\n"
+    "       warden-sim --seed S [--voters 3|5] [--observers K] [--spares K] [--reconfig] [--wipes] [--plant BUG] [--verbose]\n"
     "                  [--capture DIR]\n"
     "--spares K: K more servers outside the first configuration (0 to 3)\n"
     "--reconfig: the leader proposes random new configurations of all the servers among the faults\n"
-    "BUG: commit-minority, skip-trunc, stale-vote, commit-old-quorum-only or count-removed-member (test-only\n"
-    "     bugs the checks must catch; the last two need --reconfig)\n"
+    "--wipes: a crashed server's disk may come back empty, one server's at a time\n"
+    "BUG: commit-minority, skip-trunc, stale-vote, commit-old-quorum-only, count-removed-member (these two need\n"
+    "     --reconfig) or count-unsynced (needs --wipes): test-only bugs the checks must catch\n"
     "--stop: end at the first failing seed\n"
     "--capture DIR: write the first 300 delivered peer messages, one file each, as fuzzer inputs\n";
 
@@ -63,6 +64,8 @@ int main(int argc, char** argv) {
       if (!value(spares) || spares > 3) return bad("--spares takes 0 to 3");
     } else if (a == "--reconfig") {
       base.reconfig = true;
+    } else if (a == "--wipes") {
+      base.wipes = true;
     } else if (a == "--plant") {
       if (i + 1 >= argc) return bad("--plant needs a bug's name");
       std::string_view p = argv[++i];
@@ -71,6 +74,7 @@ int main(int argc, char** argv) {
       else if (p == "stale-vote") base.plants.stale_vote = true;
       else if (p == "commit-old-quorum-only") base.plants.commit_old_quorum_only = true;
       else if (p == "count-removed-member") base.plants.count_removed_member = true;
+      else if (p == "count-unsynced") base.plants.count_unsynced = true;
       else return bad("unknown plant '" + std::string(p) + "'");
     } else if (a == "--verbose") {
       verbose = true;
@@ -107,10 +111,10 @@ int main(int argc, char** argv) {
 
   auto totals = [](const warden::sim::SimResult& r) {
     return fmt::format("{} steps, {} txns committed, {} writes acknowledged, {} leaders established; faults: {} "
-                       "crashes, {} partitions, {} network changes, {} disk changes; {} calm stretches checked, the "
-                       "longest wait for a commit in one {} ms",
+                       "crashes, {} partitions, {} network changes, {} disk changes, {} disks wiped; {} calm stretches "
+                       "checked, the longest wait for a commit in one {} ms",
                        r.steps, r.committed, r.acked, r.elections, r.crashes, r.partitions, r.network_changes,
-                       r.disk_changes, r.calm_stretches, r.max_settle_ms);
+                       r.disk_changes, r.wipes, r.calm_stretches, r.max_settle_ms);
   };
   if (one) {
     base.seed = seed;
@@ -136,6 +140,7 @@ int main(int argc, char** argv) {
     sum.acked += r.acked;
     sum.elections += r.elections;
     sum.crashes += r.crashes;
+    sum.wipes += r.wipes;
     sum.partitions += r.partitions;
     sum.network_changes += r.network_changes;
     sum.disk_changes += r.disk_changes;

@@ -84,6 +84,8 @@ struct Replica final : consensus::MemoryLog {
   consensus::Ensemble config;  // the configuration in force, as the core last reported it
   Zxid durable_zxid = 0;  // the log (MemoryLog's entries) is durable up to here
   Zxid commit_mark = 0;
+  bool synced = false;  // the store's synced mark: new stores start unsynced, as a server's do
+  bool wipe_at_restart = false;
   // The disk: one write at a time, taking disk_ms.
   bool writing = false;
   int64_t disk_ms = 3;
@@ -143,6 +145,8 @@ class World {
   consensus::PeerConfig config_of(const Replica& r) const;
   void start(Replica& r);
   void crash(Replica& r);
+  void wipe(Replica& r);  // its store only: its configuration (files beside it) stays
+  bool may_wipe(const Replica& r) const;
   void process(Replica& r);
   void kick_disk(Replica& r);
   void apply_upto(Replica& r, Zxid c);
@@ -206,6 +210,7 @@ consensus::PeerConfig World::config_of(const Replica& r) const {
   c.max_counter = max_counter_;
   c.max_entries_per_message = 64;
   c.plants = opt_.plants;
+  c.synced = r.synced;
   return c;
 }
 
@@ -250,6 +255,38 @@ void World::start(Replica& r) {
   process(r);
 }
 
+bool World::may_wipe(const Replica& r) const {
+  // One lost store at a time: every other store synced, none about to be wiped; and the voters
+  // of each configuration any server holds in force or pending keep a synced quorum without it
+  // (a reconfig down to one voter leaves that voter's store the only copy).
+  auto intact = [&](PeerId id) {
+    const Replica& o = reps_[static_cast<size_t>(id - 1)];
+    return id != r.id && o.synced && !o.wipe_at_restart;
+  };
+  for (const auto& o : reps_) {
+    if (o.id != r.id && (!o.synced || o.wipe_at_restart)) return false;
+    std::vector<const consensus::Ensemble*> configs{&o.config};
+    if (o.peer && o.peer->pending_config()) configs.push_back(&o.peer->pending_config()->second);
+    for (const auto* e : configs)
+      if (static_cast<size_t>(std::count_if(e->voters.begin(), e->voters.end(), intact)) < e->quorum()) return false;
+  }
+  return true;
+}
+
+void World::wipe(Replica& r) {
+  trace(fmt::format("server {}'s disk is wiped (it held up to {})", r.id, hex(r.last_zxid())));
+  ++result_.wipes;
+  r.wipe_at_restart = false;
+  ++r.log_gen;
+  r.log.clear();
+  r.snap_zxid = 0;
+  r.snap.clear();
+  r.epochs = {};
+  r.durable_zxid = 0;
+  r.commit_mark = 0;
+  r.synced = false;
+}
+
 void World::crash(Replica& r) {
   trace(fmt::format("server {} crashes (durable up to {}, log to {})", r.id, hex(r.durable_zxid), hex(r.last_zxid())));
   r.up = false;
@@ -284,6 +321,7 @@ void World::process(Replica& r) {
       return fail(fmt::format("server {}: an epoch went back", r.id));
     r.epochs = *rd.epochs;
   }
+  if (rd.synced) r.synced = *rd.synced;
   if (rd.config) {
     if (rd.config->version < r.config.version) return fail(fmt::format("server {}: its configuration went back", r.id));
     auto [seen, fresh] = configs_.emplace(rd.config->version, *rd.config);
@@ -538,6 +576,7 @@ void World::fault() {
     if (!r.up) return;
     crash(r);
     ++result_.crashes;
+    if (opt_.wipes && rand(3) == 0 && may_wipe(r)) r.wipe_at_restart = true;
     Event back{Event::restart};
     back.at = now_ + 50 + static_cast<int64_t>(rand(3000));
     back.a = static_cast<int>(r.id);
@@ -714,6 +753,7 @@ SimResult World::run() {
       case Event::restart: {
         Replica& r = rep(e.a);
         if (!r.up && faults_on_) {
+          if (r.wipe_at_restart) wipe(r);
           trace(fmt::format("server {} restarts", r.id));
           start(r);
         }

@@ -22,6 +22,11 @@ struct SimOptions {
   // of all the servers (voters, observers, left out) now and then.
   int spares = 0;
   bool reconfig = false;
+  // Whether a crashed server's disk may come back wiped (a replaced disk: its store empty, its
+  // configuration files kept), one server's at a time: a wipe only while every other server's
+  // store is synced (consensus::PeerConfig::synced), so an intact copy of each committed txn
+  // stays on a quorum. Safety, and repair within the calm-stretch bound, are checked as ever.
+  bool wipes = false;
   consensus::Plants plants;
   // Simulated time with faults, then without any: the ensemble must settle and commit again.
   int64_t fault_ms = 20000;
@@ -41,7 +46,7 @@ struct SimResult {
   uint64_t elections = 0;  // leaders established
   // Faults injected: crashes, partitions, changes of the network's drop/duplicate/delay, disks
   // made slow or quick.
-  uint64_t crashes = 0, partitions = 0, network_changes = 0, disk_changes = 0;
+  uint64_t crashes = 0, partitions = 0, network_changes = 0, disk_changes = 0, wipes = 0;
   uint64_t reconfigs = 0, reconfigs_committed = 0;  // proposed, and committed
   uint64_t calm_stretches = 0;  // stretches with every server up and the network whole, checked
   int64_t max_settle_ms = 0;    // the longest a calm stretch waited for its first commit

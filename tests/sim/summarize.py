@@ -1,5 +1,6 @@
 """Sums the outputs of many warden-sim --seeds runs (one file each, named VOTERS-OBSERVERS-FIRST.txt,
-OBSERVERS with an "r" for runs with two spare servers and reconfigs: --spares 2 --reconfig)
+OBSERVERS with an "r" for runs with two spare servers and reconfigs, --spares 2 --reconfig, and a
+"w" for runs with disks wiped, --wipes)
 per ensemble and in all, and lists every failing seed with the command that replays it. Exits 1
 when a seed failed or a run printed no summary (it crashed)."""
 import collections
@@ -10,9 +11,9 @@ import sys
 SUMMARY = re.compile(
     r"^(\d+) seeds \(.*\) in (\d+) s \(.*\): (\d+) steps, (\d+) txns committed, (\d+) writes acknowledged, "
     r"(\d+) leaders established; faults: (\d+) crashes, (\d+) partitions, (\d+) network changes, "
-    r"(\d+) disk changes; (\d+) calm stretches checked, the longest wait for a commit in one (\d+) ms$", re.M)
+    r"(\d+) disk changes(?:, (\d+) disks wiped)?; (\d+) calm stretches checked, the longest wait for a commit in one (\d+) ms$", re.M)
 FIELDS = ["seeds", "seconds", "steps", "committed", "acked", "leaders", "crashes", "partitions",
-          "network", "disks", "calm", "longest_ms"]
+          "network", "disks", "wipes", "calm", "longest_ms"]
 
 
 def main(folder):
@@ -29,10 +30,11 @@ def main(folder):
             continue
         t = totals[(voters, observers)]
         for name, value in zip(FIELDS, m.groups()):
-            value = int(value)
+            value = int(value or 0)
             t[name] = max(t[name], value) if name == "longest_ms" else t[name] + value
     for voters, observers, seed, why in failures:
-        shape = f"--observers {observers.rstrip('r')}" + (" --spares 2 --reconfig" if observers.endswith("r") else "")
+        shape = (f"--observers {observers.rstrip('rw')}" + (" --spares 2 --reconfig" if "r" in observers else "") +
+                 (" --wipes" if "w" in observers else ""))
         print(f"FAILED seed {seed} ({voters} voters, {observers} observers): {why}\n"
               f"  replay: build/tests/sim/warden-sim --seed {seed} --voters {voters} {shape} --verbose")
     for name, tail in broken:
@@ -43,12 +45,13 @@ def main(folder):
         print(f"{voters} voters, {observers} observers: {t['seeds']} seeds, {rate:.1f} seeds/s per process; "
               f"{t['steps']} steps, {t['committed']} txns committed, {t['acked']} writes acknowledged, "
               f"{t['leaders']} leaders established; {t['crashes']} crashes, {t['partitions']} partitions, "
-              f"{t['network']} network changes, {t['disks']} disk changes; {t['calm']} calm stretches, "
+              f"{t['network']} network changes, {t['disks']} disk changes, {t['wipes']} disks wiped; "
+              f"{t['calm']} calm stretches, "
               f"longest wait for a commit {t['longest_ms']} ms")
         for name in FIELDS:
             grand[name] = max(grand[name], t[name]) if name == "longest_ms" else grand[name] + t[name]
     print(f"all: {grand['seeds']} seeds, {len(failures)} failed; {grand['leaders']} leaders established, "
-          f"{grand['committed']} txns committed, {grand['crashes'] + grand['partitions'] + grand['network'] + grand['disks']} "
+          f"{grand['committed']} txns committed, {grand['crashes'] + grand['partitions'] + grand['network'] + grand['disks'] + grand['wipes']} "
           f"faults, {grand['calm']} calm stretches (longest wait {grand['longest_ms']} ms)")
     print(f"{grand['seeds'] - len(failures)} passed, {len(failures)} failed")
     return 1 if failures or broken else 0

@@ -23,6 +23,13 @@ with tempfile.TemporaryDirectory() as d:
     r = subprocess.run([sys.executable, str(here / "summarize.py"), d], capture_output=True, text=True)
     checks.append((r.returncode == 1 and "--seed 44 --voters 3 --observers 0 --spares 2 --reconfig" in r.stdout,
                    f"a reconfig run's seed replays with its options:\n{r.stdout}"))
+    (out / "3-0rw-8.txt").write_text("seed 45 FAILED: t=1ms step=2: planted\n")
+    (out / "5-1w-2.txt").write_text(subprocess.run([sim, "--seeds", "2", "--first", "2", "--voters", "5", "--observers",
+                                                    "1", "--wipes"], capture_output=True, text=True, timeout=300).stdout)
+    r = subprocess.run([sys.executable, str(here / "summarize.py"), d], capture_output=True, text=True)
+    checks.append((r.returncode == 1 and "--seed 45 --voters 3 --observers 0 --spares 2 --reconfig --wipes" in r.stdout
+                   and "5 voters, 1w observers: 2 seeds" in r.stdout and "disks wiped" in r.stdout,
+                   f"a run with wiped disks sums up, and its seed replays with --wipes:\n{r.stdout}"))
 for ok, what in checks:
     if not ok:
         print("FAILED:", what)
