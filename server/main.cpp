@@ -40,6 +40,10 @@ constexpr const char* usage = R"(usage:
       reports whether they are sound.
   warden-server snapshot-dump DIR
       Prints the newest snapshot under DIR, one node a line.
+  warden-server accept-loss DIR
+      Cuts a transaction log under DIR damaged before its last record at the damage, accepting
+      the loss of every txn written after it (a standalone server does not start on such a log;
+      docs/operations.md, Storage faults). Run on a stopped server; a whole log is left alone.
   warden-server restore-backup FILE DIR
       Writes the backup FILE (what the AdminServer's snapshot command sends) into the data
       directory DIR, which must not hold a store yet; a server started on DIR serves its state.
@@ -119,10 +123,12 @@ int main(int argc, char** argv) {
     std::fputs(usage, stderr);
     return 2;
   }
-  bool tool = !args.empty() && (args[0] == "log-dump" || args[0] == "check" || args[0] == "snapshot-dump");
+  bool tool = !args.empty() && (args[0] == "log-dump" || args[0] == "check" || args[0] == "snapshot-dump" ||
+                                args[0] == "accept-loss");
   if (tool && args.size() == 2) {
     if (args[0] == "log-dump") return warden::server::dump_log(args[1], std::cout, std::cerr);
     if (args[0] == "snapshot-dump") return warden::server::dump_snapshot(args[1], std::cout, std::cerr);
+    if (args[0] == "accept-loss") return warden::server::accept_loss(args[1], std::cout, std::cerr);
     return warden::server::check_data_dir(args[1], std::cout, std::cerr);
   }
   if (tool)

@@ -210,6 +210,33 @@ int dump_log(const std::string& data_dir, std::ostream& out, std::ostream& err) 
   }
 }
 
+int accept_loss(const std::string& data_dir, std::ostream& out, std::ostream& err) {
+  try {
+    std::string dir = log_dir_of(data_dir);
+    if (!std::filesystem::is_directory(dir)) throw storage::StorageError("no store in " + data_dir + " (" + dir + ")");
+    Zxid readable = 0;
+    {
+      auto view = storage::RocksDbLogStore::open_read_only(dir);
+      if (!view->wal_damaged()) {
+        out << fmt::format("the log in {} is not damaged before its last batch: nothing to accept, nothing changed\n",
+                           dir);
+        return 0;
+      }
+      err << "warden-server accept-loss: " << view->recovery_note() << "\n";
+      readable = view->last_zxid();
+    }
+    Zxid end = storage::RocksDbLogStore::cut_at_damage(dir);
+    out << fmt::format("cut the log in {} at the damage: it ends at zxid 0x{:x} (it read whole up to 0x{:x}); every txn "
+                       "written after the damage is gone, and a server started on {} serves the state up to 0x{:x}\n",
+                       dir, static_cast<uint64_t>(end), static_cast<uint64_t>(readable), data_dir,
+                       static_cast<uint64_t>(end));
+    return 0;
+  } catch (const std::exception& e) {
+    err << "warden-server accept-loss: " << e.what() << "\n";
+    return 1;
+  }
+}
+
 int check_data_dir(const std::string& data_dir, std::ostream& out, std::ostream& err) {
   try {
     auto started = std::chrono::steady_clock::now();

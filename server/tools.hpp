@@ -20,6 +20,11 @@ int dump_snapshot(const std::string& data_dir, std::ostream& out, std::ostream& 
 // The log directory inside a data directory (or dataLogDir).
 std::string log_dir_of(const std::string& data_dir);
 
+// accept-loss: cuts a write-ahead log damaged before its last batch at the damage, for an
+// operator who accepts losing what it holds after it (a standalone server refuses to start on it);
+// says what is lost. A whole log is left as it is. 0 on success, 1 on failure.
+int accept_loss(const std::string& data_dir, std::ostream& out, std::ostream& err);
+
 // restore-backup: writes the backup FILE (GET /commands/snapshot's) into the data directory
 // DIR, which must hold no store yet; a server started on DIR then serves the backup's state.
 // Refuses a damaged backup (naming the offset and the reason) and writes nothing then.

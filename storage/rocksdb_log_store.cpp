@@ -165,6 +165,33 @@ RocksDbLogStore::RocksDbLogStore(const std::string& dir, ReadOnly) : dir_(dir), 
                      "); what follows reads it up to zxid " + hex_zxid(last_);
 }
 
+Zxid RocksDbLogStore::cut_at_damage(const std::string& dir) {
+  {
+    rocksdb::Options opts;
+    set_table_options(opts);
+    opts.paranoid_checks = true;
+    opts.info_log_level = rocksdb::InfoLogLevel::WARN_LEVEL;
+    opts.wal_recovery_mode = rocksdb::WALRecoveryMode::kPointInTimeRecovery;
+    rocksdb::DB* raw = nullptr;
+    auto st = rocksdb::DB::Open(opts, dir, &raw);
+    if (!st.ok()) throw StorageError("cannot open the log in " + dir + " even cutting it at the damage: " + st.ToString());
+    std::unique_ptr<rocksdb::DB> db(raw);
+    rocksdb::FlushOptions flush;
+    flush.wait = true;
+    st = db->Flush(flush);
+    if (st.ok()) st = db->SyncWAL();
+    if (!st.ok()) throw StorageError("cannot make the cut log in " + dir + " durable: " + st.ToString());
+  }
+  RocksDbLogStore store(dir, true);  // the strict open a start makes: it must find the log whole now
+  ReplicaState s = store.replica_state();
+  if (s.commit_mark > store.last_zxid()) {
+    s.commit_mark = store.last_zxid();
+    store.set_replica_state(s);
+  }
+  store.set_synced(false);
+  return store.last_zxid();
+}
+
 std::unique_ptr<RocksDbLogStore> RocksDbLogStore::open_read_only(const std::string& dir) {
   return std::unique_ptr<RocksDbLogStore>(new RocksDbLogStore(dir, ReadOnly{}));
 }

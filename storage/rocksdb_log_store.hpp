@@ -52,6 +52,12 @@ class RocksDbLogStore final : public LogStore, public SnapshotStore {
   // Opens an existing log for reading only, without its lock: tools may read the log of a
   // running server. append() then fails.
   static std::unique_ptr<RocksDbLogStore> open_read_only(const std::string& dir);
+  // What `warden-server accept-loss` does, for an operator who accepts losing what a damaged
+  // write-ahead log holds after its damage: opens the store in `dir` cutting the log at its first
+  // damaged record (RocksDB's point-in-time recovery), makes that durable, marks the store
+  // unsynced (it lost what it acknowledged) and its commit mark no higher than its end. Returns
+  // the zxid the log ends at now. Throws StorageError when the store does not open even so.
+  static Zxid cut_at_damage(const std::string& dir);
   ~RocksDbLogStore() override;
   // Empty, or a line for the operator saying that opening cut a torn tail off the log (read
   // only: that the log is read up to a torn tail, or up to damage before it).

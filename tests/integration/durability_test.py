@@ -165,6 +165,35 @@ def main():
         r = subprocess.run([BIN, "check", os.path.join(d, "data")], capture_output=True, text=True, timeout=30)
         c.check(r.returncode == 1 and "damaged before its last batch" in r.stderr and r.stdout.startswith("damaged:"),
                 f"check reads up to the damage and fails ({r.stdout.strip()!r}, {r.stderr.strip()[-300:]!r})")
+        # Issue 46, point 4: the operator accepts the loss explicitly, on a copy here.
+        accepted = d + "-accepted"
+        shutil.copytree(d, accepted)
+        try:
+            r = subprocess.run([BIN, "accept-loss", os.path.join(accepted, "data")], capture_output=True, text=True,
+                               timeout=60)
+            c.check(r.returncode == 0 and "cut the log" in r.stdout and "every txn written after the damage is gone"
+                    in r.stdout, f"accept-loss cuts the log at the damage and says so ({r.stdout!r}, {r.stderr!r})")
+            w = support.start_warden(workdir=accepted)
+            zk = KazooClient(hosts=w.hosts)
+            zk.start(timeout=10)
+            c.equal(sorted(n for n in zk.get_children("/") if n.startswith("d")), [f"d{i:02d}" for i in range(10)],
+                    "after accept-loss the server starts and serves the writes before the damage")
+            zk.create("/after", b"x")
+            zk.stop()
+            w.stop()
+            r = subprocess.run([BIN, "accept-loss", os.path.join(accepted, "data")], capture_output=True, text=True,
+                               timeout=60)
+            c.check(r.returncode == 0 and "nothing to accept" in r.stdout,
+                    f"accept-loss on a whole log changes nothing ({r.stdout!r}, {r.stderr!r})")
+            for args, code, words in ((["/nonexistent/warden"], 1, "no store in /nonexistent/warden"),
+                                      (["/dev/null"], 1, "no store in /dev/null"),
+                                      ([], 2, "takes one data directory"),
+                                      (["a", "b"], 2, "takes one data directory")):
+                r = subprocess.run([BIN, "accept-loss"] + args, capture_output=True, text=True, timeout=30)
+                c.check(r.returncode == code and words in r.stderr,
+                        f"accept-loss {args} fails with {code}, naming the problem ({r.stderr.strip()[-200:]!r})")
+        finally:
+            shutil.rmtree(accepted, ignore_errors=True)
         with open(newest, "wb") as g:
             g.write(whole)
         w = support.start_warden(workdir=d)

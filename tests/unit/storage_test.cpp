@@ -114,6 +114,18 @@ TEST_CASE("damage before the write-ahead log's last batch refuses the open and c
     CHECK_THAT(view->recovery_note(), Catch::Contains("damaged before its last batch") &&
                                           Catch::Contains("reads it up to zxid 0xa"));
   }
+  {
+    // warden-server accept-loss, on a copy: cut at the damage on request, durably; the copy then
+    // opens as a start opens it, unsynced, its commit mark no higher than its end.
+    TempDir copy;
+    fs::copy(d.path, copy.path, fs::copy_options::recursive | fs::copy_options::overwrite_existing);
+    CHECK(storage::RocksDbLogStore::cut_at_damage(copy.str()) == 10);
+    storage::RocksDbLogStore cut(copy.str(), true);
+    CHECK(cut.last_zxid() == 10);
+    CHECK(cut.recovery_note().empty());
+    CHECK(cut.replica_state().commit_mark == 0);  // none was set: none invented
+    CHECK(cut.synced() == std::optional<bool>(false));
+  }
   write('1');
   storage::RocksDbLogStore log(d.str(), true);
   CHECK(log.recovery_note().empty());
