@@ -288,6 +288,36 @@ void EnsembleReplicator::save_state(bool epochs_changed) {
   saved_mark_ = s.commit_mark;
 }
 
+void EnsembleReplicator::note_applied_digest(Zxid z) {
+  uint64_t d = hooks_.digest();
+  if (d == 0) return;
+  digests_.emplace_back(z, d);
+  if (digests_.size() > 4096) digests_.pop_front();
+  if (auto it = awaited_digests_.find(z); it != awaited_digests_.end()) {
+    uint64_t leaders = it->second;
+    awaited_digests_.erase(it);
+    compare_digest(z, leaders);
+  }
+}
+
+void EnsembleReplicator::compare_digest(Zxid z, uint64_t leaders) {
+  if (z > applied_) {  // not applied here yet: compared when it is
+    if (awaited_digests_.size() < 64) awaited_digests_[z] = leaders;
+    return;
+  }
+  auto it = std::lower_bound(digests_.begin(), digests_.end(), z,
+                             [](const std::pair<Zxid, uint64_t>& a, Zxid b) { return a.first < b; });
+  if (it == digests_.end() || it->first != z || it->second == leaders) return;  // too old, or agrees
+  if (hooks_.digest_mismatch) hooks_.digest_mismatch(z, it->second, leaders);
+  forget_digests();
+  resync_ = true;
+}
+
+void EnsembleReplicator::forget_digests() {
+  digests_.clear();
+  awaited_digests_.clear();
+}
+
 void EnsembleReplicator::apply_upto(Zxid committed) {
   if (committed <= applied_) return;
   // What the store held before this replicator appended anything (a restart's tail), then what
@@ -297,13 +327,17 @@ void EnsembleReplicator::apply_upto(Zxid committed) {
     store_.for_each_in(applied_, store_upto, SIZE_MAX, [&](const storage::LogEntry& e) {
       applied_ = e.zxid;
       if (on_commit_) on_commit_(e.zxid, e.payload);
+      if (hooks_.digest) note_applied_digest(e.zxid);
     });
   for (const auto& e : recent_) {
     if (e.zxid > committed) break;
     if (e.zxid <= applied_) continue;
     applied_ = e.zxid;
     if (on_commit_) on_commit_(e.zxid, e.payload);
+    if (hooks_.digest) note_applied_digest(e.zxid);
   }
+  if (hooks_.digest && !digests_.empty() && digests_.back().first == applied_)
+    core_->peer->note_digest(applied_, digests_.back().second);
 }
 
 void EnsembleReplicator::process() {
@@ -327,6 +361,7 @@ void EnsembleReplicator::process() {
       if (hooks_.finish_writes) hooks_.finish_writes();
       store_.truncate_after(0);
       recent_.clear();
+      forget_digests();
       durable_ = applied_ = 0;
       hooks_.reset_tree();
       save_state(true);
@@ -344,6 +379,7 @@ void EnsembleReplicator::process() {
         throw std::logic_error("an ensemble member got a snapshot it cannot install");
       if (hooks_.finish_writes) hooks_.finish_writes();
       recent_.clear();
+      forget_digests();
       Zxid at = r.snapshot->first;
       hooks_.install_snapshot(at);
       applied_ = at;
@@ -368,6 +404,12 @@ void EnsembleReplicator::process() {
       hooks_.send(to, encode_peer_message(m), m.has_vote(), m.link());
     }
     apply_upto(r.committed);
+    if (r.leader_digest && hooks_.digest) compare_digest(r.leader_digest->first, r.leader_digest->second);
+    if (resync_) {
+      resync_ = false;
+      core_->peer->resync();
+      work = true;
+    }
     while (!recent_.empty() && recent_.front().zxid <= std::min(applied_, durable_)) recent_.pop_front();
     if (r.role_changed && hooks_.role_changed) hooks_.role_changed();
     for (auto& [from, payload] : r.requests)

@@ -115,6 +115,11 @@ class EnsembleReplicator final : public Replicator {
     // Leader: a voter acknowledged a proposal `micros` after it was made (the newest one its
     // ack covers); a proposal got its quorum `micros` after it was made.
     std::function<void(PeerId voter, int64_t micros)> acked;
+    // The tree's digest now, after the last txn applied (ZooKeeper's; 0: digests off). Unset:
+    // members compare none (issue 46, point 3).
+    std::function<uint64_t()> digest;
+    // Follower: its tree's digest after txn `zxid` is not the leader's: it is synced from nothing.
+    std::function<void(Zxid zxid, uint64_t mine, uint64_t leaders)> digest_mismatch;
     std::function<void(int64_t micros)> quorum_acked;
   };
 
@@ -168,6 +173,14 @@ class EnsembleReplicator final : public Replicator {
   void apply_upto(Zxid committed);
   // Leader: turns acks and commits that moved since the last call into ack latencies.
   void measure_acks();
+  // The tree's digest after each txn applied lately, and leader digests for txns not applied
+  // yet; compare() checks one of the leader's against this member's.
+  void note_applied_digest(Zxid z);
+  void compare_digest(Zxid z, uint64_t leaders);
+  void forget_digests();
+  std::deque<std::pair<Zxid, uint64_t>> digests_;
+  std::map<Zxid, uint64_t> awaited_digests_;
+  bool resync_ = false;
 
   storage::LogStore& store_;
   Settings settings_;

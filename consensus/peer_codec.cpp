@@ -67,7 +67,7 @@ std::string check(const pb::PeerMessage& m) {
     case B::kInform:
       if (m.inform().committed() < 0) return "a negative zxid";
       return ascending(m.inform().entries()) ? "" : "an inform whose entries are not in ascending zxid order";
-    case B::kPing: return m.ping().zxid() < 0 ? "a negative zxid" : "";
+    case B::kPing: return m.ping().zxid() < 0 || m.ping().digest_zxid() < 0 ? "a negative zxid" : "";
     case B::kSyncData: {
       const auto& d = m.sync_data();
       if (d.after() < 0) return "sync data with a negative zxid";

@@ -202,6 +202,18 @@ Zxid ZabPeer::commit_point(const Ensemble& e) const {
 
 Zxid ZabPeer::last_durable() const { return std::min(durable_, log_.last_zxid()); }
 
+void ZabPeer::note_digest(Zxid applied, uint64_t digest) {
+  if (role_ != Role::leading) return;
+  digest_zxid_ = applied;
+  digest_ = digest;
+}
+
+void ZabPeer::resync() {
+  if (role_ != Role::following && role_ != Role::observing) return;
+  want_snapshot_ = true;
+  become_looking();
+}
+
 void ZabPeer::set_synced(bool s) {
   if (synced_ == s) return;
   synced_ = s;
@@ -505,6 +517,7 @@ void ZabPeer::become_leader() {
   // void, and the leader's own log says what is pending.
   if (pending_heard_) pending_.reset(), pending_heard_ = false;
   set_role(Role::leading, cfg_.id);
+  digest_zxid_ = 0;  // the host notes its tree's as it applies
   links_.clear();
   new_epoch_ = 0;
   syncing_started_ = false;
@@ -963,6 +976,10 @@ void ZabPeer::lead_tick() {
       pb::PeerMessage m;
       m.mutable_ping()->set_zxid(committed_);
       m.mutable_ping()->set_received(l.received);
+      if (digest_zxid_ != 0 && digest_ != 0) {
+        m.mutable_ping()->set_digest_zxid(digest_zxid_);
+        m.mutable_ping()->set_digest(digest_);
+      }
       send_on_link(it->first, l, std::move(m));
     }
     ++it;
@@ -1135,6 +1152,8 @@ void ZabPeer::follow_receive(PeerId from, const pb::PeerMessage& m) {
     ready_.role_changed = true;
     set_committed(m.up_to_date().committed());
   } else if (m.has_ping()) {
+    if (m.ping().digest_zxid() > 0 && fphase_ == FPhase::broadcast)
+      ready_.leader_digest = std::make_pair(m.ping().digest_zxid(), m.ping().digest());
     set_committed(m.ping().zxid());
     leader_received_ = std::max(leader_received_, m.ping().received());
     pb::PeerMessage r;

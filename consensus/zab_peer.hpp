@@ -177,9 +177,12 @@ struct Ready {
   // The store's synced mark changed (PeerConfig::synced): persisted with `epochs`, before
   // `reset` empties the store and before `messages` go.
   std::optional<bool> synced;
+  // Follower: the leader's tree digest after the txn at this zxid (its ping's), for the host to
+  // compare with its own after the same txn (ZabPeer::resync on a mismatch).
+  std::optional<std::pair<Zxid, uint64_t>> leader_digest;
   bool empty() const {
     return !epochs && !truncate_after && !reset && !snapshot && append.empty() && messages.empty() && !role_changed &&
-           requests.empty() && !config && !pending && notes.empty() && !synced;
+           requests.empty() && !config && !pending && notes.empty() && !synced && !leader_digest;
   }
 };
 
@@ -204,6 +207,12 @@ class ZabPeer {
   // out of the leader's ready() in order. False when there is no such link (a lost link loses
   // what it carried, as a broken connection would: the host must not wait for it).
   bool forward(std::string payload);
+  // Leader: its tree's digest after it applied the txn at `applied` (0: digests off); its pings
+  // carry the latest (pb::Ping::digest).
+  void note_digest(Zxid applied, uint64_t digest);
+  // Follower or observer whose tree is not the leader's (a digest mismatch): it looks again and
+  // asks to be synced from nothing (a SNAP, or a DIFF from zero after emptying its store).
+  void resync();
   Ready ready();
 
   Role role() const { return role_; }
@@ -332,6 +341,8 @@ class ZabPeer {
   // before which it empties its log and tree (Ready::reset).
   bool want_snapshot_ = false;
   bool synced_ = true;  // PeerConfig::synced, as it changes
+  Zxid digest_zxid_ = 0;  // leader: note_digest's latest
+  uint64_t digest_ = 0;
   void set_synced(bool s);
   // The highest epoch a leader may choose: its zxids (epoch in the high half) stay positive.
   static constexpr uint32_t max_epoch = 0x7fffffff;

@@ -820,7 +820,7 @@ struct ServerRuntime::Impl {
     admin::Summary log_write_micros{true};  // Warden: each group-commit write (a histogram in /metrics)
     admin::Summary jvm_pause_time{true};    // the pause monitor's overshoots (jvm.pause.monitor)
     std::map<int64_t, std::unique_ptr<admin::Summary>> ack_micros;  // Warden: per voter, on the leader
-    int64_t looking_count = 0, snap_count = 0, diff_count = 0;
+    int64_t looking_count = 0, snap_count = 0, diff_count = 0, digest_mismatches = 0;
     std::optional<std::chrono::steady_clock::time_point> looking_since, syncing_since, leading_since;
     std::chrono::steady_clock::time_point snapshot_started;
   };
@@ -1011,7 +1011,7 @@ struct ServerRuntime::Impl {
       // ZooKeeper's reset empties every metric, counters too (the summaries are reset by the
       // pipeline through env.summaries).
       metrics.sync_processor_queued = metrics.connection_rejected = metrics.learner_proposals = 0;
-      metrics.looking_count = metrics.snap_count = metrics.diff_count = 0;
+      metrics.looking_count = metrics.snap_count = metrics.diff_count = metrics.digest_mismatches = 0;
     }
     if (word == "mntr" || word == "srst") {
       env.summaries = {{"fsynctime", &metrics.fsynctime},
@@ -1038,6 +1038,7 @@ struct ServerRuntime::Impl {
       env.metrics = {{"looking_count", metrics.looking_count},
                      {"snap_count", metrics.snap_count},
                      {"diff_count", metrics.diff_count},
+                     {"digest_mismatches_count", metrics.digest_mismatches},
                      {"sync_processor_request_queued", metrics.sync_processor_queued},
                      {"connection_rejected", metrics.connection_rejected},
                      {"learner_proposal_received_count", metrics.learner_proposals},
@@ -1782,6 +1783,13 @@ struct ServerRuntime::Impl {
       h.snapshot_chunk = [this](consensus::EnsembleReplicator::SnapshotFrame f) { snapshot_frame(std::move(f)); };
       h.snapshot_complete = [this](Zxid at, uint64_t link) { return snapshot_received(at, link); };
       h.install_snapshot = [this](Zxid at) { install_snapshot(at); };
+      h.digest = [this] { return server->tree().zk_digest(); };
+      h.digest_mismatch = [this](Zxid z, uint64_t mine, uint64_t leaders) {
+        ++metrics.digest_mismatches;
+        spdlog::error("this member's tree differs from the leader's after txn 0x{:x} (digest {:016x}, the leader's "
+                      "{:016x}): it is synced from nothing (digest_mismatches_count)",
+                      static_cast<uint64_t>(z), mine, leaders);
+      };
       h.synced_changed = [](bool synced, bool at_start) {
         if (synced)
           spdlog::info("this member's store is synced: the leader synced it whole, or it leads; its votes count again");

@@ -63,7 +63,6 @@ const std::vector<UnfedMetric>& unfed_metrics() {
       {"ensemble_auth_skip", K::counter, ensemble_auth},
       {"om_proposal_process_time_ms", K::advanced_summary, observer_master},
       {"om_commit_process_time_ms", K::advanced_summary, observer_master},
-      {"digest_mismatches_count", K::counter, "Warden's learners do not check the leader's txn digests"},
       {"insecure_admin_count", K::counter, "Warden has no HTTPS or port unification on the AdminServer"},
       {"add_dead_watcher_stall_time", K::counter,
        "Warden has no dead-watcher cleaner thread: a closed connection's watches go at once"},
@@ -91,7 +90,8 @@ bool zookeeper_counter(std::string_view name) {
     std::set<std::string, std::less<>> s{
         "bytes_received_count", "cnxn_closed_without_zk_server_running", "commit_count", "connection_rejected",
         "connection_request_count", "connection_revalidate_count", "dead_watchers_cleared", "dead_watchers_queued",
-        "diff_count", "learner_commit_received_count", "learner_proposal_received_count", "looking_count",
+        "diff_count", "digest_mismatches_count", "learner_commit_received_count", "learner_proposal_received_count",
+        "looking_count",
         "outstanding_changes_queued", "outstanding_changes_removed", "prep_processor_request_queued",
         "proposal_count", "request_commit_queued", "response_bytes", "revalidate_count",
         "sessionless_connections_expired", "snap_count", "stale_replies", "stale_requests", "stale_requests_dropped",

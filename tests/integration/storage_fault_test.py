@@ -15,12 +15,13 @@ member, the members' trees are equal, and the damaged member serves again with n
    leader damaged so, and only the table files (snapshots) damaged.
 """
 import os
+import re
 import shutil
 import time
 
 from kazoo.client import KazooClient
 
-from ensemble import Ensemble
+from ensemble import Ensemble, four_letter
 from support import Checks, wait_until
 
 c = Checks("storage faults")
@@ -95,6 +96,12 @@ def check_whole(ens, what, n):
                 f"{what}: server {sid} holds all {n} acknowledged writes, unchanged "
                 f"(missing {len(missing)} {missing[:3]}, wrong {len(wrong)} {wrong[:3]})")
     c.check(all(t == trees[1] for t in trees.values()), f"{what}: every member serves the same tree")
+    # The leader's pings carry its tree digest and every follower compares its own: whole trees
+    # never mismatch (a mismatch would sync the member from nothing again).
+    counts = {m.id: re.search(r"^zk_digest_mismatches_count\t(\d+)$", four_letter(m.client_port, "mntr"), re.M)
+              for m in ens.members}
+    c.check(all(v and v.group(1) == "0" for v in counts.values()),
+            f"{what}: no member counts a digest mismatch ({[(k, v and v.group(1)) for k, v in counts.items()]})")
 
 
 def damaged_and_lagging(wiped):

@@ -69,6 +69,7 @@ struct Net {
   // the mark was still set (a host must persist the unsynced mark before emptying its store).
   std::map<PeerId, std::vector<bool>> synced_marks;
   std::map<PeerId, int> resets_while_synced;
+  std::map<PeerId, std::vector<std::pair<Zxid, uint64_t>>> leader_digests;  // what each heard in pings
 
   explicit Net(int n, std::map<PeerId, std::vector<Entry>> start = {}, std::map<PeerId, Epochs> e = {},
                std::function<void(PeerId, PeerConfig&, MemLog&)> setup = nullptr,
@@ -95,6 +96,7 @@ struct Net {
     if (r.epochs) epochs[id] = *r.epochs;
     for (auto& n : r.notes) notes[id].push_back(n);
     if (r.synced) synced_marks[id].push_back(*r.synced);
+    if (r.leader_digest) leader_digests[id].push_back(*r.leader_digest);
     if (r.reset && (synced_marks[id].empty() || synced_marks[id].back())) ++resets_while_synced[id];
     if (r.reset) {  // the host empties the log, its snapshot and the tree
       logs[id].log.clear();
@@ -1341,4 +1343,31 @@ TEST_CASE("a vote says whether its sender is synced; one without the field (an o
   for (int t = 0; t < 5; ++t) one.peer->tick(0);
   CHECK(one.peer->role() == Role::following);
   CHECK(one.peer->leader() == 2);
+}
+
+TEST_CASE("a leader's pings carry its tree's digest; a follower told to resync is synced from nothing") {
+  Net net(3);
+  PeerId l = net.settle();
+  REQUIRE(l != 0);
+  REQUIRE(net.peers[l]->propose("a"));
+  REQUIRE(net.peers[l]->propose("b"));
+  net.deliver_all();
+  net.ticks(3);
+  PeerId f = l == 1 ? 2 : 1;
+  CHECK(net.leader_digests[f].empty());  // none noted: none sent
+  Zxid last = net.logs[l].last_zxid();
+  net.peers[l]->note_digest(last, 0xabc);
+  net.ticks(3);
+  REQUIRE_FALSE(net.leader_digests[f].empty());
+  CHECK(net.leader_digests[f].back() == std::make_pair(last, uint64_t{0xabc}));
+  // Its host found its own digest after `last` differs: it asks to be synced from nothing.
+  net.peers[f]->resync();
+  net.drain(f);
+  net.ticks(20);
+  REQUIRE(net.peers[f]->serving());
+  CHECK(net.resets[f] == 1);
+  CHECK(net.logs[f].last_zxid() == last);
+  CHECK(net.logs[f].log.size() == net.logs[l].log.size());
+  net.peers[l]->resync();  // a leader is never told so: nothing happens
+  CHECK(net.peers[l]->role() == Role::leading);
 }
