@@ -228,6 +228,9 @@ ZabPeer::Vote ZabPeer::self_vote() const {
   // (simulator seed 1795832945026535). It votes for the best candidate it hears of, as ZooKeeper's
   // election never names a server outside the configuration in force.
   if (pending_heard_ && !cfg_.ensemble.is_voter(cfg_.id)) return Vote{0, 0, 0};
+  // An unsynced member of an ensemble that exists does not stand either: its empty history could
+  // win only through votes for an earlier incarnation of itself (a follower still following it).
+  if (!may_lead()) return Vote{0, 0, 0};
   return Vote{cfg_.id, last_durable(), epochs_.current};
 }
 
@@ -295,7 +298,7 @@ void ZabPeer::try_join(PeerId leader) {
     // that has not heard of a pending reconfig sends its looking votes to the old configuration's
     // voters only, so a candidate named in the new one may never get them, only the settled
     // vote that answers its own.
-    if (role_ != Role::looking || !votes(cfg_.id)) return;
+    if (role_ != Role::looking || !votes(cfg_.id) || !may_lead()) return;
     bool backed = quorum_of([&](PeerId p) {
       if (auto s = settled_.find(p); s != settled_.end())
         return s->second.leader() == leader && s->second.round() == round_;
@@ -400,8 +403,14 @@ void ZabPeer::on_vote(PeerId from, const pb::PeerMessage& m) {
   if (!votes(from)) return;  // only voters' votes count
   // A synced member does not count an unsynced one's votes, looking or settled: its store may
   // lack txns it acknowledged (PeerConfig::synced). Answered above when this member is settled,
-  // it learns who leads and joins to be synced.
-  if (synced_ && v.unsynced() && !PLANT(count_unsynced)) return;
+  // it learns who leads and joins to be synced. An unsynced member that hears a synced voter
+  // knows the ensemble exists and counts as the synced do: two wiped members must not elect
+  // each other beside an intact one. It looks afresh, its round's unsynced votes uncounted.
+  if (!synced_ && !v.unsynced() && !ensemble_seen_) {
+    ensemble_seen_ = true;
+    if (role_ == Role::looking) become_looking();
+  }
+  if ((synced_ || ensemble_seen_) && v.unsynced() && !PLANT(count_unsynced)) return;
   if (v.state() != pb::LOOKING) {
     settled_[from] = v;
     // Its looking vote is no longer its word if it settled on another leader: a candidate
@@ -479,7 +488,7 @@ void ZabPeer::become_looking() {
   ++round_;
   vote_ = self_vote();
   received_.clear();
-  if (votes(cfg_.id)) received_[cfg_.id] = vote_;
+  if (votes(cfg_.id) && vote_.leader != 0) received_[cfg_.id] = vote_;
   settled_.clear();
   decide_at_.reset();
   // A lone voter agrees with itself at once.
@@ -546,7 +555,8 @@ void ZabPeer::tick(uint64_t random) {
         // backed (try_join); else the election goes on.
         auto s = settled_.find(vote_.leader);
         bool gone = vote_.leader != cfg_.id && s != settled_.end() && s->second.state() != pb::LEADING;
-        if (!gone && quorum_agrees(received_, vote_)) {
+        if (!gone && vote_.leader != 0 && quorum_agrees(received_, vote_) &&
+            (vote_.leader != cfg_.id || may_lead())) {
           if (vote_.leader == cfg_.id)
             become_leader();
           else
@@ -666,9 +676,6 @@ void ZabPeer::maybe_choose_epoch() {
   new_epoch_ = highest + 1;
   epochs_.accepted = new_epoch_;
   ready_.epochs = epochs_;
-  // What it acknowledges from here on, it keeps: elected while unsynced (a new ensemble, where
-  // no member is synced yet), it is synced now.
-  set_synced(true);
   for (auto& [id, l] : links_) {
     pb::PeerMessage m;
     m.mutable_leader_info()->set_new_epoch(new_epoch_);
@@ -778,6 +785,9 @@ void ZabPeer::maybe_establish() {
       }))
     return;
   established_ = true;
+  // A quorum holds its history: elected while unsynced (a new ensemble, where no member is synced
+  // yet), it is synced now.
+  set_synced(true);
   serving_ = true;
   ready_.role_changed = true;
   committed_ = std::max(committed_, history_end_);

@@ -103,8 +103,9 @@ struct PeerConfig {
   // synced). Unsynced (new, wiped, or a damaged store set aside) it may have acknowledged txns
   // it no longer holds, so synced members do not count its votes (pb::Vote::unsynced): a quorum
   // it made up with a lagging member could elect a leader without them (CTRL's case, issue 46).
-  // It joins the leader its peers elect, and a whole sync (NEWLEADER) makes it synced; choosing
-  // an epoch as leader does too. While no member is synced (a new ensemble) every vote counts.
+  // It joins the leader its peers elect, and a whole sync (NEWLEADER) makes it synced; being
+  // established as leader does too. While no member is synced (a new ensemble) every vote counts;
+  // an unsynced member that hears a synced voter counts as synced members do.
   bool synced = true;
 #ifdef WARDEN_PLANTS
   Plants plants;
@@ -341,6 +342,10 @@ class ZabPeer {
   // before which it empties its log and tree (Ready::reset).
   bool want_snapshot_ = false;
   bool synced_ = true;  // PeerConfig::synced, as it changes
+  bool ensemble_seen_ = false;  // unsynced: a synced voter's vote was heard (it counts as synced do)
+  // Whether it may stand and lead: synced, or unsynced in an ensemble that has no synced member
+  // it knows of (a new one).
+  bool may_lead() const { return synced_ || !ensemble_seen_; }
   Zxid digest_zxid_ = 0;  // leader: note_digest's latest
   uint64_t digest_ = 0;
   void set_synced(bool s);

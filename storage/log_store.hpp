@@ -104,7 +104,7 @@ class LogStore {
   virtual void set_replica_state(const ReplicaState& s) = 0;  // durable on return
   // Whether this store holds everything its member ever acknowledged (docs/operations.md,
   // "Storage faults"): an ensemble member's store is synced once a leader synced it whole, or
-  // once its member chose an epoch as leader; one created empty (new, wiped, or replacing a
+  // once its member was established as leader; one created empty (new, wiped, or replacing a
   // damaged one set aside) is not until then, and a member emptied by its leader is not again.
   // Nothing stored (a store of a build before this mark): nullopt.
   virtual std::optional<bool> synced() const = 0;

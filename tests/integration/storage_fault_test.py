@@ -13,6 +13,8 @@ member, the members' trees are equal, and the damaged member serves again with n
 3. "damaged, whole ensemble": F killed after the 300; one byte of each of 100 of them changed in
    every file of F's store (log and table files); F restarted: it repairs itself. The mirrors: the
    leader damaged so, and only the table files (snapshots) damaged.
+4. "majority lost": two of three stores wiped: nothing is elected until the operator copies the
+   intact store over the others'.
 """
 import os
 import re
@@ -167,9 +169,44 @@ def damaged_whole_ensemble(victim_is_leader, kinds, what):
         shutil.rmtree(ens.dir, ignore_errors=True)
 
 
+def majority_lost():
+    """Two of three stores wiped: the one synced member left elects nothing (the writes only the
+    lost stores held cannot be told from none); the operator's way on (docs/operations.md, "Too
+    few synced members"): its store copied over the others', myid kept."""
+    what = "majority lost"
+    ens = Ensemble(3)
+    try:
+        ens.start()
+        write(ens.connect_string, 0, 100)
+        intact = ens.members[0]
+        for m in ens.members:
+            m.kill()
+        for m in ens.members[1:]:
+            m.wipe()
+        for m in ens.members:
+            m.start()
+        time.sleep(8)
+        c.check(all(m.mode() not in SERVING for m in ens.members),
+                f"{what}: one synced member and two wiped ones elect nothing: "
+                f"{[(m.id, m.mode()) for m in ens.members]}")
+        for m in ens.members:
+            m.kill()
+        for m in ens.members[1:]:
+            shutil.rmtree(os.path.join(m.dir, "data", "log"))  # the empty store each started on
+            shutil.copytree(os.path.join(intact.dir, "data", "log"), os.path.join(m.dir, "data", "log"))
+        for m in ens.members:
+            m.start()
+        check_whole(ens, what + ", the intact store copied", 100)
+    finally:
+        for m in ens.members:
+            m.kill()
+        shutil.rmtree(ens.dir, ignore_errors=True)
+
+
 damaged_and_lagging(wiped=False)
 damaged_and_lagging(wiped=True)
 damaged_whole_ensemble(False, (".log", ".sst"), "follower damaged")
 damaged_whole_ensemble(True, (".log", ".sst"), "leader damaged")
 damaged_whole_ensemble(False, (".sst",), "follower's table files damaged")
+majority_lost()
 c.finish()

@@ -1371,3 +1371,40 @@ TEST_CASE("a leader's pings carry its tree's digest; a follower told to resync i
   net.peers[l]->resync();  // a leader is never told so: nothing happens
   CHECK(net.peers[l]->role() == Role::leading);
 }
+
+TEST_CASE("an unsynced member that heard a synced voter never leads, even backed by votes for its old self") {
+  // Simulator seed 1796193060004735: leader 3 was wiped and restarted at once; 1 and 2 still
+  // followed its earlier incarnation and their settled votes named 3, which took them as backing,
+  // led, and once established its empty history counted as synced.
+  PeerConfig c;
+  c.id = 3;
+  c.ensemble.voters = {1, 2, 3};
+  c.synced = false;
+  MemoryLog log;
+  ZabPeer p(c, log, Epochs{}, 0);
+  (void)p.ready();
+  for (PeerId from : {1, 2}) p.receive(from, vote(from, 1, 3, make_zxid(1, 9), 1, pb::FOLLOWING));
+  for (int t = 0; t < 20; ++t) p.tick(0);
+  CHECK(p.role() == Role::looking);
+  auto out = p.ready();
+  bool voted = false;
+  for (auto& [to, m] : out.messages) {
+    if (!m.has_vote()) continue;
+    voted = true;
+    CHECK(m.vote().leader() == 0);  // it stands for nothing
+    CHECK(m.vote().unsynced());
+  }
+  CHECK(voted);
+}
+
+TEST_CASE("two wiped members beside an intact one elect nothing") {
+  // Two faults (a majority of stores lost): unavailable, not an empty tree served.
+  std::map<PeerId, std::vector<Entry>> logs{{1, history(1, 4)}, {2, {}}, {3, {}}};
+  std::map<PeerId, Epochs> e{{1, {1, 1}}};
+  Net net(3, logs, e, [](PeerId id, PeerConfig& c, MemLog&) { c.synced = id == 1; });
+  net.settle();
+  net.ticks(60);
+  CHECK(net.leader() == 0);
+  for (PeerId p = 1; p <= 3; ++p) CHECK(net.peers[p]->role() == Role::looking);
+  CHECK(net.logs[1].last_zxid() == make_zxid(1, 4));
+}
