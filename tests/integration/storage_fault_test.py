@@ -22,9 +22,10 @@ import shutil
 import time
 
 from kazoo.client import KazooClient
+from kazoo.exceptions import ConnectionLoss, NodeExistsError, OperationTimeoutError
 
 from ensemble import Ensemble, four_letter
-from support import Checks, wait_until
+from support import Checks, sanitized, wait_until
 
 c = Checks("storage faults")
 SERVING = ("leader", "follower")
@@ -34,12 +35,30 @@ def value(i):
     return b"mark-%05d-" % i + b"v" * 40
 
 
+def client(hosts):
+    # A sanitizer build can be slow enough for a heartbeat to be missed: a longer session there,
+    # and every call retried on a lost connection (a create that went through is found existing).
+    zk = KazooClient(hosts=hosts, timeout=30 if sanitized() else 10)
+    zk.start(timeout=60)
+    return zk
+
+
 def write(hosts, lo, hi):
-    zk = KazooClient(hosts=hosts, timeout=10)
-    zk.start(timeout=30)
+    zk = client(hosts)
     try:
         for i in range(lo, hi):
-            zk.create(f"/n{i:05d}", value(i))
+            path = f"/n{i:05d}"
+            for attempt in range(40):
+                try:
+                    zk.create(path, value(i))
+                    break
+                except NodeExistsError:  # an earlier attempt went through before its answer was lost
+                    c.check(zk.get(path)[0] == value(i), f"{path} holds what was written")
+                    break
+                except (ConnectionLoss, OperationTimeoutError):
+                    time.sleep(0.5)
+            else:
+                raise RuntimeError(f"{path}: no create went through in 40 attempts")
     finally:
         zk.stop()
         zk.close()
@@ -77,11 +96,10 @@ def damage(member, indices, kinds=(".log", ".sst")):
 
 def tree_of(member):
     """What `member` serves after a sync: {path: value} of the /n nodes."""
-    zk = KazooClient(hosts=member.hosts, timeout=10)
-    zk.start(timeout=30)
+    zk = client(member.hosts)
     try:
-        zk.sync("/")
-        return {p: zk.get("/" + p)[0] for p in zk.get_children("/") if p.startswith("n")}
+        zk.retry(zk.sync, "/")
+        return {p: zk.retry(zk.get, "/" + p)[0] for p in zk.retry(zk.get_children, "/") if p.startswith("n")}
     finally:
         zk.stop()
         zk.close()
@@ -100,8 +118,12 @@ def check_whole(ens, what, n):
     c.check(all(t == trees[1] for t in trees.values()), f"{what}: every member serves the same tree")
     # The leader's pings carry its tree digest and every follower compares its own: whole trees
     # never mismatch (a mismatch would sync the member from nothing again).
-    counts = {m.id: re.search(r"^zk_digest_mismatches_count\t(\d+)$", four_letter(m.client_port, "mntr"), re.M)
-              for m in ens.members}
+    def mismatches(m):
+        found = []
+        wait_until(lambda: found.append(re.search(r"^zk_digest_mismatches_count\t(\d+)$",
+                                                  four_letter(m.client_port, "mntr"), re.M)) or found[-1], 30)
+        return found[-1]
+    counts = {m.id: mismatches(m) for m in ens.members}
     c.check(all(v and v.group(1) == "0" for v in counts.values()),
             f"{what}: no member counts a digest mismatch ({[(k, v and v.group(1)) for k, v in counts.items()]})")
 
