@@ -50,6 +50,18 @@ def popen_lock(hosts, *args, session_ms=None, **kw):
                             stderr=subprocess.PIPE, text=True, start_new_session=True, **kw)
 
 
+def ls(hosts, path, tries=5):
+    """`warden ls PATH`'s output, the command run again (up to `tries` times, a second apart) when
+    it fails to reach the ensemble (TSan once made one call of a loaded run print nothing); what
+    it printed on the last failure otherwise, so a check shows why."""
+    for _ in range(tries):
+        r = warden(hosts, "ls", path)
+        if r.returncode == 0:
+            return r.stdout.strip()
+        time.sleep(1)
+    return f"(warden ls failed {tries} times, exit {r.returncode}: {r.stderr.strip()[-300:]})"
+
+
 def children(hosts, path):
     """PATH's children as `warden ls` prints them ([a, b]); [] when it has none or is gone."""
     out = warden(hosts, "ls", path).stdout.strip()
@@ -95,7 +107,7 @@ def cli_tests(hosts, what, classpath):
     toks = [int(x) for x in open(tokens).read().split()]
     c.equal(len(toks), 20, f"{what}: 20 acquisitions")
     c.check(all(b > a for a, b in zip(toks, toks[1:])), f"{what}: fencing tokens strictly increase ({toks[:5]}...)")
-    c.equal(warden(hosts, "ls", "/cli/mutex").stdout.strip(), "[]", f"{what}: no node left behind")
+    c.equal(ls(hosts, "/cli/mutex"), "[]", f"{what}: no node left behind")
     # ---- CMD's status
     c.equal(warden(hosts, "lock", "/cli/status", "--", "sh", "-c", "exit 7").returncode, 7,
             f"{what}: warden lock exits with CMD's status")
