@@ -1556,7 +1556,7 @@ struct ServerRuntime::Impl {
         if (!config.ensemble() || dynamic_cast<const storage::DiskFullError*>(&e) || std::getenv(set_aside_env) ||
             restart_argv().empty())
           throw;
-        set_aside(log_dir_of(config.data_log_dir.empty() ? config.data_dir : config.data_log_dir), e.what());
+        set_aside(store_dir(), e.what());
         setenv(set_aside_env, "1", 1);
         restart_in_place("on an empty store");
       }
