@@ -276,6 +276,13 @@ void ZabPeer::broadcast_vote() {
       if (p != cfg_.id && !cfg_.ensemble.is_voter(p)) send_vote(p);
 }
 
+bool ZabPeer::may_decide() const {
+  if (synced_ || ensemble_seen_ || now_ >= static_cast<uint64_t>(cfg_.init_limit)) return true;
+  for (PeerId p : cfg_.ensemble.voters)
+    if (p != cfg_.id && !unsynced_heard_.count(p)) return false;
+  return true;
+}
+
 bool ZabPeer::quorum_agrees(const std::map<PeerId, Vote>& votes, const Vote& v) const {
   return quorum_of([&](PeerId p) {
     auto it = votes.find(p);
@@ -292,6 +299,8 @@ void ZabPeer::try_join(PeerId leader) {
   // round had elected the leader but that had missed the leader's looking vote (it was still
   // following the last leader when that vote came): the leader was short of the voter it was
   // elected with, and gave up after initLimit (simulator seed 431533584).
+  // Unsynced with only unsynced votes heard: not before every voter spoke or initLimit passed.
+  if (!may_decide()) return;
   if (leader == cfg_.id) {
     // ZooKeeper's checkLeader for itself: voters that already follow this server, having decided
     // in this round, and this round's looking votes for it make a quorum: it leads. A voter
@@ -411,6 +420,7 @@ void ZabPeer::on_vote(PeerId from, const pb::PeerMessage& m) {
     if (role_ == Role::looking) become_looking();
   }
   if ((synced_ || ensemble_seen_) && v.unsynced() && !PLANT(count_unsynced)) return;
+  if (!synced_ && !ensemble_seen_) unsynced_heard_.insert(from);
   if (v.state() != pb::LOOKING) {
     settled_[from] = v;
     // Its looking vote is no longer its word if it settled on another leader: a candidate
@@ -548,7 +558,7 @@ void ZabPeer::tick(uint64_t random) {
   ++now_;
   switch (role_) {
     case Role::looking:
-      if (decide_at_ && now_ >= *decide_at_) {
+      if (decide_at_ && now_ >= *decide_at_ && may_decide()) {
         decide_at_.reset();
         // A candidate that has since said it follows another leader will not lead: following it
         // would only wait out initLimit (seed 500028206). Its leader may be joined instead, once

@@ -21,6 +21,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -346,6 +347,11 @@ class ZabPeer {
   // Whether it may stand and lead: synced, or unsynced in an ensemble that has no synced member
   // it knows of (a new one).
   bool may_lead() const { return synced_ || !ensemble_seen_; }
+  // Unsynced and no synced voter heard: the voters whose (unsynced) votes it heard. It decides on
+  // such votes only once it heard every voter, or after initLimit ticks: a synced member slower to
+  // start (a larger store to load) must be heard before two wiped members elect each other.
+  std::set<PeerId> unsynced_heard_;
+  bool may_decide() const;
   Zxid digest_zxid_ = 0;  // leader: note_digest's latest
   uint64_t digest_ = 0;
   void set_synced(bool s);

@@ -1408,3 +1408,40 @@ TEST_CASE("two wiped members beside an intact one elect nothing") {
   for (PeerId p = 1; p <= 3; ++p) CHECK(net.peers[p]->role() == Role::looking);
   CHECK(net.logs[1].last_zxid() == make_zxid(1, 4));
 }
+
+TEST_CASE("two wiped members wait for every voter, or initLimit, before electing each other") {
+  // The intact member has a store to load and starts last (it_storage_faults "majority lost",
+  // CI run of 6e745bf): the two empty ones agreed within a few ticks and were established before
+  // its vote came, and it would have followed their empty tree.
+  std::map<PeerId, std::vector<Entry>> logs{{1, history(1, 4)}, {2, {}}, {3, {}}};
+  std::map<PeerId, Epochs> e{{1, {1, 1}}};
+  auto wiped = [](PeerId id, PeerConfig& c, MemLog&) { c.synced = id == 1; };
+  {
+    Net net(3, logs, e, wiped);
+    net.cut.insert(1);  // still loading its store: nothing it said at its start went out
+    std::erase_if(net.wire, [](const auto& w) { return w.second.first == 1; });
+    net.deliver_all();
+    net.ticks(6);  // initLimit is 10
+    CHECK(net.leader() == 0);
+    for (PeerId p : {2, 3}) CHECK(net.peers[p]->role() == Role::looking);
+    net.cut.erase(1);
+    net.ticks(60);
+    CHECK(net.leader() == 0);  // two stores of three lost: unavailable, not an empty tree served
+    CHECK(net.logs[1].last_zxid() == make_zxid(1, 4));
+  }
+  {
+    // Never heard within initLimit, the intact member counts as down: what this cannot tell
+    // (docs/operations.md), and the two elect.
+    Net net(3, logs, e, wiped);
+    net.cut.insert(1);
+    std::erase_if(net.wire, [](const auto& w) { return w.second.first == 1; });
+    net.deliver_all();
+    net.ticks(30);
+    CHECK(net.leader() != 0);
+  }
+  // A new ensemble whose members all started hears every voter and elects well before initLimit.
+  Net fresh(3, {}, {}, [](PeerId, PeerConfig& c, MemLog&) { c.synced = false; });
+  fresh.deliver_all();
+  fresh.ticks(6);
+  CHECK(fresh.leader() != 0);
+}
