@@ -2,9 +2,12 @@
 
 #include <sys/statvfs.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 
 #include <filesystem>
+#include <thread>
 
 #include <rocksdb/db.h>
 #include <rocksdb/options.h>
@@ -12,6 +15,7 @@
 #include <rocksdb/sst_file_writer.h>
 #include <rocksdb/table.h>
 #include <rocksdb/write_batch.h>
+#include <spdlog/spdlog.h>
 
 #include "log_record.pb.h"
 
@@ -61,6 +65,12 @@ std::string hex_zxid(Zxid z) {
   std::snprintf(b, sizeof b, "0x%llx", static_cast<unsigned long long>(z));
   return b;
 }
+
+// An I/O error reading the store (EIO): the disk failed a read, unlike a permission or a missing
+// file, whose errors RocksDB words otherwise.
+bool disk_failed_read(const rocksdb::Status& st) {
+  return st.IsIOError() && st.ToString().find(std::strerror(EIO)) != std::string::npos;
+}
 }  // namespace
 
 RocksDbLogStore::RocksDbLogStore(const std::string& dir, bool sync) : dir_(dir), sync_(sync) {
@@ -98,14 +108,28 @@ RocksDbLogStore::RocksDbLogStore(const std::string& dir, bool sync) : dir_(dir),
   // open too: cutting there would drop acknowledged txns after it, which a member's peers may
   // no longer hold (issue 46, case 1). A failed open changes nothing on disk.
   opts.wal_recovery_mode = rocksdb::WALRecoveryMode::kAbsoluteConsistency;
-  auto st = rocksdb::DB::Open(opts, dir, &raw);
+  // A read the disk failed (EIO) may pass: the open is tried again before the store counts as
+  // damaged (an ensemble member then sets it aside and repairs itself from its peers).
+  int attempts = 0;
+  auto open = [&] {
+    for (;;) {
+      auto st = rocksdb::DB::Open(opts, dir, &raw);
+      if (!disk_failed_read(st) || ++attempts == open_attempts) return st;
+      spdlog::warn("the disk failed a read while opening the log in {} ({}); trying again", dir, st.ToString());
+      std::this_thread::sleep_for(open_retry_pause);
+    }
+  };
+  auto st = open();
   std::string strict_failure;
   if (st.IsCorruption()) {
     strict_failure = st.ToString();
     opts.wal_recovery_mode = rocksdb::WALRecoveryMode::kTolerateCorruptedTailRecords;
-    st = rocksdb::DB::Open(opts, dir, &raw);
+    st = open();
     if (st.IsCorruption()) throw StorageDamage(damage_before_tail(dir, strict_failure));
   }
+  if (disk_failed_read(st))
+    throw StorageDamage("the disk failed a read of the log in " + dir + " " + std::to_string(attempts) +
+                        " times (" + st.ToString() + ")");
   if (!st.ok()) {
     std::string why = st.ToString();
     if (why.find("lock") != std::string::npos || why.find("Lock") != std::string::npos)

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <stdexcept>
@@ -45,6 +46,10 @@ class RocksDbLogStore final : public LogStore, public SnapshotStore {
   static constexpr uint64_t write_buffer_bytes = 8ull << 20;
   static constexpr int max_write_buffers = 6;
   static constexpr uint64_t reserve_bytes = (max_write_buffers + 1) * write_buffer_bytes;
+
+  // How often an open the disk fails with EIO is tried, and the pause between tries.
+  static constexpr int open_attempts = 3;
+  static constexpr std::chrono::milliseconds open_retry_pause{500};
 
   // Opens or creates the log in `dir`. Throws StorageError when the directory cannot be used,
   // holds something that is not a Warden log, or is locked by another running server.

@@ -81,10 +81,12 @@ class Member:
         except OSError:
             return ""
 
-    def start(self):
+    def start(self, env=None):
+        """Starts the member; `env`: variables added to this process's environment for it."""
         binary = os.environ["WARDEN_SERVER"]
         log = open(os.path.join(self.dir, "server.log"), "a")
-        self.proc = subprocess.Popen([binary, self.cfg], stdout=log, stderr=subprocess.STDOUT)
+        self.proc = subprocess.Popen([binary, self.cfg], stdout=log, stderr=subprocess.STDOUT,
+                                     env=dict(os.environ, **env) if env else None)
 
     def alive(self):
         return self.proc is not None and self.proc.poll() is None

@@ -17,51 +17,14 @@ member, the members' trees are equal, and the damaged member serves again with n
    intact store over the others'.
 """
 import os
-import re
 import shutil
 import time
 
-from kazoo.client import KazooClient
-from kazoo.exceptions import ConnectionLoss, NodeExistsError, OperationTimeoutError
-
-from ensemble import Ensemble, four_letter
-from support import Checks, sanitized, wait_until
+from ensemble import Ensemble
+from stored_writes import SERVING, check_whole, write
+from support import Checks, wait_until
 
 c = Checks("storage faults")
-SERVING = ("leader", "follower")
-
-
-def value(i):
-    return b"mark-%05d-" % i + b"v" * 40
-
-
-def client(hosts):
-    # A sanitizer build can be slow enough for a heartbeat to be missed: a longer session there,
-    # and every call retried on a lost connection (a create that went through is found existing).
-    zk = KazooClient(hosts=hosts, timeout=30 if sanitized() else 10)
-    zk.start(timeout=60)
-    return zk
-
-
-def write(hosts, lo, hi):
-    zk = client(hosts)
-    try:
-        for i in range(lo, hi):
-            path = f"/n{i:05d}"
-            for attempt in range(40):
-                try:
-                    zk.create(path, value(i))
-                    break
-                except NodeExistsError:  # an earlier attempt went through before its answer was lost
-                    c.check(zk.get(path)[0] == value(i), f"{path} holds what was written")
-                    break
-                except (ConnectionLoss, OperationTimeoutError):
-                    time.sleep(0.5)
-            else:
-                raise RuntimeError(f"{path}: no create went through in 40 attempts")
-    finally:
-        zk.stop()
-        zk.close()
 
 
 def store_files(member):
@@ -94,40 +57,6 @@ def damage(member, indices, kinds=(".log", ".sst")):
     return hits
 
 
-def tree_of(member):
-    """What `member` serves after a sync: {path: value} of the /n nodes."""
-    zk = client(member.hosts)
-    try:
-        zk.retry(zk.sync, "/")
-        return {p: zk.retry(zk.get, "/" + p)[0] for p in zk.retry(zk.get_children, "/") if p.startswith("n")}
-    finally:
-        zk.stop()
-        zk.close()
-
-
-def check_whole(ens, what, n):
-    ens.wait_serving(ens.members, timeout=90)
-    trees = {m.id: tree_of(m) for m in ens.members}
-    want = {f"n{i:05d}": value(i) for i in range(n)}
-    for sid, tree in trees.items():
-        missing = sorted(set(want) - set(tree))
-        wrong = sorted(p for p in want if p in tree and tree[p] != want[p])
-        c.check(not missing and not wrong,
-                f"{what}: server {sid} holds all {n} acknowledged writes, unchanged "
-                f"(missing {len(missing)} {missing[:3]}, wrong {len(wrong)} {wrong[:3]})")
-    c.check(all(t == trees[1] for t in trees.values()), f"{what}: every member serves the same tree")
-    # The leader's pings carry its tree digest and every follower compares its own: whole trees
-    # never mismatch (a mismatch would sync the member from nothing again).
-    def mismatches(m):
-        found = []
-        wait_until(lambda: found.append(re.search(r"^zk_digest_mismatches_count\t(\d+)$",
-                                                  four_letter(m.client_port, "mntr"), re.M)) or found[-1], 30)
-        return found[-1]
-    counts = {m.id: mismatches(m) for m in ens.members}
-    c.check(all(v and v.group(1) == "0" for v in counts.values()),
-            f"{what}: no member counts a digest mismatch ({[(k, v and v.group(1)) for k, v in counts.items()]})")
-
-
 def damaged_and_lagging(wiped):
     what = "wiped + lagging" if wiped else "damaged + lagging"
     ens = Ensemble(3, extra_cfg="snapCount=1000\n")
@@ -157,7 +86,7 @@ def damaged_and_lagging(wiped):
                     f"{what}: F's log says its store was damaged and set aside")
         c.check("unsynced" in f.log(), f"{what}: F's log says it is unsynced")
         leader.start()
-        check_whole(ens, what, 400)
+        check_whole(c, ens, what, 400)
         c.check(wait_until(lambda: "this member's store is synced" in f.log(), 30),
                 f"{what}: F says it was synced whole")
     finally:
@@ -181,7 +110,7 @@ def damaged_whole_ensemble(victim_is_leader, kinds, what):
         ens.wait_serving(others, timeout=60)
         write(ens.hosts_of(others), 300, 350)
         victim.start()
-        check_whole(ens, what, 350)
+        check_whole(c, ens, what, 350)
         c.check("set aside whole" in victim.log(), f"{what}: the victim's log says its store was set aside")
         if kinds == (".sst",):  # found only as the snapshot loads: the member starts again in place
             c.check("restarting on an empty store" in victim.log(), f"{what}: the victim started again in place")
@@ -218,7 +147,7 @@ def majority_lost():
             shutil.copytree(os.path.join(intact.dir, "data", "log"), os.path.join(m.dir, "data", "log"))
         for m in ens.members:
             m.start()
-        check_whole(ens, what + ", the intact store copied", 100)
+        check_whole(c, ens, what + ", the intact store copied", 100)
     finally:
         for m in ens.members:
             m.kill()
