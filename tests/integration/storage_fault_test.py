@@ -12,7 +12,8 @@ member, the members' trees are equal, and the damaged member serves again with n
 2. "wiped + lagging": the same with F's data directory emptied but for myid.
 3. "damaged, whole ensemble": F killed after the 300; one byte of each of 100 of them changed in
    every file of F's store (log and table files); F restarted: it repairs itself. The mirrors: the
-   leader damaged so, and only the table files (snapshots) damaged.
+   leader damaged so, only the table files (snapshots) damaged, and F's epochs and commit mark
+   (the replica state, ZooKeeper's acceptedEpoch and currentEpoch files) damaged in every copy.
 4. "majority lost": two of three stores wiped: nothing is elected until the operator copies the
    intact store over the others'.
 """
@@ -32,29 +33,44 @@ def store_files(member):
     return [os.path.join(d, f) for f in sorted(os.listdir(d)) if f.endswith((".log", ".sst"))]
 
 
-def damage(member, indices, kinds=(".log", ".sst")):
-    """Changes one byte of each listed write's value in every file of `kinds` that holds it;
-    returns how many copies were changed."""
+def damage_found(member, kinds, markers):
+    """Changes one byte of every copy of each (marker, offset past its start) in every file of
+    `kinds` in the member's store; returns how many copies were changed."""
     hits = 0
     for path in store_files(member):
         if not path.endswith(kinds):
             continue
         with open(path, "rb") as f:
             data = bytearray(f.read())
-        changed = False
-        for i in indices:
-            at = data.find(b"mark-%05d-" % i)
+        changed = 0
+        for marker, offset in markers:
+            at = data.find(marker)
             while at >= 0:
-                data[at + 12] ^= 0x5a
-                hits += 1
-                changed = True
-                at = data.find(b"mark-%05d-" % i, at + 1)
+                data[at + offset] ^= 0x5a
+                changed += 1
+                at = data.find(marker, at + 1)
         if changed:
+            hits += changed
             with open(path, "wb") as f:
                 f.write(data)
                 f.flush()
                 os.fsync(f.fileno())
     return hits
+
+
+def damage(member, indices, kinds=(".log", ".sst")):
+    """Changes one byte of each listed write's value in every file of `kinds` that holds it;
+    returns how many copies were changed."""
+    return damage_found(member, kinds, [(b"mark-%05d-" % i, 12) for i in indices])
+
+
+def damage_replica_state(member):
+    """Changes the first byte of the replica state (key "R": accepted and current epochs, commit
+    mark, 16 bytes) in every copy: write-ahead-log records (a put: type 1, key length 1, "R",
+    value length 16) and table-file entries (nothing shared with the key before it, 9 bytes of
+    key with RocksDB's sequence, value length 16, "R")."""
+    return damage_found(member, (".log",), [(b"\x01\x01R\x10", 4)]) + \
+        damage_found(member, (".sst",), [(b"\x00\x09\x10R", 4 + 8)])
 
 
 def damaged_and_lagging(wiped):
@@ -95,7 +111,7 @@ def damaged_and_lagging(wiped):
         shutil.rmtree(ens.dir, ignore_errors=True)
 
 
-def damaged_whole_ensemble(victim_is_leader, kinds, what):
+def damaged_whole_ensemble(victim_is_leader, kinds, what, replica_state=False):
     # Snapshots every 50-100 txns, so that table files hold the tree too.
     ens = Ensemble(3, extra_cfg="snapCount=100\n")
     try:
@@ -104,8 +120,12 @@ def damaged_whole_ensemble(victim_is_leader, kinds, what):
         victim = leader if victim_is_leader else [m for m in ens.members if m is not leader][0]
         write(ens.connect_string, 0, 300)
         victim.kill()
-        hits = damage(victim, range(100, 200), kinds)
-        c.check(hits >= 100, f"{what}: 100 writes found and damaged in the victim's files ({hits} copies)")
+        if replica_state:
+            hits = damage_replica_state(victim)
+            c.check(hits >= 2, f"{what}: the epochs and commit mark found and damaged ({hits} copies)")
+        else:
+            hits = damage(victim, range(100, 200), kinds)
+            c.check(hits >= 100, f"{what}: 100 writes found and damaged in the victim's files ({hits} copies)")
         others = [m for m in ens.members if m is not victim]
         ens.wait_serving(others, timeout=60)
         write(ens.hosts_of(others), 300, 350)
@@ -159,5 +179,6 @@ damaged_and_lagging(wiped=True)
 damaged_whole_ensemble(False, (".log", ".sst"), "follower damaged")
 damaged_whole_ensemble(True, (".log", ".sst"), "leader damaged")
 damaged_whole_ensemble(False, (".sst",), "follower's table files damaged")
+damaged_whole_ensemble(False, (".log", ".sst"), "follower's epochs and commit mark damaged", replica_state=True)
 majority_lost()
 c.finish()
