@@ -21,9 +21,10 @@ const char* usage =
     "                  [--capture DIR]\n"
     "--spares K: K more servers outside the first configuration (0 to 3)\n"
     "--reconfig: the leader proposes random new configurations of all the servers among the faults\n"
-    "--wipes: a crashed server's disk may come back empty, one server's at a time\n"
+    "--wipes: a crashed server's store may come back empty or damaged (then set aside), one server's at a time\n"
     "BUG: commit-minority, skip-trunc, stale-vote, commit-old-quorum-only, count-removed-member (these two need\n"
-    "     --reconfig) or count-unsynced (needs --wipes): test-only bugs the checks must catch\n"
+    "     --reconfig), count-unsynced or truncate-on-damage (these two need --wipes): test-only bugs the checks\n"
+    "     must catch\n"
     "--stop: end at the first failing seed\n"
     "--capture DIR: write the first 300 delivered peer messages, one file each, as fuzzer inputs\n";
 
@@ -75,6 +76,7 @@ int main(int argc, char** argv) {
       else if (p == "commit-old-quorum-only") base.plants.commit_old_quorum_only = true;
       else if (p == "count-removed-member") base.plants.count_removed_member = true;
       else if (p == "count-unsynced") base.plants.count_unsynced = true;
+      else if (p == "truncate-on-damage") base.truncate_on_damage = true;
       else return bad("unknown plant '" + std::string(p) + "'");
     } else if (a == "--verbose") {
       verbose = true;
@@ -111,10 +113,10 @@ int main(int argc, char** argv) {
 
   auto totals = [](const warden::sim::SimResult& r) {
     return fmt::format("{} steps, {} txns committed, {} writes acknowledged, {} leaders established; faults: {} "
-                       "crashes, {} partitions, {} network changes, {} disk changes, {} disks wiped; {} calm stretches "
-                       "checked, the longest wait for a commit in one {} ms",
+                       "crashes, {} partitions, {} network changes, {} disk changes, {} disks wiped, {} stores "
+                       "damaged; {} calm stretches checked, the longest wait for a commit in one {} ms",
                        r.steps, r.committed, r.acked, r.elections, r.crashes, r.partitions, r.network_changes,
-                       r.disk_changes, r.wipes, r.calm_stretches, r.max_settle_ms);
+                       r.disk_changes, r.wipes, r.damaged, r.calm_stretches, r.max_settle_ms);
   };
   if (one) {
     base.seed = seed;
@@ -141,6 +143,7 @@ int main(int argc, char** argv) {
     sum.elections += r.elections;
     sum.crashes += r.crashes;
     sum.wipes += r.wipes;
+    sum.damaged += r.damaged;
     sum.partitions += r.partitions;
     sum.network_changes += r.network_changes;
     sum.disk_changes += r.disk_changes;

@@ -85,7 +85,8 @@ struct Replica final : consensus::MemoryLog {
   Zxid durable_zxid = 0;  // the log (MemoryLog's entries) is durable up to here
   Zxid commit_mark = 0;
   bool synced = false;  // the store's synced mark: new stores start unsynced, as a server's do
-  bool wipe_at_restart = false;
+  bool wipe_at_restart = false;  // its store is lost at its restart: wiped, or damaged (below)
+  bool damaged = false;
   // The disk: one write at a time, taking disk_ms.
   bool writing = false;
   int64_t disk_ms = 3;
@@ -146,6 +147,7 @@ class World {
   void start(Replica& r);
   void crash(Replica& r);
   void wipe(Replica& r);  // its store only: its configuration (files beside it) stays
+  void damage(Replica& r);  // found at the start: set aside (a wipe), or cut (the plant)
   bool may_wipe(const Replica& r) const;
   void process(Replica& r);
   void kick_disk(Replica& r);
@@ -285,6 +287,26 @@ void World::wipe(Replica& r) {
   r.durable_zxid = 0;
   r.commit_mark = 0;
   r.synced = false;
+}
+
+void World::damage(Replica& r) {
+  ++result_.damaged;
+  r.damaged = false;
+  if (!opt_.truncate_on_damage || r.log.empty()) {
+    trace(fmt::format("server {}'s store is damaged: it is set aside, the server starts on an empty one", r.id));
+    --result_.wipes;  // counted as damaged, not wiped
+    wipe(r);
+    return;
+  }
+  // The plant: the log cut before a damaged record, everything else kept as if whole.
+  size_t at = static_cast<size_t>(rand(r.log.size()));
+  Zxid keep = at == 0 ? r.snap_zxid : r.log[at - 1].zxid;
+  trace(fmt::format("server {}'s log is damaged at {}: cut after {} (planted)", r.id, hex(r.log[at].zxid), hex(keep)));
+  r.wipe_at_restart = false;
+  ++r.log_gen;
+  r.truncate_after(keep);
+  r.durable_zxid = std::min(r.durable_zxid, r.last_zxid());
+  r.commit_mark = std::min(r.commit_mark, r.last_zxid());
 }
 
 void World::crash(Replica& r) {
@@ -576,7 +598,10 @@ void World::fault() {
     if (!r.up) return;
     crash(r);
     ++result_.crashes;
-    if (opt_.wipes && rand(3) == 0 && may_wipe(r)) r.wipe_at_restart = true;
+    if (opt_.wipes && rand(3) == 0 && may_wipe(r)) {
+      r.wipe_at_restart = true;
+      r.damaged = rand(2) == 0;
+    }
     Event back{Event::restart};
     back.at = now_ + 50 + static_cast<int64_t>(rand(3000));
     back.a = static_cast<int>(r.id);
@@ -753,7 +778,7 @@ SimResult World::run() {
       case Event::restart: {
         Replica& r = rep(e.a);
         if (!r.up && faults_on_) {
-          if (r.wipe_at_restart) wipe(r);
+          if (r.wipe_at_restart) r.damaged ? damage(r) : wipe(r);
           trace(fmt::format("server {} restarts", r.id));
           start(r);
         }

@@ -27,6 +27,12 @@ struct SimOptions {
   // store is synced (consensus::PeerConfig::synced), so an intact copy of each committed txn
   // stays on a quorum. Safety, and repair within the calm-stretch bound, are checked as ever.
   bool wipes = false;
+  // With wipes: half the stores lost at a restart are damaged instead (a record of the log, a
+  // snapshot part, the epochs or the commit mark unreadable). The host finds the damage as the
+  // store opens and sets the store aside, starting on an empty, unsynced one, as the server does.
+  // truncate_on_damage plants the host of builds before 2026-12-02: it cut the log at the
+  // damaged record and kept its epochs and synced mark (issue 46, case 1); the checks must catch it.
+  bool truncate_on_damage = false;
   consensus::Plants plants;
   // Simulated time with faults, then without any: the ensemble must settle and commit again.
   int64_t fault_ms = 20000;
@@ -46,7 +52,7 @@ struct SimResult {
   uint64_t elections = 0;  // leaders established
   // Faults injected: crashes, partitions, changes of the network's drop/duplicate/delay, disks
   // made slow or quick.
-  uint64_t crashes = 0, partitions = 0, network_changes = 0, disk_changes = 0, wipes = 0;
+  uint64_t crashes = 0, partitions = 0, network_changes = 0, disk_changes = 0, wipes = 0, damaged = 0;
   uint64_t reconfigs = 0, reconfigs_committed = 0;  // proposed, and committed
   uint64_t calm_stretches = 0;  // stretches with every server up and the network whole, checked
   int64_t max_settle_ms = 0;    // the longest a calm stretch waited for its first commit

@@ -1,6 +1,6 @@
 """Sums the outputs of many warden-sim --seeds runs (one file each, named VOTERS-OBSERVERS-FIRST.txt,
 OBSERVERS with an "r" for runs with two spare servers and reconfigs, --spares 2 --reconfig, and a
-"w" for runs with disks wiped, --wipes)
+"w" for runs with stores wiped or damaged, --wipes)
 per ensemble and in all, and lists every failing seed with the command that replays it. Exits 1
 when a seed failed or a run printed no summary (it crashed)."""
 import collections
@@ -11,9 +11,9 @@ import sys
 SUMMARY = re.compile(
     r"^(\d+) seeds \(.*\) in (\d+) s \(.*\): (\d+) steps, (\d+) txns committed, (\d+) writes acknowledged, "
     r"(\d+) leaders established; faults: (\d+) crashes, (\d+) partitions, (\d+) network changes, "
-    r"(\d+) disk changes(?:, (\d+) disks wiped)?; (\d+) calm stretches checked, the longest wait for a commit in one (\d+) ms$", re.M)
+    r"(\d+) disk changes(?:, (\d+) disks wiped)?(?:, (\d+) stores damaged)?; (\d+) calm stretches checked, the longest wait for a commit in one (\d+) ms$", re.M)
 FIELDS = ["seeds", "seconds", "steps", "committed", "acked", "leaders", "crashes", "partitions",
-          "network", "disks", "wipes", "calm", "longest_ms"]
+          "network", "disks", "wipes", "damaged", "calm", "longest_ms"]
 
 
 def main(folder):
@@ -45,13 +45,13 @@ def main(folder):
         print(f"{voters} voters, {observers} observers: {t['seeds']} seeds, {rate:.1f} seeds/s per process; "
               f"{t['steps']} steps, {t['committed']} txns committed, {t['acked']} writes acknowledged, "
               f"{t['leaders']} leaders established; {t['crashes']} crashes, {t['partitions']} partitions, "
-              f"{t['network']} network changes, {t['disks']} disk changes, {t['wipes']} disks wiped; "
+              f"{t['network']} network changes, {t['disks']} disk changes, {t['wipes']} disks wiped, {t['damaged']} stores damaged; "
               f"{t['calm']} calm stretches, "
               f"longest wait for a commit {t['longest_ms']} ms")
         for name in FIELDS:
             grand[name] = max(grand[name], t[name]) if name == "longest_ms" else grand[name] + t[name]
     print(f"all: {grand['seeds']} seeds, {len(failures)} failed; {grand['leaders']} leaders established, "
-          f"{grand['committed']} txns committed, {grand['crashes'] + grand['partitions'] + grand['network'] + grand['disks'] + grand['wipes']} "
+          f"{grand['committed']} txns committed, {grand['crashes'] + grand['partitions'] + grand['network'] + grand['disks'] + grand['wipes'] + grand['damaged']} "
           f"faults, {grand['calm']} calm stretches (longest wait {grand['longest_ms']} ms)")
     print(f"{grand['seeds'] - len(failures)} passed, {len(failures)} failed")
     return 1 if failures or broken else 0
