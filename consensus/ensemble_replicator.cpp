@@ -167,6 +167,7 @@ bool EnsembleReplicator::receive(PeerId from, std::string_view bytes, std::strin
     f.end = c.end();
     f.node_records = c.node_records();
     f.session_records = c.session_records();
+    if (c.end()) snapshot_digest_from_ = {c.zxid(), static_cast<Zxid>(c.digest_from())};
     hooks_.snapshot_chunk(std::move(f));
   }
   if (m.has_sync() && from_link && m.sync().streamed() && m.sync().mode() == pb::Sync::SNAP &&
@@ -289,6 +290,7 @@ void EnsembleReplicator::save_state(bool epochs_changed) {
 }
 
 void EnsembleReplicator::note_applied_digest(Zxid z) {
+  if (z < digests_from_) return;
   uint64_t d = hooks_.digest();
   if (d == 0) return;
   digests_.emplace_back(z, d);
@@ -362,6 +364,7 @@ void EnsembleReplicator::process() {
       store_.truncate_after(0);
       recent_.clear();
       forget_digests();
+      digests_from_ = 0;
       durable_ = applied_ = 0;
       hooks_.reset_tree();
       save_state(true);
@@ -381,6 +384,10 @@ void EnsembleReplicator::process() {
       recent_.clear();
       forget_digests();
       Zxid at = r.snapshot->first;
+      // Its tree is fuzzy until the replay passes where the leader's walk ended: no digest is
+      // taken before (they would differ from the leader's, and the member be synced again, and
+      // again while writes go on: it_sync "diff wiped" was synced 5 times).
+      digests_from_ = snapshot_digest_from_.first == at ? snapshot_digest_from_.second : 0;
       hooks_.install_snapshot(at);
       applied_ = at;
       durable_ = at;

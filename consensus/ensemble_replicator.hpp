@@ -180,6 +180,10 @@ class EnsembleReplicator final : public Replicator {
   void forget_digests();
   std::deque<std::pair<Zxid, uint64_t>> digests_;
   std::map<Zxid, uint64_t> awaited_digests_;
+  // After a SNAP: digests are taken from this zxid on (the snapshot's end frame says; see
+  // peer.proto's SnapChunk.digest_from), and what the last end frame said, for its snapshot.
+  Zxid digests_from_ = 0;
+  std::pair<Zxid, Zxid> snapshot_digest_from_{0, 0};
   bool resync_ = false;
 
   storage::LogStore& store_;

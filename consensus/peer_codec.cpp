@@ -78,6 +78,7 @@ std::string check(const pb::PeerMessage& m) {
     case B::kSnapChunk: {
       const auto& c = m.snap_chunk();
       if (c.zxid() <= 0) return "a snapshot chunk without a zxid";
+      if (c.digest_from() < 0) return "a negative zxid";
       if (!c.end() && c.part() != 'n' && c.part() != 's') return "a snapshot chunk of an unknown part";
       return {};
     }

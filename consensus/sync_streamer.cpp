@@ -155,6 +155,7 @@ void SyncStreamer::start(EnsembleReplicator::SyncPlan plan) {
         c->set_end(true);
         c->set_node_records(sent[0]);
         c->set_session_records(sent[1]);
+        c->set_digest_from(static_cast<int64_t>(log_.last_zxid()));
         s->push(frame(end));
       }
       s->push(p.header);

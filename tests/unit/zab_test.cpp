@@ -254,6 +254,11 @@ TEST_CASE("peer messages: garbage is an error naming the problem, never a crash"
     CHECK(decode_peer_message(encode_peer_message(c)).error == "a snapshot chunk of an unknown part");
     c.mutable_snap_chunk()->set_part('s');
     CHECK(decode_peer_message(encode_peer_message(c)).message);
+    c.mutable_snap_chunk()->set_end(true);
+    c.mutable_snap_chunk()->set_digest_from(-3);
+    CHECK(decode_peer_message(encode_peer_message(c)).error == "a negative zxid");
+    c.mutable_snap_chunk()->set_digest_from(9);
+    CHECK(decode_peer_message(encode_peer_message(c)).message);
     c.mutable_snap_chunk()->set_zxid(0);
     CHECK(decode_peer_message(encode_peer_message(c)).error == "a snapshot chunk without a zxid");
   }
