@@ -18,6 +18,7 @@
 #include <spdlog/spdlog.h>
 
 #include "log_record.pb.h"
+#include "storage/damage/durable_end.hpp"
 
 namespace warden::storage {
 
@@ -70,6 +71,14 @@ std::string hex_zxid(Zxid z) {
 // file, whose errors RocksDB words otherwise.
 bool disk_failed_read(const rocksdb::Status& st) {
   return st.IsIOError() && st.ToString().find(std::strerror(EIO)) != std::string::npos;
+}
+
+// A log that opened ending at `last`, below the `synced` end durable-end recorded.
+std::string lost_tail(const std::string& dir, Zxid last, Zxid synced, const std::string& strict_failure) {
+  return "the log in " + dir + " ends at zxid " + hex_zxid(last) + ", but it had synced up to zxid " + hex_zxid(synced) +
+         " (" + DurableEnd::file_name + "): synced, acknowledged txns at its tail are lost, which a crash never does " +
+         "(a damaged or truncated write-ahead log" +
+         (strict_failure.empty() ? std::string() : ", which reads: " + strict_failure) + ")";
 }
 }  // namespace
 
@@ -140,6 +149,11 @@ RocksDbLogStore::RocksDbLogStore(const std::string& dir, bool sync) : dir_(dir),
   check_format_and_find_last(true);
   std::error_code ec;  // snapshot files a crash left unfinished: never ingested, never needed
   std::filesystem::remove_all(building_dir(dir), ec);
+  // A tail that ends before what the log had synced was not torn by a crash: synced batches,
+  // acknowledged, are gone (a damaged or truncated write-ahead log). Not cut, not used.
+  durable_end_ = std::make_unique<DurableEnd>(dir);
+  if (auto end = durable_end_->recorded(); end && *end > last_)
+    throw StorageDamage(lost_tail(dir, last_, *end, strict_failure) + ", and the log is not used as it is");
   if (!strict_failure.empty())
     recovery_note_ = "the write-ahead log of " + dir + " ended in a torn batch (" + strict_failure +
                      "); it was cut at the last whole batch, and the log now ends at zxid " + hex_zxid(last_);
@@ -184,6 +198,12 @@ RocksDbLogStore::RocksDbLogStore(const std::string& dir, ReadOnly) : dir_(dir), 
   if (!st.ok()) throw StorageError("cannot open the log in " + dir + " for reading: " + st.ToString());
   db_.reset(raw);
   check_format_and_find_last(false);
+  if (auto end = DurableEnd::read(dir); !wal_damaged_ && end && *end > last_) {  // damage before says more
+    wal_damaged_ = true;
+    recovery_note_ = lost_tail(dir, last_, *end, strict_failure) + " (a start refuses it); what follows reads it up to "
+                     "zxid " + hex_zxid(last_);
+    return;
+  }
   if (!strict_failure.empty())
     recovery_note_ = "the write-ahead log of " + dir + " " + kind + " (" + strict_failure +
                      "); what follows reads it up to zxid " + hex_zxid(last_);
@@ -206,7 +226,9 @@ Zxid RocksDbLogStore::cut_at_damage(const std::string& dir) {
     if (st.ok()) st = db->SyncWAL();
     if (!st.ok()) throw StorageError("cannot make the cut log in " + dir + " durable: " + st.ToString());
   }
+  DurableEnd::forget(dir);  // the operator accepted the shorter log: its end is written afresh
   RocksDbLogStore store(dir, true);  // the strict open a start makes: it must find the log whole now
+  store.durable_end_->advance(store.last_zxid());
   ReplicaState s = store.replica_state();
   if (s.commit_mark > store.last_zxid()) {
     s.commit_mark = store.last_zxid();
@@ -308,6 +330,7 @@ void RocksDbLogStore::install_snapshot(Zxid at) {
 }
 
 void RocksDbLogStore::reset_log_to(Zxid at) {
+  if (durable_end_) durable_end_->lower_to(at);
   rocksdb::WriteBatch batch;
   batch.DeleteRange(key_of(0), key_of(INT64_MAX));
   batch.Delete(key_of(INT64_MAX));
@@ -320,6 +343,7 @@ void RocksDbLogStore::reset_log_to(Zxid at) {
   if (!st.ok()) throw StorageError("cannot reset the log in " + dir_ + " to a snapshot: " + st.ToString());
   base_.store(at, std::memory_order_release);
   last_.store(at, std::memory_order_release);
+  if (durable_end_) durable_end_->advance(at);
 }
 
 RocksDbLogStore::~RocksDbLogStore() {
@@ -348,6 +372,7 @@ void RocksDbLogStore::append(std::vector<LogEntry> entries) {
   auto st = db_->Write(w, &batch);
   if (!st.ok()) throw StorageError("cannot append to the log in " + dir_ + ": " + st.ToString());
   last_.store(last, std::memory_order_release);
+  if (sync_ && durable_end_) durable_end_->advance(last);
 }
 
 void RocksDbLogStore::check_room(uint64_t bytes, const std::string& what) const {
@@ -575,6 +600,7 @@ Zxid RocksDbLogStore::first_zxid() const {
 
 void RocksDbLogStore::truncate_after(Zxid z) {
   if (z >= last_zxid()) return;
+  if (durable_end_) durable_end_->lower_to(z);
   rocksdb::WriteBatch batch;
   batch.DeleteRange(key_of(z + 1), key_of(INT64_MAX));
   batch.Delete(key_of(INT64_MAX));

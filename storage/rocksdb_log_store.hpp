@@ -20,6 +20,8 @@ class SstFileWriter;
 
 namespace warden::storage {
 
+class DurableEnd;
+
 // A storage failure with a message for an operator: what, where, and why.
 class StorageError : public std::runtime_error {
  public:
@@ -70,7 +72,8 @@ class RocksDbLogStore final : public LogStore, public SnapshotStore {
   // Why the log in `dir` does not open when its write-ahead log is damaged before the last batch:
   // the RocksDB failure, and how far the log reads whole.
   static std::string damage_before_tail(const std::string& dir, const std::string& failure);
-  // Read only: the write-ahead log is damaged before its last batch (read up to the damage).
+  // Read only: the write-ahead log is damaged before its last batch (read up to the damage), or
+  // lost synced batches at its tail (damage/durable_end.hpp).
   bool wal_damaged() const { return wal_damaged_; }
 
   // Throws DiskFullError, having written nothing, when the batch would eat into the reserve;
@@ -140,6 +143,8 @@ class RocksDbLogStore final : public LogStore, public SnapshotStore {
   void check_room(uint64_t bytes, const std::string& what) const;
 
   std::unique_ptr<rocksdb::DB> db_;
+  // How far the log had synced, kept beside it (damage/durable_end.hpp); none when read only.
+  std::unique_ptr<DurableEnd> durable_end_;
   // Written by append() on the group committer's thread, read by purge() and last_zxid() on
   // the server's: atomic.
   std::atomic<Zxid> last_{0};

@@ -18,14 +18,15 @@ creates, the victim (another follower) and the leader after the last 100; the vi
 the victim and L started alone for a while (they must not serve without the writes only the
 victim and the leader held), then the leader. The same harness runs Apache ZooKeeper 3.8.
 
-Open (issue 46): damage to the last records of a write-ahead log (the file cut short by the
-disk, or its last block zeroed or garbled) reads as a crash's torn tail: the log is cut there
-and the member counts as whole, so beside a lagging member the two elect without the writes the
-cut held (seed 1796204372: "server 2 served without 90 acknowledged writes"). --bounded, the
-share scripts/test runs, leaves the write-ahead log alone in lagging rounds; the long run
-(scripts/faults) does not.
+Damage to the last records of a write-ahead log (the file cut short by the disk, or its last
+block zeroed or garbled) read as a crash's torn tail until the store kept how far its log had
+synced (storage/damage/durable_end.hpp): beside a lagging member the two then elected without
+the writes the cut held (seed 1796204372, lagging, the log truncated at 20,480: "server 2 lacks
+90 acknowledged writes"). The random choice of file depends on which files a run left, so a seed
+does not replay that round: --damage fixes the damage (ctest faults_matrix_lost_tail: the newest
+write-ahead log cut 8 KiB before its end, a round alone and one beside a lagging member).
 
-  matrix.py [--system warden|zookeeper|both] [--rounds N] [--seed S] [--bounded]
+  matrix.py [--system warden|zookeeper|both] [--rounds N] [--seed S] [--damage 'KIND wal@-N']
 Environment: WARDEN_SERVER (the server binary) for warden. Exits 1 when a Warden round is unsafe.
 """
 import argparse
@@ -144,17 +145,36 @@ def data_files(member):
     return sorted(out)
 
 
-def write_ahead_log(path):
-    return path.endswith(".log") and os.path.basename(path)[:-4].isdigit()
+def parse_damage(spec):
+    """--damage: "KIND wal@-N", the newest write-ahead log (Warden's) damaged N bytes before its
+    end; (kind, N). Raises ValueError naming the problem."""
+    kind, _, where = spec.partition(" ")
+    target, _, back = where.partition("@-")
+    if kind not in KINDS or target != "wal" or not back.isdigit() or int(back) < 1:
+        raise ValueError(f"--damage takes 'KIND wal@-N' (KIND one of {', '.join(KINDS)}, N a byte count), not {spec!r}")
+    return kind, int(back)
 
 
-def damage(rng, member, spare_wal=False):
-    """Damages one block of one of the member's files (with `spare_wal`, not a write-ahead log);
-    returns what was done."""
-    path = rng.choice([p for p in data_files(member) if not (spare_wal and write_ahead_log(p))])
-    size = os.path.getsize(path)
-    at = rng.randrange((size + BLOCK - 1) // BLOCK) * BLOCK
-    kind = rng.choice(KINDS)
+def newest_wal(member):
+    logs = [p for p in data_files(member) if p.endswith(".log") and os.path.basename(p)[:-4].isdigit()]
+    if not logs:
+        raise RuntimeError(f"server {member.id} has no write-ahead log to damage")
+    return max(logs, key=os.path.basename)
+
+
+def damage(rng, member, fixed=None):
+    """Damages one block of one of the member's files (`fixed`: parse_damage's, the newest
+    write-ahead log that many bytes before its end); returns what was done."""
+    if fixed:
+        kind, back = fixed
+        path = newest_wal(member)
+        size = os.path.getsize(path)
+        at = max(0, size - back)
+    else:
+        path = rng.choice(data_files(member))
+        size = os.path.getsize(path)
+        at = rng.randrange((size + BLOCK - 1) // BLOCK) * BLOCK
+        kind = rng.choice(KINDS)
     with open(path, "r+b") as f:
         if kind == "truncate":
             f.truncate(at)
@@ -191,7 +211,7 @@ def judge(cluster, acknowledged, deadline):
     return "correct", ""
 
 
-def run_round(system, seed, lagging, bounded=False):
+def run_round(system, seed, lagging, fixed=None):
     rng = random.Random(seed)
     cluster = Cluster(system)
     try:
@@ -202,7 +222,7 @@ def run_round(system, seed, lagging, bounded=False):
             victim = rng.choice(cluster.members)
             write(cluster.hosts(), 0, WRITES)
             victim.kill()
-            what = damage(rng, victim)
+            what = damage(rng, victim, fixed)
             victim.start()
             outcome = judge(cluster, acknowledged, time.time() + cluster.settle)
         else:
@@ -212,7 +232,7 @@ def run_round(system, seed, lagging, bounded=False):
             write(cluster.hosts([leader, victim]), WRITES // 2, WRITES)
             leader.kill()
             victim.kill()
-            what = damage(rng, victim, spare_wal=bounded)
+            what = damage(rng, victim, fixed)
             victim.start()
             lag.start()
             time.sleep(8)  # many elections' time for the two alone
@@ -235,12 +255,18 @@ def main():
     ap.add_argument("--system", choices=("warden", "zookeeper", "both"), default="warden")
     ap.add_argument("--rounds", type=int, default=20, help="rounds per system (half of them with a lagging member)")
     ap.add_argument("--seed", type=int, default=None, help="the first round's seed (default: the time)")
-    ap.add_argument("--bounded", action="store_true",
-                    help="scripts/test's share: lagging rounds leave the write-ahead log alone (the damaged "
-                         "tail of a log beside a lagging member is issue 46's open unsafe case)")
+    ap.add_argument("--damage", default=None,
+                    help="every round's damage, not a random one: 'KIND wal@-N', the newest write-ahead log "
+                         "(Warden's) corrupted, zeroed or truncated N bytes before its end")
     args = ap.parse_args()
     if args.rounds < 1:
         ap.error(f"--rounds must be at least 1, not {args.rounds}")
+    try:
+        fixed = parse_damage(args.damage) if args.damage is not None else None
+    except ValueError as e:
+        ap.error(str(e))
+    if fixed and args.system != "warden":
+        ap.error("--damage names Warden's write-ahead log: it takes --system warden")
     first = args.seed if args.seed is not None else int(time.time())
     systems = ("warden", "zookeeper") if args.system == "both" else (args.system,)
     totals = {}
@@ -249,7 +275,7 @@ def main():
         for r in range(args.rounds):
             seed, lagging = first + r, r % 2 == 1
             try:
-                outcome, what, why = run_round(system, seed, lagging, args.bounded)
+                outcome, what, why = run_round(system, seed, lagging, fixed)
             except Exception as e:  # the harness's own failure is nobody's outcome: say it and stop
                 print(f"{system} seed {seed}: the harness failed: {e!r}", flush=True)
                 raise

@@ -9,6 +9,7 @@
 #include <random>
 
 #include "harness.hpp"
+#include "storage/damage/durable_end.hpp"
 #include "storage/group_commit.hpp"
 #include "storage/rocksdb_log_store.hpp"
 #include "storage/snapshot_writer.hpp"
@@ -21,6 +22,16 @@ std::vector<storage::LogEntry> entries(wire::Zxid from, wire::Zxid to) {
   std::vector<storage::LogEntry> v;
   for (auto z = from; z <= to; ++z) v.push_back({z, "txn-" + std::to_string(z)});
   return v;
+}
+
+std::string read_file(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+void write_file(const fs::path& p, const std::string& bytes) {
+  std::ofstream out(p, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
 }
 
 // Writes a raw record into a RocksDB database (created when missing), bypassing the store:
@@ -39,6 +50,20 @@ fs::path newest_wal(const fs::path& dir) {
   fs::path wal;
   for (const auto& e : fs::directory_iterator(dir))
     if (e.path().extension() == ".log" && (wal.empty() || e.path().filename() > wal.filename())) wal = e.path();
+  return wal;
+}
+
+// A store in `d` holding zxids 1 to 30 in three synced batches of ten, closed; its newest
+// write-ahead-log file, which holds them.
+fs::path three_batches(const TempDir& d) {
+  {
+    storage::RocksDbLogStore log(d.str(), true);
+    log.append(entries(1, 10));
+    log.append(entries(11, 20));
+    log.append(entries(21, 30));
+  }
+  fs::path wal = newest_wal(d.path);
+  REQUIRE(!wal.empty());
   return wal;
 }
 
@@ -83,14 +108,7 @@ TEST_CASE("the RocksDB log keeps entries in zxid order across a reopen") {
 // open cut the log at the damage and called it a torn batch, dropping every txn after it.
 TEST_CASE("damage before the write-ahead log's last batch refuses the open and cuts nothing") {
   TempDir d;
-  {
-    storage::RocksDbLogStore log(d.str(), true);
-    log.append(entries(1, 10));
-    log.append(entries(11, 20));
-    log.append(entries(21, 30));
-  }
-  fs::path wal = newest_wal(d.path);
-  REQUIRE(!wal.empty());
+  fs::path wal = three_batches(d);
   std::string bytes;
   {
     std::ifstream in(wal, std::ios::binary);
@@ -142,25 +160,113 @@ TEST_CASE("a torn last batch of the write-ahead log is cut, and the open says so
     log.append(entries(11, 20));
     log.append(entries(21, 30));
   }
+  fs::path end_file = d.path / storage::DurableEnd::file_name;
+  std::string end_before_last;
   {
     storage::RocksDbLogStore clean(d.str(), true);  // a whole log: nothing to say
     CHECK(clean.recovery_note().empty());
     CHECK(clean.last_zxid() == 30);
     clean.append(entries(31, 40));
+    end_before_last = read_file(end_file);
     clean.append(entries(41, 50));
   }
-  // The newest write-ahead-log file holds the last two batches: tear the last one in half.
+  // The newest write-ahead-log file holds the last two batches: tear the last one in half, as a
+  // crash mid-write does. The crash came before that batch was synced, so before durable-end
+  // said it was: put back what durable-end held then.
   fs::path wal = newest_wal(d.path);
   REQUIRE(!wal.empty());
   auto size = fs::file_size(wal);
   REQUIRE(size > 100);
   fs::resize_file(wal, size - 60);
+  REQUIRE(storage::DurableEnd::decode(end_before_last) == std::optional<wire::Zxid>(40));
+  write_file(end_file, end_before_last);
   storage::RocksDbLogStore log(d.str(), true);
   CHECK_THAT(log.recovery_note(), Catch::Contains("torn batch") && Catch::Contains("ends at zxid 0x28"));
   CHECK(log.last_zxid() == 40);
   CHECK(log.read_after(0).size() == 40);
   log.append(entries(41, 42));  // zxids go on from the cut
   CHECK(log.last_zxid() == 42);
+}
+
+// Issue 46, point 1: a write-ahead log that lost synced batches at its tail (truncated, or its
+// last blocks damaged) looks to RocksDB like one a crash tore. durable-end, written after each
+// synced append, tells them apart: the open refuses, saying how far the log had synced, rather
+// than cut acknowledged txns (with a member lagging behind, that lost them: the fault matrix's
+// unsafe case, seed 1796204371). accept-loss still cuts on request.
+TEST_CASE("a log that opens shorter than it had synced is damage, not a torn tail") {
+  TempDir d;
+  fs::path wal = three_batches(d);
+  fs::resize_file(wal, fs::file_size(wal) - 60);  // the last batch, synced, cut short
+  CHECK_THROWS_AS(storage::RocksDbLogStore(d.str(), true), storage::StorageDamage);
+  CHECK_THROWS_WITH(storage::RocksDbLogStore(d.str(), true),
+                    Catch::Contains("ends at zxid 0x14") && Catch::Contains("had synced up to zxid 0x1e") &&
+                        Catch::Contains("not used"));
+  {  // the tools' reader says the same (check fails, accept-loss has something to accept)
+    auto view = storage::RocksDbLogStore::open_read_only(d.str());
+    CHECK(view->wal_damaged());
+    CHECK(view->last_zxid() == 20);
+    CHECK_THAT(view->recovery_note(), Catch::Contains("had synced up to zxid 0x1e") && Catch::Contains("a start refuses"));
+  }
+  {  // the operator accepts the loss: the log ends at its last whole batch, and opens
+    TempDir copy;
+    fs::copy(d.path, copy.path, fs::copy_options::recursive | fs::copy_options::overwrite_existing);
+    CHECK(storage::RocksDbLogStore::cut_at_damage(copy.str()) == 20);
+    storage::RocksDbLogStore cut(copy.str(), true);
+    CHECK(cut.last_zxid() == 20);
+    cut.append(entries(21, 22));
+  }
+  // Cut whole batches off (a file truncated at a batch's end reads as a whole, shorter log):
+  // refused the same.
+  TempDir e;
+  {
+    storage::RocksDbLogStore log(e.str(), true);
+    log.append(entries(1, 10));
+    auto after_first = fs::file_size(newest_wal(e.path));
+    log.append(entries(11, 20));
+    fs::resize_file(newest_wal(e.path), after_first);
+  }
+  CHECK_THROWS_WITH(storage::RocksDbLogStore(e.str(), true),
+                    Catch::Contains("ends at zxid 0xa") && Catch::Contains("had synced up to zxid 0x14"));
+}
+
+TEST_CASE("durable-end follows cuts made on purpose, and says nothing when damaged or unsynced") {
+  TempDir d;
+  fs::path end_file = d.path / storage::DurableEnd::file_name;
+  {
+    storage::RocksDbLogStore log(d.str(), true);
+    log.append(entries(1, 50));
+    CHECK(storage::DurableEnd::decode(read_file(end_file)) == std::optional<wire::Zxid>(50));
+    log.truncate_after(20);  // a leader's TRUNC: lowered (and synced) before the cut
+    CHECK(storage::DurableEnd::decode(read_file(end_file)) == std::optional<wire::Zxid>(20));
+  }
+  {
+    storage::RocksDbLogStore log(d.str(), true);
+    CHECK(log.last_zxid() == 20);
+    log.append(entries(21, 25));
+  }
+  // Damaged (the fault hit this file, not the log): it says nothing, and the log opens whole.
+  for (std::string junk : {std::string(), std::string(24, '\0'), std::string("WDEND001garbage-garbage!"),
+                           std::string(7, 'x')}) {
+    write_file(end_file, junk);
+    storage::RocksDbLogStore log(d.str(), true);
+    CHECK(log.last_zxid() == 25);
+  }
+  // Garbage never decodes to a zxid by chance, nor crashes.
+  std::mt19937_64 rng(46);
+  for (int i = 0; i < 20000; ++i) {
+    std::string junk(rng() % 40, '\0');
+    for (auto& c : junk) c = static_cast<char>(rng());
+    if (i % 2) junk.replace(0, std::min<size_t>(8, junk.size()), std::string("WDEND001").substr(0, std::min<size_t>(8, junk.size())));
+    CHECK_FALSE(storage::DurableEnd::decode(junk));
+  }
+  CHECK(storage::DurableEnd::decode(storage::DurableEnd::encode(0x500000007)) == std::optional<wire::Zxid>(0x500000007));
+  // forceSync=no: nothing is synced, so nothing is said past what was (a power cut may take it).
+  TempDir u;
+  {
+    storage::RocksDbLogStore log(u.str(), false);
+    log.append(entries(1, 5));
+  }
+  CHECK_FALSE(storage::DurableEnd::decode(read_file(u.path / storage::DurableEnd::file_name)));
 }
 
 TEST_CASE("a second server on the same log is refused, naming the lock") {
