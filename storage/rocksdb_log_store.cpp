@@ -559,8 +559,10 @@ void RocksDbLogStore::for_each_snapshot_record(
     auto k = it->key();
     fn(std::string_view(k.data() + prefix.size(), k.size() - prefix.size()), std::string_view(it->value().data(), it->value().size()));
   }
-  if (!it->status().ok())
-    throw StorageError("the snapshot at " + hex_zxid(at) + " in " + dir_ + " is damaged: " + it->status().ToString());
+  if (!it->status().ok())  // a failed read (EIO) is not damage: a later read may pass
+    throw StorageError("the snapshot at " + hex_zxid(at) + " in " + dir_ +
+                       (disk_failed_read(it->status()) ? " could not be read: " : " is damaged: ") +
+                       it->status().ToString());
 }
 
 size_t RocksDbLogStore::purge(size_t retain) {

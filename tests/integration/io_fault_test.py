@@ -4,12 +4,14 @@ read, injected by libwarden-io-faults (io_faults.c, LD_PRELOADed into the member
 fsync also drops what the file took since its last good one, as Linux may: a member that
 acknowledged on it would lose the write at its next start.
 
-Checked each time: the member stops (a failed write) or retries and repairs itself (a failed
-read at its start); every acknowledged write is on every member after it is started again without
+Checked each time: the member stops (a failed write), retries and repairs itself (a failed
+read at its start), or fails one sync and syncs the follower again (a failed read of the
+leader's table files while it sends a snapshot); every acknowledged write is on every member after it is started again without
 the fault, and the trees are equal. With two members' fsyncs failing no write is acknowledged
 that is not on every member in the end.
 """
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -145,6 +147,38 @@ def read_fails_at_start(times):
         shutil.rmtree(ens.dir, ignore_errors=True)
 
 
+def read_fails_while_syncing():
+    # A wiped follower gets the leader's newest stored snapshot (snapCount=100: the log after it is
+    # small), read from the leader's table files; the first two reads of them fail. Each member
+    # has an arm file of its own, so that only the leader's reads fail.
+    what = "a read of the leader's table files fails while it syncs a wiped follower"
+    ens = Ensemble(3, extra_cfg="snapCount=100\n")
+    arm = {m.id: os.path.join(ens.dir, f"arm-{m.id}") for m in ens.members}
+    try:
+        for m in ens.members:
+            m.start(env=faulty("read data/log*.sst EIO 2", arm[m.id]))
+        ens.wait_serving(ens.members)
+        leader = ens.leader()
+        victim = [m for m in ens.members if m is not leader][0]
+        write(ens.connect_string, 0, 350)
+        c.check(wait_until(lambda: "written: durable" in leader.log(), 30), f"{what}: the leader stored a snapshot")
+        victim.kill()
+        victim.wipe()
+        open(arm[leader.id], "w").close()
+        victim.start()
+        check_whole(c, ens, what, 350)
+        log = leader.log()
+        c.check(re.search(r"syncing server %d failed: .*Input/output error" % victim.id, log) is not None,
+                f"{what}: the leader's sync failed on the read, and it says so: {log[-600:]!r}")
+        c.check(leader.alive() and "stopping the server" not in log, f"{what}: the leader keeps serving")
+        c.check(len(re.findall(r"syncing server %d: the snapshot" % victim.id, log)) >= 2,
+                f"{what}: the follower was synced again from the stored snapshot")
+    finally:
+        for m in ens.members:
+            m.kill()
+        shutil.rmtree(ens.dir, ignore_errors=True)
+
+
 def garbage_spec():
     """The library refuses a malformed WARDEN_IO_FAULT loudly rather than injecting nothing."""
     with tempfile.TemporaryDirectory() as d:
@@ -162,4 +196,5 @@ write_fails_on_one("write", "ENOSPC", victim_is_leader=True)
 sync_fails_on_two()
 read_fails_at_start(1)
 read_fails_at_start(3)
+read_fails_while_syncing()
 c.finish()
