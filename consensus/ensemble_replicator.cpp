@@ -15,18 +15,20 @@ struct TailView final : LogView {
   const storage::SnapshotStore* snaps;
   const std::deque<storage::LogEntry>& recent;
   const std::function<std::pair<Zxid, uint64_t>()>& live;
+  const std::set<Zxid>& unread;  // stored snapshots that failed to read when sent
   TailView(const storage::LogStore& s, const storage::SnapshotStore* sn, const std::deque<storage::LogEntry>& r,
-           const std::function<std::pair<Zxid, uint64_t>()>& l)
-      : store(s), snaps(sn), recent(r), live(l) {}
+           const std::function<std::pair<Zxid, uint64_t>()>& l, const std::set<Zxid>& u)
+      : store(s), snaps(sn), recent(r), live(l), unread(u) {}
 
-  // The snapshot a SNAP sends, and its size: the store's newest, unless the log after it would
-  // be larger than snapshotSizeFactor of it and the live tree can be walked instead (as
-  // ZooKeeper's leader serialises its tree).
+  // The snapshot a SNAP sends, and its size: the store's newest that has not failed to read,
+  // unless the log after it would be larger than snapshotSizeFactor of it and the live tree can
+  // be walked instead (as ZooKeeper's leader serialises its tree).
   std::pair<Zxid, uint64_t> offered() const {
     Zxid stored = 0;
     if (snaps) {
       auto all = snaps->complete_snapshots();
-      stored = all.empty() ? 0 : all.back();
+      for (auto it = all.rbegin(); it != all.rend() && !stored; ++it)
+        if (!unread.count(*it)) stored = *it;
     }
     uint64_t stored_size = stored ? snaps->snapshot_bytes(stored) : 0;
     if (!live) return {stored, stored_size};
@@ -97,7 +99,7 @@ EnsembleReplicator::EnsembleReplicator(storage::LogStore& store, Settings settin
     : store_(store),
       settings_(std::move(settings)),
       hooks_(std::move(hooks)),
-      core_(new Core{TailView(store_, store_.snapshots(), recent_, hooks_.live_snapshot), nullptr}) {}
+      core_(new Core{TailView(store_, store_.snapshots(), recent_, hooks_.live_snapshot, unread_snapshots_), nullptr}) {}
 
 EnsembleReplicator::~EnsembleReplicator() = default;
 

@@ -22,6 +22,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -136,6 +137,9 @@ class EnsembleReplicator final : public Replicator {
   void durable(Zxid upto);
   // The connection to `member` broke (ZabPeer::peer_lost).
   void peer_lost(PeerId member);
+  // Leader: the stored snapshot `at` failed to read while it was sent; later SNAPs offer an
+  // older stored snapshot or the live tree, until this process restarts.
+  void snapshot_unread(Zxid at) { unread_snapshots_.insert(at); }
   // Follower or observer that serves: hands `payload` to the leader's request hook, in order.
   bool forward(std::string payload);
 
@@ -190,6 +194,7 @@ class EnsembleReplicator final : public Replicator {
   Settings settings_;
   Hooks hooks_;
   CommitHandler on_commit_;
+  std::set<Zxid> unread_snapshots_;  // before core_: its view holds a reference
   std::unique_ptr<Core> core_;
   // Appended through this replicator and not yet both applied and durable: the log's tail as
   // the core sees it, and where commits are applied from.

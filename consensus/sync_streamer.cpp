@@ -27,6 +27,7 @@ struct SyncStreamer::Stream {
   bool reader_done = false;
   bool cancelled = false;
   std::string error;
+  bool snapshot_unread = false;  // the error: the stored snapshot did not read
   std::thread reader;
   // Server thread only: the link's messages the core sent while the stream runs.
   std::vector<std::string> held;
@@ -140,14 +141,21 @@ void SyncStreamer::start(EnsembleReplicator::SyncPlan plan) {
         } else {
           for (Part each : {Part::node, Part::session}) {
             part = each;
-            snapshots_->for_each_snapshot_record(p.snapshot, part, add);
+            try {
+              snapshots_->for_each_snapshot_record(p.snapshot, part, add);
+            } catch (const std::exception&) {
+              s->snapshot_unread = true;  // read only by the server's thread once reader_done is set
+              throw;
+            }
             flush();
           }
           // A snapshot that does not hold what its marker says is not sent as if it were whole.
           if (auto want = snapshots_->snapshot_record_counts(p.snapshot);
-              want && (want->node != sent[0] || want->session != sent[1]))
+              want && (want->node != sent[0] || want->session != sent[1])) {
+            s->snapshot_unread = true;
             throw std::runtime_error(fmt::format("the snapshot at 0x{:x} holds {} and {} records, its marker says {} and {}",
                                                  p.snapshot, sent[0], sent[1], want->node, want->session));
+          }
         }
         pb::PeerMessage end;
         auto* c = end.mutable_snap_chunk();
@@ -263,6 +271,7 @@ void SyncStreamer::pump(PeerId to) {
     if (done) {
       if (!error.empty()) {
         spdlog::error("syncing server {} failed: {}", to, error);
+        if (s->snapshot_unread && io_.snapshot_unread) io_.snapshot_unread(s->plan.snapshot);
         cancel(to);
         if (io_.failed) io_.failed(to, error);
         return;

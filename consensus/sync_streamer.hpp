@@ -62,6 +62,8 @@ class SyncStreamer {
     std::function<void(PeerId to, const std::string& why)> failed;  // a stream failed: drop the link
     // A walk of the live tree, for a SNAP whose zxid is no stored snapshot's (none: refused).
     std::function<std::unique_ptr<LiveSnapshot>()> live;
+    // A stored snapshot failed to read (a disk error, damage) while it was sent: the stream failed.
+    std::function<void(Zxid at)> snapshot_unread;
   };
 
   static constexpr size_t frame_bytes = 1u << 20;

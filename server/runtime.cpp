@@ -1925,6 +1925,11 @@ struct ServerRuntime::Impl {
       sio.send = [this](int64_t to, std::string bytes) { transport->send(to, std::move(bytes), false); };
       sio.queued = [this](int64_t to) { return transport->queued(to); };
       sio.live = [this]() -> std::unique_ptr<consensus::LiveSnapshot> { return std::make_unique<LiveWalk>(*this); };
+      sio.snapshot_unread = [this](Zxid at) {
+        spdlog::warn("the snapshot at 0x{:x} could not be read: followers get an older snapshot or the live tree "
+                     "until this server restarts", at);
+        ensemble->snapshot_unread(at);
+      };
       sio.failed = [this](int64_t to, const std::string&) {
         // Not from inside the replicator's own call (hold() runs in its send hook).
         asio::post(io, [this, to] {
