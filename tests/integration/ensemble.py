@@ -5,6 +5,7 @@ free at run time. Members are started, SIGKILLed, SIGSTOPped, continued and rest
 PID this module started, and nothing else.
 """
 import os
+import re
 import shutil
 import signal
 import socket
@@ -118,6 +119,16 @@ class Member:
 
     def mode(self):
         return mode_of(self.client_port) if self.alive() else ""
+
+    def newest_durable_snapshot(self):
+        """The zxid of the newest snapshot the member's log says is durable (0: none)."""
+        return max((int(z, 16) for z in re.findall(r"snapshot at 0x([0-9a-f]+) written: durable", self.log())),
+                   default=0)
+
+    def last_zxid(self):
+        """The last zxid the member says it processed (srvr's Zxid), or 0 when it does not answer."""
+        m = re.search(r"^Zxid: 0x([0-9a-f]+)$", four_letter(self.client_port, "srvr"), re.M)
+        return int(m.group(1), 16) if m else 0
 
 
 class Ensemble:

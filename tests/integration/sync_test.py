@@ -159,11 +159,6 @@ def synced_with(ens, member, since):
     return found[0][2] if found else ""
 
 
-def newest_durable_snapshot(member):
-    """The zxid of the newest snapshot `member`'s log says is durable (0: none)."""
-    return max((int(z, 16) for z in re.findall(r"snapshot at 0x([0-9a-f]+) written: durable", member.log())), default=0)
-
-
 def join(ens, leader, member, what, prefix, load=True):
     """Starts `member` under a write load through `leader` (or none); checks it follows and
     serves the leader's tree, and that the leader's memory did not grow with the log."""
@@ -221,13 +216,13 @@ def scenario(what, cfg, nodes, expect_wiped, expect_behind):
             # number of small writes left the newest snapshot before the last 1 MB writes (the
             # wiped member was then synced from the live tree, in CI once).
             deadline, small = time.time() + 60, 0
-            while newest_durable_snapshot(leader) <= last_big and time.time() < deadline:
+            while leader.newest_durable_snapshot() <= last_big and time.time() < deadline:
                 for i in range(20):
                     k.create("/small/s-", b"x", sequence=True)
                 small += 20
                 time.sleep(0.2)
             print(f"{what}: {small} small writes until a snapshot past the last 1 MB write was durable")
-            c.check(newest_durable_snapshot(leader) > last_big,
+            c.check(leader.newest_durable_snapshot() > last_big,
                     f"{what}: the leader wrote a snapshot after the last 1 MB write")
         k.stop()
         k.close()
