@@ -646,7 +646,7 @@ void RocksDbLogStore::set_synced(bool synced) {
 ReplicaState RocksDbLogStore::replica_state() const {
   std::string v;
   auto st = db_->Get(rocksdb::ReadOptions(), replica_state_key, &v);
-  if (st.IsNotFound()) return {};
+  if (st.IsNotFound()) return with_epochs_copy({});
   if (!st.ok() || v.size() != 16)
     throw StorageError("the replica state in " + dir_ + " is damaged" + (st.ok() ? "" : ": " + st.ToString()));
   auto get = [&](size_t at, size_t n) {
@@ -654,8 +654,19 @@ ReplicaState RocksDbLogStore::replica_state() const {
     for (size_t i = 0; i < n; ++i) x = (x << 8) | static_cast<unsigned char>(v[at + i]);
     return x;
   };
-  return ReplicaState{static_cast<uint32_t>(get(0, 4)), static_cast<uint32_t>(get(4, 4)),
-                      static_cast<Zxid>(get(8, 8))};
+  return with_epochs_copy(ReplicaState{static_cast<uint32_t>(get(0, 4)), static_cast<uint32_t>(get(4, 4)),
+                                       static_cast<Zxid>(get(8, 8))});
+}
+
+ReplicaState RocksDbLogStore::with_epochs_copy(ReplicaState s) const {
+  auto copy = durable_end_ ? durable_end_->recorded_epochs() : std::nullopt;
+  if (!copy || (copy->accepted <= s.accepted_epoch && copy->current <= s.current_epoch)) return s;
+  spdlog::warn("the replica state in {} holds epochs {}/{} (accepted/current), but their copy in {} holds {}/{}: "
+               "the disk lost a synced write of the replica state; the later epochs are used",
+               dir_, s.accepted_epoch, s.current_epoch, DurableEnd::file_name, copy->accepted, copy->current);
+  s.accepted_epoch = std::max(s.accepted_epoch, copy->accepted);
+  s.current_epoch = std::max(s.current_epoch, copy->current);
+  return s;
 }
 
 void RocksDbLogStore::set_replica_state(const ReplicaState& s) {
@@ -670,6 +681,7 @@ void RocksDbLogStore::set_replica_state(const ReplicaState& s) {
   w.sync = true;
   auto st = db_->Put(w, replica_state_key, v);
   if (!st.ok()) throw StorageError("cannot write the replica state in " + dir_ + ": " + st.ToString());
+  if (sync_ && durable_end_) durable_end_->keep_epochs({s.accepted_epoch, s.current_epoch});
 }
 
 std::vector<LogEntry> RocksDbLogStore::read_after(Zxid after) const {

@@ -91,7 +91,9 @@ class RocksDbLogStore final : public LogStore, public SnapshotStore {
   uint64_t approximate_bytes(Zxid after, Zxid upto) const override;
   // Also drops the snapshots taken above `z`: they hold what was cut. Synced.
   void truncate_after(Zxid z) override;
-  // Under the key "R" (16 bytes, big-endian: accepted epoch, current epoch, commit mark).
+  // Under the key "R" (16 bytes, big-endian: accepted epoch, current epoch, commit mark). The
+  // epochs have a second copy in durable-end (damage/durable_end.hpp), written after "R": a read
+  // takes the higher of each, so that one lost write does not roll them back.
   ReplicaState replica_state() const override;
   void set_replica_state(const ReplicaState& s) override;
   std::optional<bool> synced() const override;
@@ -133,6 +135,7 @@ class RocksDbLogStore final : public LogStore, public SnapshotStore {
  private:
   std::string dir_;
   bool sync_;
+  ReplicaState with_epochs_copy(ReplicaState s) const;
   bool wal_damaged_ = false;
   std::string recovery_note_;
   struct ReadOnly {};

@@ -16,7 +16,19 @@
 namespace warden::storage {
 
 namespace {
-constexpr char magic[8] = {'W', 'D', 'E', 'N', 'D', '0', '0', '1'};
+constexpr char magic_v1[8] = {'W', 'D', 'E', 'N', 'D', '0', '0', '1'};  // 24 bytes: no epochs
+constexpr char magic[8] = {'W', 'D', 'E', 'N', 'D', '0', '0', '2'};
+constexpr size_t v1_bytes = 24;
+
+void put_be(std::string& b, size_t at, uint64_t x, int n) {
+  for (int i = 0; i < n; ++i) b[at + static_cast<size_t>(i)] = static_cast<char>(x >> (8 * (n - 1 - i)));
+}
+
+uint64_t get_be(const std::string& b, size_t at, int n) {
+  uint64_t x = 0;
+  for (int i = 0; i < n; ++i) x = (x << 8) | static_cast<unsigned char>(b[at + static_cast<size_t>(i)]);
+  return x;
+}
 
 uint32_t crc_of(const char* p, size_t n) {
   return static_cast<uint32_t>(crc32(0L, reinterpret_cast<const Bytef*>(p), static_cast<uInt>(n)));
@@ -25,25 +37,33 @@ uint32_t crc_of(const char* p, size_t n) {
 std::string path_in(const std::string& dir) { return (std::filesystem::path(dir) / DurableEnd::file_name).string(); }
 }  // namespace
 
-std::string DurableEnd::encode(Zxid z) {
+std::string DurableEnd::encode(Zxid z, Epochs e) {
   std::string b(record_bytes, '\0');
   std::memcpy(b.data(), magic, sizeof magic);
-  auto u = static_cast<uint64_t>(z);
-  for (int i = 0; i < 8; ++i) b[static_cast<size_t>(8 + i)] = static_cast<char>(u >> (56 - 8 * i));
-  uint32_t c = crc_of(b.data(), 16);
-  for (int i = 0; i < 4; ++i) b[static_cast<size_t>(16 + i)] = static_cast<char>(c >> (24 - 8 * i));
+  put_be(b, 8, static_cast<uint64_t>(z), 8);
+  put_be(b, 16, e.accepted, 4);
+  put_be(b, 20, e.current, 4);
+  put_be(b, 24, crc_of(b.data(), 24), 4);
   return b;
 }
 
-std::optional<Zxid> DurableEnd::decode(const std::string& bytes) {
-  if (bytes.size() < record_bytes || std::memcmp(bytes.data(), magic, sizeof magic) != 0) return std::nullopt;
-  uint32_t c = 0;
-  for (int i = 0; i < 4; ++i) c = (c << 8) | static_cast<unsigned char>(bytes[static_cast<size_t>(16 + i)]);
-  if (c != crc_of(bytes.data(), 16)) return std::nullopt;
-  uint64_t u = 0;
-  for (int i = 0; i < 8; ++i) u = (u << 8) | static_cast<unsigned char>(bytes[static_cast<size_t>(8 + i)]);
+std::optional<DurableEnd::Record> DurableEnd::decode_record(const std::string& bytes) {
+  bool v1 = bytes.size() >= v1_bytes && std::memcmp(bytes.data(), magic_v1, sizeof magic_v1) == 0;
+  bool v2 = bytes.size() >= record_bytes && std::memcmp(bytes.data(), magic, sizeof magic) == 0;
+  if (!v1 && !v2) return std::nullopt;
+  size_t checked = v1 ? 16 : 24;
+  if (get_be(bytes, checked, 4) != crc_of(bytes.data(), checked)) return std::nullopt;
+  uint64_t u = get_be(bytes, 8, 8);
   if (u > static_cast<uint64_t>(INT64_MAX)) return std::nullopt;
-  return static_cast<Zxid>(u);
+  Record r{static_cast<Zxid>(u), std::nullopt};
+  if (v2) r.epochs = Epochs{static_cast<uint32_t>(get_be(bytes, 16, 4)), static_cast<uint32_t>(get_be(bytes, 20, 4))};
+  return r;
+}
+
+std::optional<Zxid> DurableEnd::decode(const std::string& bytes) {
+  auto r = decode_record(bytes);
+  if (!r) return std::nullopt;
+  return r->zxid;
 }
 
 DurableEnd::DurableEnd(const std::string& dir) : path_(path_in(dir)) {
@@ -56,9 +76,11 @@ DurableEnd::DurableEnd(const std::string& dir) : path_(path_in(dir)) {
     return;
   }
   bytes.resize(static_cast<size_t>(n));
-  recorded_ = decode(bytes);
-  if (recorded_) {
-    written_ = *recorded_;
+  if (auto r = decode_record(bytes)) {
+    recorded_ = r->zxid;
+    recorded_epochs_ = r->epochs;
+    written_ = r->zxid;
+    written_epochs_ = r->epochs.value_or(Epochs{});
   } else if (n > 0) {
     spdlog::warn("{} holds no whole record that checks ({} bytes): how far the log was durable is not known; "
                  "it is written afresh", path_, n);
@@ -69,18 +91,19 @@ DurableEnd::~DurableEnd() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-bool DurableEnd::write(Zxid z) {
-  std::string b = encode(z);
+bool DurableEnd::write(Zxid z, Epochs e) {
+  std::string b = encode(z, e);
   ssize_t n = ::pwrite(fd_, b.data(), b.size(), 0);
   if (n != static_cast<ssize_t>(b.size())) return false;
   written_ = z;
+  written_epochs_ = e;
   return true;
 }
 
 void DurableEnd::advance(Zxid z) {
   std::lock_guard<std::mutex> hold(mutex_);
   if (z <= written_) return;
-  if (!write(z) && !warned_) {
+  if (!write(z, written_epochs_) && !warned_) {
     warned_ = true;  // once: a disk that fails this fails the log's writes too, which say so
     spdlog::warn("cannot write {} ({}): a later open cannot tell a lost log tail from a torn one", path_,
                  std::strerror(errno));
@@ -90,9 +113,16 @@ void DurableEnd::advance(Zxid z) {
 void DurableEnd::lower_to(Zxid z) {
   std::lock_guard<std::mutex> hold(mutex_);
   if (z >= written_) return;
-  if (!write(z) || ::fdatasync(fd_) != 0)
+  if (!write(z, written_epochs_) || ::fdatasync(fd_) != 0)
     throw StorageError("cannot write " + path_ + " before cutting the log back to zxid " + std::to_string(z) + ": " +
                        std::strerror(errno));
+}
+
+void DurableEnd::keep_epochs(Epochs e) {
+  std::lock_guard<std::mutex> hold(mutex_);
+  if (e == written_epochs_) return;
+  if (!write(written_, e) || ::fdatasync(fd_) != 0)
+    throw StorageError("cannot write the epochs' copy in " + path_ + ": " + std::strerror(errno));
 }
 
 std::optional<Zxid> DurableEnd::read(const std::string& dir) {

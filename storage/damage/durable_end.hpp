@@ -9,9 +9,19 @@
 // more than the log held durably; a log that opens shorter than it lost synced, acknowledged
 // txns, and is damage, not a crash.
 //
-// The file is 24 bytes: 8 of magic, the zxid (8, big-endian), a CRC-32 of those 16 (4), 4 zero.
-// A file that is missing (a store of an earlier build, or a new one), short, or fails its check
-// (the fault hit it and not the log) says nothing: the open goes on as before.
+// It also keeps the second copy of the member's epochs (accepted, current; the first is the
+// replica state in the log's database), written and synced whenever they change: a disk that
+// loses one synced write (RocksDB's last, at its write-ahead log's tail, which reads as a torn
+// tail) would otherwise roll a member's current epoch back, and a member that forgot the epoch
+// it synchronised with can vote for a leader whose history that epoch superseded (the
+// simulator's lost writes: warden-sim --disk-faults, its plant one-epoch-copy). The store reads
+// the higher of the two copies; epochs only grow.
+//
+// The file is 32 bytes: 8 of magic, the zxid (8, big-endian), the accepted and current epochs
+// (4 each), a CRC-32 of those 24 (4), 4 zero. Files of the first builds that kept it are 24
+// bytes (magic WDEND001, the zxid, the CRC of those 16, 4 zero) and hold no epochs. A file that
+// is missing (a store of an earlier build, or a new one), short, or fails its check (the fault
+// hit it and not the log) says nothing: the open goes on as before.
 #pragma once
 
 #include <mutex>
@@ -25,7 +35,16 @@ namespace warden::storage {
 class DurableEnd {
  public:
   static constexpr const char* file_name = "durable-end";
-  static constexpr size_t record_bytes = 24;
+  static constexpr size_t record_bytes = 32;
+  struct Epochs {
+    uint32_t accepted = 0;
+    uint32_t current = 0;
+    bool operator==(const Epochs&) const = default;
+  };
+  struct Record {
+    Zxid zxid = 0;
+    std::optional<Epochs> epochs;  // none in a file of the first format
+  };
 
   // Opens (creating) the file in the existing directory `dir` and reads what it holds; a file
   // that says nothing is logged as such. Throws StorageError when it cannot be opened.
@@ -36,6 +55,11 @@ class DurableEnd {
 
   // What the file held when opened: none when it says nothing.
   std::optional<Zxid> recorded() const { return recorded_; }
+  std::optional<Epochs> recorded_epochs() const { return recorded_epochs_; }
+  // The epochs' copy: written and synced when they differ from what the file holds. Throws
+  // StorageError when that fails (the server stops, as for the replica state's own write).
+  // The store calls it with the epochs it opened with too, so that advance() carries them.
+  void keep_epochs(Epochs e);
   // The log has synced up to `z`: written if higher than the file holds, not synced. A failed
   // write is logged and leaves what was there (lower, or unreadable: both say no more than true).
   void advance(Zxid z);
@@ -50,18 +74,23 @@ class DurableEnd {
   // is written afresh.
   static void forget(const std::string& dir);
 
-  // The record for `z`, and the zxid a record holds (none when short or failing its check).
-  static std::string encode(Zxid z);
+  // The record for `z` (and `e`), and what a record holds (none when short or failing its
+  // check); decode() reads both formats.
+  static std::string encode(Zxid z, Epochs e);
+  static std::string encode(Zxid z) { return encode(z, Epochs{0, 0}); }
+  static std::optional<Record> decode_record(const std::string& bytes);
   static std::optional<Zxid> decode(const std::string& bytes);
 
  private:
   std::string path_;
   int fd_ = -1;
   std::optional<Zxid> recorded_;
+  std::optional<Epochs> recorded_epochs_;
   std::mutex mutex_;  // advance on the group committer's thread, lower_to on the server's
   Zxid written_ = 0;  // what the file holds now (0: nothing)
+  Epochs written_epochs_;
   bool warned_ = false;
-  bool write(Zxid z);
+  bool write(Zxid z, Epochs e);
 };
 
 }  // namespace warden::storage

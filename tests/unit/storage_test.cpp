@@ -7,6 +7,7 @@
 #include <fstream>
 #include <mutex>
 #include <random>
+#include <zlib.h>
 
 #include "harness.hpp"
 #include "storage/damage/durable_end.hpp"
@@ -256,10 +257,24 @@ TEST_CASE("durable-end follows cuts made on purpose, and says nothing when damag
   for (int i = 0; i < 20000; ++i) {
     std::string junk(rng() % 40, '\0');
     for (auto& c : junk) c = static_cast<char>(rng());
-    if (i % 2) junk.replace(0, std::min<size_t>(8, junk.size()), std::string("WDEND001").substr(0, std::min<size_t>(8, junk.size())));
-    CHECK_FALSE(storage::DurableEnd::decode(junk));
+    std::string magic = i % 4 == 1 ? "WDEND001" : "WDEND002";
+    if (i % 2) junk.replace(0, std::min<size_t>(8, junk.size()), magic.substr(0, std::min<size_t>(8, junk.size())));
+    CHECK_FALSE(storage::DurableEnd::decode_record(junk));
   }
   CHECK(storage::DurableEnd::decode(storage::DurableEnd::encode(0x500000007)) == std::optional<wire::Zxid>(0x500000007));
+  auto both = storage::DurableEnd::decode_record(storage::DurableEnd::encode(0x500000007, {6, 5}));
+  REQUIRE(both);
+  CHECK(both->epochs == std::optional<storage::DurableEnd::Epochs>(storage::DurableEnd::Epochs{6, 5}));
+  // The first builds' 24-byte record (WDEND001, the zxid, the CRC-32 of those 16, 4 zero): its
+  // zxid, no epochs.
+  std::string v1 = std::string("WDEND001") + std::string("\0\0\0\x05\0\0\0\x07", 8);
+  uint32_t crc = static_cast<uint32_t>(crc32(0L, reinterpret_cast<const Bytef*>(v1.data()), 16));
+  for (int i = 0; i < 4; ++i) v1.push_back(static_cast<char>(crc >> (24 - 8 * i)));
+  v1 += std::string(4, '\0');
+  auto old = storage::DurableEnd::decode_record(v1);
+  REQUIRE(old);
+  CHECK(old->zxid == 0x500000007);
+  CHECK_FALSE(old->epochs);
   // forceSync=no: nothing is synced, so nothing is said past what was (a power cut may take it).
   TempDir u;
   {
@@ -267,6 +282,61 @@ TEST_CASE("durable-end follows cuts made on purpose, and says nothing when damag
     log.append(entries(1, 5));
   }
   CHECK_FALSE(storage::DurableEnd::decode(read_file(u.path / storage::DurableEnd::file_name)));
+}
+
+// Issue 46: a disk that loses one synced write (the last of RocksDB's write-ahead log reads as a
+// torn tail) must not roll a member's epochs back: a member that forgot the epoch it synchronised
+// with can vote for a leader whose history that epoch superseded (warden-sim --disk-faults found
+// it: the plant one-epoch-copy). durable-end keeps a second copy; a read takes the higher.
+TEST_CASE("the epochs survive a lost write of either of their two copies") {
+  TempDir d;
+  fs::path end_file = d.path / storage::DurableEnd::file_name;
+  {
+    storage::RocksDbLogStore log(d.str(), true);
+    log.append(entries(1, 10));
+    log.set_replica_state({5, 5, 10});
+    CHECK(storage::DurableEnd::decode_record(read_file(end_file))->epochs ==
+          std::optional<storage::DurableEnd::Epochs>(storage::DurableEnd::Epochs{5, 5}));
+  }
+  TempDir before;  // the whole store with epochs 5/5 in both copies
+  fs::copy(d.path, before.path, fs::copy_options::recursive | fs::copy_options::overwrite_existing);
+  {
+    storage::RocksDbLogStore log(d.str(), true);
+    log.set_replica_state({6, 5, 10});
+    log.set_replica_state({6, 6, 10});
+    log.set_replica_state({6, 6, 10});  // the commit mark's writes leave the copy alone
+  }
+  std::string copy_at_6 = read_file(end_file);
+  // The replica state's write lost: the store as it was, with the copy's newer write.
+  TempDir lost_state;
+  fs::copy(before.path, lost_state.path, fs::copy_options::recursive | fs::copy_options::overwrite_existing);
+  write_file(lost_state.path / storage::DurableEnd::file_name, copy_at_6);
+  {
+    storage::RocksDbLogStore log(lost_state.str(), true);
+    auto s = log.replica_state();
+    CHECK(s.accepted_epoch == 6);
+    CHECK(s.current_epoch == 6);
+    CHECK(s.commit_mark == 10);
+  }
+  // The copy's write lost: the replica state holds them.
+  write_file(end_file, read_file(before.path / storage::DurableEnd::file_name));
+  {
+    storage::RocksDbLogStore log(d.str(), true);
+    CHECK(log.replica_state() == storage::ReplicaState{6, 6, 10});
+  }
+  // The copy damaged, or of the first format (no epochs): the replica state alone, as before;
+  // the next change writes the copy whole again.
+  uint32_t e = 6;
+  for (std::string junk : {std::string("WDEND002") + std::string(24, 'x'), std::string()}) {
+    write_file(end_file, junk);
+    storage::RocksDbLogStore log(d.str(), true);
+    CHECK(log.replica_state() == storage::ReplicaState{e, e, 10});
+    log.set_replica_state({e + 1, e, 10});
+    CHECK(storage::DurableEnd::decode_record(read_file(end_file))->epochs ==
+          std::optional<storage::DurableEnd::Epochs>(storage::DurableEnd::Epochs{e + 1, e}));
+    log.set_replica_state({e + 1, e + 1, 10});
+    ++e;
+  }
 }
 
 TEST_CASE("a second server on the same log is refused, naming the lock") {
