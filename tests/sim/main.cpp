@@ -1,5 +1,6 @@
 // warden-sim: runs seeded simulations of whole replicas (tests/sim/simulation.hpp).
-//   warden-sim --seeds N [--first S] [--voters 3|5] [--observers K] [--spares K] [--reconfig] [--wipes] [--plant BUG] [--stop]
+//   warden-sim --seeds N [--first S] [--voters 3|5] [--observers K] [--spares K] [--reconfig] [--wipes|--disk-faults]
+//                [--plant BUG] [--stop]
 //   warden-sim --seed S [same shape options] [--verbose] [--capture DIR]
 // One line per failing seed (the seed and the broken invariant) and exit 1; or a summary and 0.
 #include <fmt/format.h>
@@ -15,16 +16,17 @@
 
 namespace {
 const char* usage =
-    "usage: warden-sim --seeds N [--first S] [--voters 3|5] [--observers K] [--spares K] [--reconfig] [--wipes] [--plant BUG]\n"
-    "                  [--stop]\n"
-    "       warden-sim --seed S [--voters 3|5] [--observers K] [--spares K] [--reconfig] [--wipes] [--plant BUG] [--verbose]\n"
-    "                  [--capture DIR]\n"
+    "usage: warden-sim --seeds N [--first S] [--voters 3|5] [--observers K] [--spares K] [--reconfig] [--wipes|--disk-faults]\n"
+    "                  [--plant BUG] [--stop]\n"
+    "       warden-sim --seed S [--voters 3|5] [--observers K] [--spares K] [--reconfig] [--wipes|--disk-faults]\n"
+    "                  [--plant BUG] [--verbose] [--capture DIR]\n"
     "--spares K: K more servers outside the first configuration (0 to 3)\n"
     "--reconfig: the leader proposes random new configurations of all the servers among the faults\n"
     "--wipes: a crashed server's store may come back empty or damaged (then set aside), one server's at a time\n"
+    "--disk-faults: --wipes, and failed writes and fsyncs (EIO, ENOSPC), torn writes, lost writes and failed reads\n"
     "BUG: commit-minority, skip-trunc, stale-vote, commit-old-quorum-only, count-removed-member (these two need\n"
-    "     --reconfig), count-unsynced or truncate-on-damage (these two need --wipes): test-only bugs the checks\n"
-    "     must catch\n"
+    "     --reconfig), count-unsynced or truncate-on-damage (these two need --wipes), one-epoch-copy (needs\n"
+    "     --disk-faults): test-only bugs the checks must catch\n"
     "--stop: end at the first failing seed\n"
     "--capture DIR: write the first 300 delivered peer messages, one file each, as fuzzer inputs\n";
 
@@ -67,6 +69,8 @@ int main(int argc, char** argv) {
       base.reconfig = true;
     } else if (a == "--wipes") {
       base.wipes = true;
+    } else if (a == "--disk-faults") {
+      base.wipes = base.disk_faults = true;
     } else if (a == "--plant") {
       if (i + 1 >= argc) return bad("--plant needs a bug's name");
       std::string_view p = argv[++i];
@@ -77,6 +81,7 @@ int main(int argc, char** argv) {
       else if (p == "count-removed-member") base.plants.count_removed_member = true;
       else if (p == "count-unsynced") base.plants.count_unsynced = true;
       else if (p == "truncate-on-damage") base.truncate_on_damage = true;
+      else if (p == "one-epoch-copy") base.one_epoch_copy = true;
       else return bad("unknown plant '" + std::string(p) + "'");
     } else if (a == "--verbose") {
       verbose = true;
@@ -91,6 +96,9 @@ int main(int argc, char** argv) {
   }
   if (one == (seeds > 0)) return bad("give either --seed or --seeds");
   if (verbose && !one) return bad("--verbose goes with --seed");
+  if ((base.plants.count_unsynced || base.truncate_on_damage) && !base.wipes)
+    return bad("the plants count-unsynced and truncate-on-damage need --wipes");
+  if (base.one_epoch_copy && !base.disk_faults) return bad("the plant one-epoch-copy needs --disk-faults");
   base.voters = static_cast<int>(voters);
   base.observers = static_cast<int>(observers);
   base.spares = static_cast<int>(spares);
@@ -114,9 +122,11 @@ int main(int argc, char** argv) {
   auto totals = [](const warden::sim::SimResult& r) {
     return fmt::format("{} steps, {} txns committed, {} writes acknowledged, {} leaders established; faults: {} "
                        "crashes, {} partitions, {} network changes, {} disk changes, {} disks wiped, {} stores "
-                       "damaged; {} calm stretches checked, the longest wait for a commit in one {} ms",
+                       "damaged, {} writes failed, {} writes torn, {} synced writes lost, {} opens with failed reads; {} calm "
+                       "stretches checked, the longest wait for a commit in one {} ms",
                        r.steps, r.committed, r.acked, r.elections, r.crashes, r.partitions, r.network_changes,
-                       r.disk_changes, r.wipes, r.damaged, r.calm_stretches, r.max_settle_ms);
+                       r.disk_changes, r.wipes, r.damaged, r.failed_writes, r.torn_writes, r.lost_writes,
+                       r.failed_reads, r.calm_stretches, r.max_settle_ms);
   };
   if (one) {
     base.seed = seed;
@@ -144,6 +154,10 @@ int main(int argc, char** argv) {
     sum.crashes += r.crashes;
     sum.wipes += r.wipes;
     sum.damaged += r.damaged;
+    sum.failed_writes += r.failed_writes;
+    sum.torn_writes += r.torn_writes;
+    sum.lost_writes += r.lost_writes;
+    sum.failed_reads += r.failed_reads;
     sum.partitions += r.partitions;
     sum.network_changes += r.network_changes;
     sum.disk_changes += r.disk_changes;

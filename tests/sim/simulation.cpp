@@ -87,8 +87,16 @@ struct Replica final : consensus::MemoryLog {
   bool synced = false;  // the store's synced mark: new stores start unsynced, as a server's do
   bool wipe_at_restart = false;  // its store is lost at its restart: wiped, or damaged (below)
   bool damaged = false;
+  consensus::Epochs epochs_before;  // before their newest write: what losing that write leaves
   // The disk: one write at a time, taking disk_ms.
   bool writing = false;
+  Zxid writing_upto = 0;   // the write in flight holds the log up to here
+  // What the disk does to its next write (of the log, or of the epochs): fail it (the server
+  // stops), lose power during it, or acknowledge an epochs write it then loses (seen at the next
+  // crash, unless a later epochs write lands: one record holds them).
+  enum WriteFault { none, eio, fsync, enospc, power_cut, lost } next_write_fails = none;
+  bool epochs_write_lost = false;
+  bool reads_fail_at_restart = false;  // a few times, then pass: a later start
   int64_t disk_ms = 3;
   // While up.
   std::unique_ptr<consensus::ZabPeer> peer;
@@ -103,7 +111,7 @@ struct Replica final : consensus::MemoryLog {
 };
 
 struct Event {
-  enum Kind { tick, deliver, disk_done, client, fault, restart, heal, quiet, calm_check } kind;
+  enum Kind { tick, deliver, disk_done, client, fault, crash, restart, heal, quiet, calm_check } kind;
   explicit Event(Kind k, int64_t when = 0) : kind(k), at(when) {}
   int64_t at = 0;
   uint64_t seq = 0;
@@ -145,7 +153,12 @@ class World {
   // ---- replicas
   consensus::PeerConfig config_of(const Replica& r) const;
   void start(Replica& r);
-  void crash(Replica& r);
+  void restart(Replica& r);  // a store lost at the restart first
+  void crash(Replica& r, bool torn = false);
+  void write_fails(Replica& r, const char* what);
+  void lose_a_write(Replica& r);
+  void forget_epochs_write(Replica& r);  // the newest epochs write is gone
+  void schedule_restart(Replica& r, int64_t after_ms);
   void wipe(Replica& r);  // its store only: its configuration (files beside it) stays
   void damage(Replica& r);  // found at the start: set aside (a wipe), or cut (the plant)
   bool may_wipe(const Replica& r) const;
@@ -248,6 +261,10 @@ void World::start(Replica& r) {
   }
   // Replays what it knows to be committed; the rest waits for the leader.
   apply_upto(r, r.commit_mark);
+  // As the server's host does (EnsembleReplicator): the log's newest zxid names an epoch the
+  // member held, whatever its epochs record says (a store of an older build, a lost write).
+  uint32_t logged = consensus::zxid_epoch(r.last_zxid());
+  r.epochs = {std::max(r.epochs.accepted, logged), std::max(r.epochs.current, logged)};
   r.peer = std::make_unique<consensus::ZabPeer>(config_of(r), r, r.epochs, r.commit_mark);
   Event t{Event::tick};
   t.at = now_ + 1 + static_cast<int64_t>(rand(tick_ms));
@@ -255,6 +272,13 @@ void World::start(Replica& r) {
   t.inc = r.incarnation;
   schedule(t);
   process(r);
+}
+
+void World::restart(Replica& r) {
+  if (r.wipe_at_restart) r.damaged ? damage(r) : wipe(r);
+  r.reads_fail_at_restart = false;
+  trace(fmt::format("server {} restarts", r.id));
+  start(r);
 }
 
 bool World::may_wipe(const Replica& r) const {
@@ -284,6 +308,7 @@ void World::wipe(Replica& r) {
   r.snap_zxid = 0;
   r.snap.clear();
   r.epochs = {};
+  r.epochs_before = {};
   r.durable_zxid = 0;
   r.commit_mark = 0;
   r.synced = false;
@@ -309,13 +334,31 @@ void World::damage(Replica& r) {
   r.commit_mark = std::min(r.commit_mark, r.last_zxid());
 }
 
-void World::crash(Replica& r) {
+void World::crash(Replica& r, bool torn) {
   trace(fmt::format("server {} crashes (durable up to {}, log to {})", r.id, hex(r.durable_zxid), hex(r.last_zxid())));
   r.up = false;
   ++r.incarnation;
-  // What was not durable is gone.
+  // What was not durable is gone; a torn write leaves a prefix of its records (never
+  // acknowledged: the server acknowledges only once the whole write synced).
+  if (torn && r.writing && r.writing_upto > r.durable_zxid) {
+    std::vector<Zxid> in_flight;
+    for (auto it = r.above(r.durable_zxid); it != r.log.end() && it->zxid <= r.writing_upto; ++it)
+      in_flight.push_back(it->zxid);
+    if (!in_flight.empty()) {
+      Zxid kept = in_flight[rand(in_flight.size())];
+      trace(fmt::format("server {}'s write in flight is torn: its records up to {} of {} survive", r.id, hex(kept),
+                        hex(r.writing_upto)));
+      ++result_.torn_writes;
+      r.durable_zxid = kept;
+    }
+  }
   r.truncate_after(r.durable_zxid);
   r.writing = false;
+  r.next_write_fails = Replica::none;
+  if (r.epochs_write_lost) {
+    ++result_.lost_writes;
+    forget_epochs_write(r);
+  }
   r.peer.reset();
   r.tree.reset();
   r.prep.reset();
@@ -323,9 +366,69 @@ void World::crash(Replica& r) {
   r.waiting.clear();
 }
 
+// The disk fails the write of `what` (the log, or the epochs): the server stops, as the server
+// does (after a failed fsync the kernel may have dropped what the file took since its last good
+// one, so it never writes that store again), and starts again once the disk is sound (ENOSPC:
+// later, once an operator made room). Nothing the failed write carried was acknowledged.
+void World::write_fails(Replica& r, const char* what) {
+  static const char* const names[] = {"", "EIO", "a failed fsync", "ENOSPC", "", ""};
+  bool full = r.next_write_fails == Replica::enospc;
+  trace(fmt::format("server {}'s disk fails a write of its {} ({}): it stops", r.id, what, names[r.next_write_fails]));
+  ++result_.failed_writes;
+  crash(r);
+  schedule_restart(r, full ? 1000 + static_cast<int64_t>(rand(4000)) : 50 + static_cast<int64_t>(rand(3000)));
+}
+
+// At a crash, the disk loses one write it had acknowledged as synced (a lost write): the newest
+// of the epochs' (of one of their two copies: the server's store reads the higher of the replica
+// state's and durable-end's, so nothing goes back; with the plant one_epoch_copy they go back,
+// the log's later writes kept), the commit mark's (it goes back: a member then waits for its
+// leader to tell it what committed), or the log's synced tail (the store's durable-end says
+// more than the log holds: damage, set aside at the start; only within the rule).
+void World::lose_a_write(Replica& r) {
+  ++result_.lost_writes;
+  uint64_t which = rand(3);
+  if (which == 2 && r.last_zxid() > r.snap_zxid && may_wipe(r)) {
+    trace(fmt::format("server {}'s disk lost the synced tail of its log: damage, found at the start", r.id));
+    r.wipe_at_restart = true;
+    r.damaged = true;
+    return;
+  }
+  if (which == 1 && r.commit_mark > r.snap_zxid) {
+    Zxid before = r.snap_zxid;
+    for (auto it = r.above(r.snap_zxid); it != r.log.end() && it->zxid < r.commit_mark; ++it)
+      if (rand(2)) before = it->zxid;
+    trace(fmt::format("server {}'s disk lost a write of its commit mark: {} instead of {}", r.id, hex(before),
+                      hex(r.commit_mark)));
+    r.commit_mark = before;
+    return;
+  }
+  forget_epochs_write(r);
+}
+
+void World::forget_epochs_write(Replica& r) {
+  r.epochs_write_lost = false;
+  if (!opt_.one_epoch_copy) {
+    trace(fmt::format("server {}'s disk lost the newest write of one of its epochs' two copies: the other holds {}/{}",
+                      r.id, r.epochs.accepted, r.epochs.current));
+    return;
+  }
+  trace(fmt::format("server {}'s disk lost the newest write of its epochs (one copy, planted): {}/{} instead of {}/{}",
+                    r.id, r.epochs_before.accepted, r.epochs_before.current, r.epochs.accepted, r.epochs.current));
+  r.epochs = r.epochs_before;
+}
+
+void World::schedule_restart(Replica& r, int64_t after_ms) {
+  Event back{Event::restart};
+  back.at = now_ + after_ms;
+  back.a = static_cast<int>(r.id);
+  schedule(back);
+}
+
 void World::kick_disk(Replica& r) {
-  if (r.writing || r.last_zxid() <= r.durable_zxid) return;
+  if (!r.up || r.writing || r.last_zxid() <= r.durable_zxid) return;
   r.writing = true;
+  r.writing_upto = r.last_zxid();
   Event e{Event::disk_done};
   e.at = now_ + r.disk_ms;
   e.a = static_cast<int>(r.id);
@@ -341,6 +444,27 @@ void World::process(Replica& r) {
   if (rd.epochs) {
     if (rd.epochs->accepted < r.epochs.accepted || rd.epochs->current < r.epochs.current)
       return fail(fmt::format("server {}: an epoch went back", r.id));
+    // Written and synced before anything else of this Ready happens (nothing is sent before).
+    if (r.next_write_fails == Replica::power_cut) {
+      crash(r);
+      ++result_.crashes;
+      return schedule_restart(r, 50 + static_cast<int64_t>(rand(3000)));
+    }
+    bool lose = r.next_write_fails == Replica::lost;
+    if (lose) {
+      // Lost where it matters most: a member that acknowledged an epoch and then forgets it.
+      r.next_write_fails = Replica::none;
+      Event down{Event::crash};
+      down.at = now_ + static_cast<int64_t>(rand(400));
+      down.a = static_cast<int>(r.id);
+      down.inc = r.incarnation;
+      schedule(down);
+      trace(fmt::format("server {}'s disk acknowledges this epochs write and loses it", r.id));
+    } else if (r.next_write_fails != Replica::none) {
+      return write_fails(r, "epochs");
+    }
+    r.epochs_before = r.epochs;  // what losing this write leaves
+    r.epochs_write_lost = lose;  // a later write that lands replaces the whole record
     r.epochs = *rd.epochs;
   }
   if (rd.synced) r.synced = *rd.synced;
@@ -596,16 +720,16 @@ void World::fault() {
   if (what < 22) {
     Replica& r = (leader && rand(2)) ? rep(leader) : reps_[rand(reps_.size())];
     if (!r.up) return;
+    uint64_t disk = opt_.disk_faults ? rand(6) : 6;  // 1: a lost write, 2: failing reads
     crash(r);
     ++result_.crashes;
-    if (opt_.wipes && rand(3) == 0 && may_wipe(r)) {
+    if (disk == 1) lose_a_write(r);
+    if (disk == 2) r.reads_fail_at_restart = true;
+    if ((opt_.wipes || opt_.disk_faults) && !r.wipe_at_restart && rand(3) == 0 && may_wipe(r)) {
       r.wipe_at_restart = true;
       r.damaged = rand(2) == 0;
     }
-    Event back{Event::restart};
-    back.at = now_ + 50 + static_cast<int64_t>(rand(3000));
-    back.a = static_cast<int>(r.id);
-    schedule(back);
+    schedule_restart(r, 50 + static_cast<int64_t>(rand(3000)));
   } else if (what < 50) {
     std::set<std::pair<PeerId, PeerId>> pairs;
     uint64_t shape = rand(4);
@@ -647,6 +771,14 @@ void World::fault() {
     trace(fmt::format("network: drop {:.3f}, duplicate {:.3f}, delay up to {} ms", drop_, dup_, max_delay_));
   } else if (what >= 85 && opt_.reconfig) {
     if (leader) reconfigure(rep(leader));
+  } else if (what < 85 && opt_.disk_faults && rand(3) == 0) {
+    Replica& r = reps_[rand(reps_.size())];
+    if (!r.up) return;
+    r.next_write_fails = static_cast<Replica::WriteFault>(1 + rand(5));
+    static const char* const what_next[] = {"", "disk will fail its next write", "disk will fail its next fsync",
+                                            "disk will run out of space", "power fails during its next write",
+                                            "disk will lose its next epochs write"};
+    trace(fmt::format("server {}'s {}", r.id, what_next[r.next_write_fails]));
   } else if (what < 85) {
     Replica& r = reps_[rand(reps_.size())];
     r.disk_ms = rand(3) ? 1 + static_cast<int64_t>(rand(10)) : 50 + static_cast<int64_t>(rand(slowest_disk_ms - 50));
@@ -674,7 +806,8 @@ void World::begin_calm(int64_t until) {
   max_delay_ = 5;
   for (auto& r : reps_) {
     r.disk_ms = 3;
-    if (!r.up) start(r);
+    r.next_write_fails = Replica::none;
+    if (!r.up) restart(r);
   }
   calm_since_ = now_;
   calm_until_ = until;
@@ -766,6 +899,16 @@ SimResult World::run() {
       case Event::disk_done: {
         Replica& r = rep(e.a);
         if (!r.up || r.incarnation != e.inc || r.log_gen != e.gen) break;
+        if (r.next_write_fails == Replica::power_cut) {
+          crash(r, true);
+          ++result_.crashes;
+          schedule_restart(r, 50 + static_cast<int64_t>(rand(3000)));
+          break;
+        }
+        if (r.next_write_fails != Replica::none && r.next_write_fails != Replica::lost) {
+          write_fails(r, "log");
+          break;
+        }
         r.writing = false;
         r.durable_zxid = std::max(r.durable_zxid, std::min(e.zxid, r.last_zxid()));
         r.peer->durable(r.durable_zxid);
@@ -774,13 +917,28 @@ SimResult World::run() {
         break;
       }
       case Event::client: client_op(); break;
+      case Event::crash: {  // planned by a fault (a lost write shows at the crash after it)
+        Replica& r = rep(e.a);
+        if (!r.up || r.incarnation != e.inc || !faults_on_ || calm_since_ >= 0) break;
+        crash(r);
+        ++result_.crashes;
+        schedule_restart(r, 50 + static_cast<int64_t>(rand(3000)));
+        break;
+      }
       case Event::fault: fault(); break;
       case Event::restart: {
         Replica& r = rep(e.a);
         if (!r.up && faults_on_) {
-          if (r.wipe_at_restart) r.damaged ? damage(r) : wipe(r);
-          trace(fmt::format("server {} restarts", r.id));
-          start(r);
+          if (r.reads_fail_at_restart) {
+            // The open is tried again half a second later, up to three times; failing every
+            // time would be damage (wipe_at_restart, within the rule).
+            r.reads_fail_at_restart = false;
+            ++result_.failed_reads;
+            trace(fmt::format("server {}'s disk fails reads as its store opens: it tries again", r.id));
+            schedule_restart(r, 500 * (1 + static_cast<int64_t>(rand(2))));
+            break;
+          }
+          restart(r);
         }
         break;
       }

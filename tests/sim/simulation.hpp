@@ -33,6 +33,19 @@ struct SimOptions {
   // truncate_on_damage plants the host of builds before 2026-12-02: it cut the log at the
   // damaged record and kept its epochs and synced mark (issue 46, case 1); the checks must catch it.
   bool truncate_on_damage = false;
+  // Faults of the disk while the server runs, on top of wipes (which it implies), each on one
+  // server at a time and within the rule above (an intact copy of each committed txn on a quorum):
+  // a write or fsync of the log or of the epochs that fails (EIO, or ENOSPC: the server stops, as
+  // it does, and comes back once the disk is sound), a crash that tears the write in flight (a
+  // prefix of its records survives, never acknowledged), a lost write (the disk acknowledged it
+  // as synced, and it is gone at the next crash: the newest of one of the epochs' two copies,
+  // the commit mark's, or the log's synced tail, which durable-end finds: damage), and reads
+  // that fail while the store opens (a few times: a later start; every time: damage).
+  bool disk_faults = false;
+  // one_epoch_copy plants the host of builds before 2026-12-02: its epochs in one record, which
+  // a lost write rolls back, so that a member forgets the epoch it synchronised with and can
+  // vote for a leader whose history that epoch superseded (a tree that diverges).
+  bool one_epoch_copy = false;
   consensus::Plants plants;
   // Simulated time with faults, then without any: the ensemble must settle and commit again.
   int64_t fault_ms = 20000;
@@ -53,6 +66,9 @@ struct SimResult {
   // Faults injected: crashes, partitions, changes of the network's drop/duplicate/delay, disks
   // made slow or quick.
   uint64_t crashes = 0, partitions = 0, network_changes = 0, disk_changes = 0, wipes = 0, damaged = 0;
+  // With disk_faults: writes or fsyncs that failed, crashes that tore a write, synced writes
+  // lost, starts whose reads failed.
+  uint64_t failed_writes = 0, torn_writes = 0, lost_writes = 0, failed_reads = 0;
   uint64_t reconfigs = 0, reconfigs_committed = 0;  // proposed, and committed
   uint64_t calm_stretches = 0;  // stretches with every server up and the network whole, checked
   int64_t max_settle_ms = 0;    // the longest a calm stretch waited for its first commit

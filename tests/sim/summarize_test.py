@@ -30,6 +30,13 @@ with tempfile.TemporaryDirectory() as d:
     checks.append((r.returncode == 1 and "--seed 45 --voters 3 --observers 0 --spares 2 --reconfig --wipes" in r.stdout
                    and "5 voters, 1w observers: 2 seeds" in r.stdout and "disks wiped" in r.stdout,
                    f"a run with wiped disks sums up, and its seed replays with --wipes:\n{r.stdout}"))
+    (out / "3-0d-9.txt").write_text(subprocess.run([sim, "--seeds", "2", "--first", "9", "--disk-faults"],
+                                                   capture_output=True, text=True, timeout=300).stdout)
+    (out / "5-0d-3.txt").write_text("seed 46 FAILED: t=1ms step=2: planted\n")
+    r = subprocess.run([sys.executable, str(here / "summarize.py"), d], capture_output=True, text=True)
+    checks.append((r.returncode == 1 and "--seed 46 --voters 5 --observers 0 --disk-faults" in r.stdout
+                   and "3 voters, 0d observers: 2 seeds" in r.stdout and "synced writes lost" in r.stdout,
+                   f"a run with every disk fault sums up, and its seed replays with --disk-faults:\n{r.stdout}"))
 for ok, what in checks:
     if not ok:
         print("FAILED:", what)
