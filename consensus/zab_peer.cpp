@@ -277,7 +277,11 @@ void ZabPeer::broadcast_vote() {
 }
 
 bool ZabPeer::may_decide() const {
-  if (synced_ || ensemble_seen_ || now_ >= static_cast<uint64_t>(cfg_.init_limit)) return true;
+  // No waiting out initLimit: a voter not heard may be the one intact store beside wiped ones
+  // (two of three disks replaced while the third member was down), and deciding without it
+  // would serve an empty tree over the writes it holds.
+  if (synced_ || ensemble_seen_) return true;
+  if (PLANT(decide_unheard) && now_ >= static_cast<uint64_t>(cfg_.init_limit)) return true;
   for (PeerId p : cfg_.ensemble.voters)
     if (p != cfg_.id && !unsynced_heard_.count(p)) return false;
   return true;
@@ -299,7 +303,7 @@ void ZabPeer::try_join(PeerId leader) {
   // round had elected the leader but that had missed the leader's looking vote (it was still
   // following the last leader when that vote came): the leader was short of the voter it was
   // elected with, and gave up after initLimit (simulator seed 431533584).
-  // Unsynced with only unsynced votes heard: not before every voter spoke or initLimit passed.
+  // Unsynced with only unsynced votes heard: not before every voter spoke (a new ensemble).
   if (!may_decide()) return;
   if (leader == cfg_.id) {
     // ZooKeeper's checkLeader for itself: voters that already follow this server, having decided

@@ -53,6 +53,7 @@ struct Plants {
   bool commit_old_quorum_only = false;  // a reconfig (and what follows it) commits on the old quorum
   bool count_removed_member = false;    // a voter a reconfig removed still counts in every quorum
   bool count_unsynced = false;          // a synced member counts the votes of unsynced ones
+  bool decide_unheard = false;  // unsynced members elect each other once initLimit passed unheard
 };
 
 // A configuration: who votes, who observes, and its version (the zxid of the reconfig txn that
