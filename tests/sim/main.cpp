@@ -16,17 +16,19 @@
 
 namespace {
 const char* usage =
-    "usage: warden-sim --seeds N [--first S] [--voters 3|5] [--observers K] [--spares K] [--reconfig] [--wipes|--disk-faults]\n"
+    "usage: warden-sim --seeds N [--first S] [--voters 3|5] [--observers K] [--spares K] [--reconfig] [--wipes|--disk-faults|--beyond-rule]\n"
     "                  [--plant BUG] [--stop]\n"
-    "       warden-sim --seed S [--voters 3|5] [--observers K] [--spares K] [--reconfig] [--wipes|--disk-faults]\n"
+    "       warden-sim --seed S [--voters 3|5] [--observers K] [--spares K] [--reconfig] [--wipes|--disk-faults|--beyond-rule]\n"
     "                  [--plant BUG] [--verbose] [--capture DIR]\n"
     "--spares K: K more servers outside the first configuration (0 to 3)\n"
     "--reconfig: the leader proposes random new configurations of all the servers among the faults\n"
     "--wipes: a crashed server's store may come back empty or damaged (then set aside), one server's at a time\n"
     "--disk-faults: --wipes, and failed writes and fsyncs (EIO, ENOSPC), torn writes, lost writes and failed reads\n"
+    "--beyond-rule: --disk-faults, and stores lost on several servers at once (one voter's kept): safety only is\n"
+    "     checked, and calm stretches that commit nothing are counted\n"
     "BUG: commit-minority, skip-trunc, stale-vote, commit-old-quorum-only, count-removed-member (these two need\n"
     "     --reconfig), count-unsynced or truncate-on-damage (these two need --wipes), one-epoch-copy (needs\n"
-    "     --disk-faults): test-only bugs the checks must catch\n"
+    "     --disk-faults), decide-unheard (needs --beyond-rule): test-only bugs the checks must catch\n"
     "--stop: end at the first failing seed\n"
     "--capture DIR: write the first 300 delivered peer messages, one file each, as fuzzer inputs\n";
 
@@ -71,6 +73,8 @@ int main(int argc, char** argv) {
       base.wipes = true;
     } else if (a == "--disk-faults") {
       base.wipes = base.disk_faults = true;
+    } else if (a == "--beyond-rule") {
+      base.wipes = base.disk_faults = base.beyond_rule = true;
     } else if (a == "--plant") {
       if (i + 1 >= argc) return bad("--plant needs a bug's name");
       std::string_view p = argv[++i];
@@ -80,6 +84,7 @@ int main(int argc, char** argv) {
       else if (p == "commit-old-quorum-only") base.plants.commit_old_quorum_only = true;
       else if (p == "count-removed-member") base.plants.count_removed_member = true;
       else if (p == "count-unsynced") base.plants.count_unsynced = true;
+      else if (p == "decide-unheard") base.plants.decide_unheard = true;
       else if (p == "truncate-on-damage") base.truncate_on_damage = true;
       else if (p == "one-epoch-copy") base.one_epoch_copy = true;
       else return bad("unknown plant '" + std::string(p) + "'");
@@ -99,6 +104,8 @@ int main(int argc, char** argv) {
   if ((base.plants.count_unsynced || base.truncate_on_damage) && !base.wipes)
     return bad("the plants count-unsynced and truncate-on-damage need --wipes");
   if (base.one_epoch_copy && !base.disk_faults) return bad("the plant one-epoch-copy needs --disk-faults");
+  if (base.plants.decide_unheard && !base.beyond_rule) return bad("the plant decide-unheard needs --beyond-rule");
+  if (base.beyond_rule && base.reconfig) return bad("--beyond-rule does not go with --reconfig");
   base.voters = static_cast<int>(voters);
   base.observers = static_cast<int>(observers);
   base.spares = static_cast<int>(spares);
@@ -139,6 +146,9 @@ int main(int argc, char** argv) {
     if (base.reconfig) std::printf("reconfigs: %llu proposed, %llu committed\n",
                                    static_cast<unsigned long long>(r.reconfigs),
                                    static_cast<unsigned long long>(r.reconfigs_committed));
+    if (base.beyond_rule)
+      std::printf("beyond the rule: %llu of %llu calm stretches committed nothing (unavailable, allowed)\n",
+                  static_cast<unsigned long long>(r.calm_unavailable), static_cast<unsigned long long>(r.calm_stretches));
     return 0;
   }
   warden::sim::SimResult sum;
@@ -162,6 +172,7 @@ int main(int argc, char** argv) {
     sum.network_changes += r.network_changes;
     sum.disk_changes += r.disk_changes;
     sum.calm_stretches += r.calm_stretches;
+    sum.calm_unavailable += r.calm_unavailable;
     sum.reconfigs += r.reconfigs;
     sum.reconfigs_committed += r.reconfigs_committed;
     sum.max_settle_ms = std::max(sum.max_settle_ms, r.max_settle_ms);
@@ -180,6 +191,9 @@ int main(int argc, char** argv) {
   if (base.reconfig)
     std::printf("reconfigs: %llu proposed, %llu committed\n", static_cast<unsigned long long>(sum.reconfigs),
                 static_cast<unsigned long long>(sum.reconfigs_committed));
+  if (base.beyond_rule)
+    std::printf("beyond the rule: %llu of %llu calm stretches committed nothing (unavailable, allowed)\n",
+                static_cast<unsigned long long>(sum.calm_unavailable), static_cast<unsigned long long>(sum.calm_stretches));
   // The closing line CTest's output is read for.
   std::printf("%llu passed, %llu failed\n", static_cast<unsigned long long>(ran - failed),
               static_cast<unsigned long long>(failed));

@@ -282,6 +282,14 @@ void World::restart(Replica& r) {
 }
 
 bool World::may_wipe(const Replica& r) const {
+  if (opt_.beyond_rule) {  // any number, while one voter keeps a synced store
+    auto kept = [&](PeerId id) {
+      const Replica& o = reps_[static_cast<size_t>(id - 1)];
+      return id != r.id && o.synced && !o.wipe_at_restart;
+    };
+    const auto& voters = reps_.front().config.voters;
+    return std::any_of(voters.begin(), voters.end(), kept);
+  }
   // One lost store at a time: every other store synced, none about to be wiped; and the voters
   // of each configuration any server holds in force or pending keep a synced quorum without it
   // (a reconfig down to one voter leaves that voter's store the only copy).
@@ -951,14 +959,17 @@ SimResult World::run() {
         begin_calm(end);
         break;
       case Event::calm_check:
-        if (e.inc == calm_id_ && calm_since_ >= 0 && !calm_committed_)
+        if (e.inc == calm_id_ && calm_since_ >= 0 && !calm_committed_ && opt_.beyond_rule) {
+          ++result_.calm_unavailable;  // allowed beyond the rule: counted
+          trace("the calm stretch committed nothing: unavailable (beyond the rule)");
+        } else if (e.inc == calm_id_ && calm_since_ >= 0 && !calm_committed_)
           fail(fmt::format("no client write committed in the {} ms since a calm stretch began at {} ms (every server "
                            "up, the network whole)",
                            settle_bound_ms(), calm_since_));
         break;
     }
   }
-  if (result_.ok) check_everyone_rejoined();
+  if (result_.ok && !opt_.beyond_rule) check_everyone_rejoined();
   if (result_.ok) {
     for (const auto& [z, h] : acked_) {
       auto it = committed_.find(z);

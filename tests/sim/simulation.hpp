@@ -46,6 +46,13 @@ struct SimOptions {
   // a lost write rolls back, so that a member forgets the epoch it synchronised with and can
   // vote for a leader whose history that epoch superseded (a tree that diverges).
   bool one_epoch_copy = false;
+  // The second class (with disk_faults, without reconfig): faults that break the rule above.
+  // Any server's store may be lost at a crash, several at once, so long as one voter keeps a
+  // synced store (with none, a lost ensemble cannot be told from a new one). Writes only the
+  // lost stores held may be gone for good: the checks require safety only (no committed txn
+  // missing from a leader, no divergence; unavailable is allowed) and count the calm stretches
+  // that committed nothing.
+  bool beyond_rule = false;
   consensus::Plants plants;
   // Simulated time with faults, then without any: the ensemble must settle and commit again.
   int64_t fault_ms = 20000;
@@ -71,6 +78,7 @@ struct SimResult {
   uint64_t failed_writes = 0, torn_writes = 0, lost_writes = 0, failed_reads = 0;
   uint64_t reconfigs = 0, reconfigs_committed = 0;  // proposed, and committed
   uint64_t calm_stretches = 0;  // stretches with every server up and the network whole, checked
+  uint64_t calm_unavailable = 0;  // beyond_rule: of those, the ones that committed nothing
   int64_t max_settle_ms = 0;    // the longest a calm stretch waited for its first commit
 };
 
