@@ -208,6 +208,10 @@ void ZabPeer::note_digest(Zxid applied, uint64_t digest) {
   digest_ = digest;
 }
 
+void ZabPeer::take_digest(Zxid applied, uint64_t digest) {
+  if (applied > 0 && fphase_ == FPhase::broadcast) ready_.leader_digest = std::make_pair(applied, digest);
+}
+
 void ZabPeer::resync() {
   if (role_ != Role::following && role_ != Role::observing) return;
   want_snapshot_ = true;
@@ -841,6 +845,7 @@ void ZabPeer::advance_commit() {
     pb::PeerMessage m;
     m.mutable_commit()->set_zxid(c);
     m.mutable_commit()->set_designated(designated);
+    attach_digest(*m.mutable_commit());
     send_on_link(id, l, std::move(m));
   }
   inform_observers();
@@ -883,6 +888,7 @@ void ZabPeer::inform_observers() {
       pb::PeerMessage m;
       for (const auto& e : entries) to_pb(e, m.mutable_inform()->add_entries());
       m.mutable_inform()->set_committed(committed_);
+      attach_digest(*m.mutable_inform());
       l.informed = entries.back().zxid;
       send_on_link(id, l, std::move(m));
     }
@@ -1000,10 +1006,7 @@ void ZabPeer::lead_tick() {
       pb::PeerMessage m;
       m.mutable_ping()->set_zxid(committed_);
       m.mutable_ping()->set_received(l.received);
-      if (digest_zxid_ != 0 && digest_ != 0) {
-        m.mutable_ping()->set_digest_zxid(digest_zxid_);
-        m.mutable_ping()->set_digest(digest_);
-      }
+      attach_digest(*m.mutable_ping());
       send_on_link(it->first, l, std::move(m));
     }
     ++it;
@@ -1164,9 +1167,13 @@ void ZabPeer::follow_receive(PeerId from, const pb::PeerMessage& m) {
   } else if (m.has_proposal() || m.has_inform()) {
     if (fphase_ == FPhase::discovery) return;
     take_entries(m.has_proposal() ? m.proposal().entries() : m.inform().entries());
-    if (m.has_inform()) set_committed(m.inform().committed());
+    if (m.has_inform()) {
+      take_digest(m.inform().digest_zxid(), m.inform().digest());
+      set_committed(m.inform().committed());
+    }
     maybe_ack_new_leader();
   } else if (m.has_commit()) {
+    take_digest(m.commit().digest_zxid(), m.commit().digest());
     designated_ = m.commit().designated();
     set_committed(m.commit().zxid());
     designated_ = 0;  // it served the reconfig this commit put in force, or nothing
@@ -1176,8 +1183,7 @@ void ZabPeer::follow_receive(PeerId from, const pb::PeerMessage& m) {
     ready_.role_changed = true;
     set_committed(m.up_to_date().committed());
   } else if (m.has_ping()) {
-    if (m.ping().digest_zxid() > 0 && fphase_ == FPhase::broadcast)
-      ready_.leader_digest = std::make_pair(m.ping().digest_zxid(), m.ping().digest());
+    take_digest(m.ping().digest_zxid(), m.ping().digest());
     set_committed(m.ping().zxid());
     leader_received_ = std::max(leader_received_, m.ping().received());
     pb::PeerMessage r;

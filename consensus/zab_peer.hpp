@@ -180,8 +180,9 @@ struct Ready {
   // The store's synced mark changed (PeerConfig::synced): persisted with `epochs`, before
   // `reset` empties the store and before `messages` go.
   std::optional<bool> synced;
-  // Follower: the leader's tree digest after the txn at this zxid (its ping's), for the host to
-  // compare with its own after the same txn (ZabPeer::resync on a mismatch).
+  // Follower: the leader's tree digest after the txn at this zxid (its ping's, commit's or
+  // inform's), for the host to compare with its own after the same txn (ZabPeer::resync on a
+  // mismatch).
   std::optional<std::pair<Zxid, uint64_t>> leader_digest;
   bool empty() const {
     return !epochs && !truncate_after && !reset && !snapshot && append.empty() && messages.empty() && !role_changed &&
@@ -210,8 +211,8 @@ class ZabPeer {
   // out of the leader's ready() in order. False when there is no such link (a lost link loses
   // what it carried, as a broken connection would: the host must not wait for it).
   bool forward(std::string payload);
-  // Leader: its tree's digest after it applied the txn at `applied` (0: digests off); its pings
-  // carry the latest (pb::Ping::digest).
+  // Leader: its tree's digest after it applied the txn at `applied` (0: digests off); its
+  // pings, commits and informs carry the latest (pb::Ping::digest).
   void note_digest(Zxid applied, uint64_t digest);
   // Follower or observer whose tree is not the leader's (a digest mismatch): it looks again and
   // asks to be synced from nothing (a SNAP, or a DIFF from zero after emptying its store).
@@ -355,6 +356,15 @@ class ZabPeer {
   bool may_decide() const;
   Zxid digest_zxid_ = 0;  // leader: note_digest's latest
   uint64_t digest_ = 0;
+  // Leader: the latest digest into a ping, commit or inform (none while digests are off).
+  template <class Message>
+  void attach_digest(Message& m) const {
+    if (digest_zxid_ == 0 || digest_ == 0) return;
+    m.set_digest_zxid(digest_zxid_);
+    m.set_digest(digest_);
+  }
+  // Follower or observer: a digest its leader sent, for the host to compare.
+  void take_digest(Zxid applied, uint64_t digest);
   void set_synced(bool s);
   // The highest epoch a leader may choose: its zxids (epoch in the high half) stay positive.
   static constexpr uint32_t max_epoch = 0x7fffffff;

@@ -1377,6 +1377,34 @@ TEST_CASE("a leader's pings carry its tree's digest; a follower told to resync i
   CHECK(net.peers[l]->role() == Role::leading);
 }
 
+TEST_CASE("commits and informs carry the leader's latest digest, without waiting for a ping") {
+  // Issue 46, point 3: digests travel with commits (to observers, with informs), so a member
+  // compares as it applies, not only at the next ping.
+  auto shape = [](PeerId, PeerConfig& c, MemLog&) {
+    c.ensemble.voters = {1, 2, 3};
+    c.ensemble.observers = {4};
+  };
+  Net net(4, {}, {}, shape);
+  PeerId l = net.settle();
+  REQUIRE(l != 0);
+  net.ticks(10);
+  REQUIRE(net.peers[4]->serving());
+  REQUIRE(net.peers[l]->propose("a"));
+  net.drain(l);
+  net.deliver_all();
+  Zxid first = net.logs[l].last_zxid();
+  net.peers[l]->note_digest(first, 0xabc);
+  REQUIRE(net.peers[l]->propose("b"));
+  net.drain(l);
+  net.deliver_all();  // no tick: no ping went out
+  for (PeerId p = 1; p <= 4; ++p) {
+    if (p == l) continue;
+    INFO("member " << p);
+    REQUIRE_FALSE(net.leader_digests[p].empty());
+    CHECK(net.leader_digests[p].back() == std::make_pair(first, uint64_t{0xabc}));
+  }
+}
+
 TEST_CASE("an unsynced member that heard a synced voter never leads, even backed by votes for its old self") {
   // Simulator seed 1796193060004735: leader 3 was wiped and restarted at once; 1 and 2 still
   // followed its earlier incarnation and their settled votes named 3, which took them as backing,
