@@ -7,7 +7,7 @@
 #include <string>
 #include <thread>
 
-#include "server/config.hpp"
+#include "server/config/config.hpp"
 
 namespace warden::server {
 

@@ -12,14 +12,14 @@
 #include <vector>
 
 #include "server/admin/json.hpp"
+#include "wire/four_letter_words.hpp"
 #include "server/admin/summary.hpp"
 
 namespace warden::server {
 
-// True when `first4` (the first four bytes of a connection) is a word ZooKeeper 3.8 serves.
-bool is_four_letter_word(std::string_view first4);
-// Every word served, for the whitelist "*".
-const std::vector<std::string>& four_letter_words();
+// The words themselves are the client port's (wire/four_letter_words.hpp).
+using wire::four_letter_words;
+using wire::is_four_letter_word;
 bool four_letter_allowed(const std::vector<std::string>& whitelist, std::string_view word);
 // What ZooKeeper answers for a word outside the whitelist.
 std::string four_letter_refusal(std::string_view word);

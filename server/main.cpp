@@ -19,7 +19,8 @@
 #include <vector>
 
 #include "server/auth/jaas.hpp"
-#include "server/config.hpp"
+#include "server/config/config.hpp"
+#include "server/config/keys.hpp"
 #include "server/four_letter.hpp"
 #include "server/logging.hpp"
 #include "server/runtime.hpp"
@@ -47,6 +48,9 @@ constexpr const char* usage = R"(usage:
   warden-server restore-backup FILE DIR
       Writes the backup FILE (what the AdminServer's snapshot command sends) into the data
       directory DIR, which must not hold a store yet; a server started on DIR serves its state.
+  warden-server config-keys
+      Prints every zoo.cfg key Warden reads, with its default, ZooKeeper's default and what
+      it does, as a Markdown table (server/config/keys.cpp).
   warden-server import-zookeeper --from ZK_DATADIR [--from-log ZK_DATALOGDIR] --data-dir DIR
       Writes the state of Apache ZooKeeper's data directory (its newest snapshot and the logs
       after it, sessions included) into DIR, which must not hold a store yet.
@@ -122,6 +126,11 @@ int main(int argc, char** argv) {
   if (args.empty()) {
     std::fputs(usage, stderr);
     return 2;
+  }
+  if (args[0] == "config-keys") {
+    if (args.size() != 1) return fail("config-keys takes no argument");
+    std::cout << warden::server::config_keys::reference();
+    return 0;
   }
   bool tool = !args.empty() && (args[0] == "log-dump" || args[0] == "check" || args[0] == "snapshot-dump" ||
                                 args[0] == "accept-loss");

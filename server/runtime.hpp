@@ -10,7 +10,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "server/config.hpp"
+#include "server/config/config.hpp"
 
 namespace warden::server {
 

@@ -1,6 +1,6 @@
 #include "server/auth/jaas.hpp"
 
-#include "server/config.hpp"
+#include "server/config/config.hpp"
 #include "server/jvm_flags.hpp"
 #include "server/secrets/redaction.hpp"
 

@@ -13,7 +13,7 @@
 
 #include "consensus/peer_transport.hpp"
 #include "server/auth/jaas.hpp"
-#include "server/config.hpp"
+#include "server/config/config.hpp"
 
 namespace warden::server::auth {
 

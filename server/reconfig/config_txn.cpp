@@ -2,7 +2,7 @@
 
 #include <variant>
 
-#include "server/config.hpp"
+#include "server/config/config.hpp"
 #include "wire/records.hpp"
 
 namespace warden::server::reconfig {

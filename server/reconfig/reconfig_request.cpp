@@ -5,7 +5,7 @@
 #include <charconv>
 #include <set>
 
-#include "server/config.hpp"
+#include "server/config/config.hpp"
 
 namespace warden::server::reconfig {
 

@@ -19,7 +19,7 @@
 #include "consensus/replicator.hpp"
 #include "server/auth/jaas.hpp"
 #include "server/auth/sasl_server.hpp"
-#include "server/config.hpp"
+#include "server/config/config.hpp"
 #include "server/four_letter.hpp"
 #include "server/quota.hpp"
 #include "server/txn.hpp"

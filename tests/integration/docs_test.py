@@ -1,13 +1,17 @@
-"""docs/operations.md lists every zoo.cfg key Warden reads: the keys are taken from the parser
-itself (server/config.cpp's `key == "..."`, the ssl.* names of server/tls/tls_settings.cpp, the
-warden.log.* names of server/logging.cpp), so a key added without its line in the table fails
-here. A `zookeeper.`-prefixed spelling counts as its plain key.
+"""docs/operations.md lists every zoo.cfg key Warden reads: the keys are taken from the parser's
+table itself (server/config/keys.cpp, each `{"key", ...}` line; the ssl.* names of
+server/tls/tls_settings.cpp, the warden.log.* names of server/logging.cpp), so a key added
+without its line in the docs fails here. A `zookeeper.`-prefixed spelling counts as its plain
+key. Where the docs give a key its own row, its Warden default is the one the server reports
+(`warden-server config-keys`, read from Config's initialisers): the docs cannot drift from the
+code's number.
 
 The README stays a newcomer's page (the two commands, connecting, an ensemble, the client and
 command line, then pointers), every relative link of the README and docs/ names a file that
 exists, and operations.md covers what an operator looks for there."""
 import os
 import re
+import subprocess
 
 import support
 
@@ -20,8 +24,8 @@ def source(path):
 
 
 doc = source("docs/operations.md")
-keys = set(re.findall(r'key == "([^"]+)"', source("server/config.cpp")))
-keys = {k[len("zookeeper."):] if k.startswith("zookeeper.") else k for k in keys}
+table = re.findall(r'^\s+\{"([^"]+)", ', source("server/config/keys.cpp"), re.M)
+keys = {k for k in table if not k.endswith(".")}  # the prefixes' keys are named below
 c.check(len(keys) > 40, f"the parser's keys were found ({len(keys)})")
 tls_names = set(re.findall(r'\bk == "([^"]+)"', source("server/tls/tls_settings.cpp")))
 c.check(len(tls_names) >= 8, f"the TLS keys were found ({sorted(tls_names)})")
@@ -34,6 +38,27 @@ for key in sorted(keys):
     head, _, tail = key.rpartition(".")
     listed = f"`{key}`" in doc or (head and f"`{head}." in doc and f"`.{tail}`" in doc)
     c.check(listed, f"docs/operations.md lists {key}")
+
+
+# Warden's default in the docs is the server's own, for each key with a row of its own.
+reference = subprocess.run([os.environ["WARDEN_SERVER"], "config-keys"], capture_output=True, text=True, timeout=60)
+c.equal(reference.returncode, 0, "warden-server config-keys runs")
+rows = re.findall(r"^\| `([^`]+)`[^|]* \| ([^|]*) \|", reference.stdout, re.M)
+c.check(len(rows) == len(table), f"config-keys prints a row for each of the table's {len(table)} keys ({len(rows)})")
+doc_rows = dict(re.findall(r"^\| `([^`]+)` \| ([^|]*) \|", doc, re.M))
+compared = 0
+for key, default in rows:
+    default = default.strip().strip("`")
+    if default in ("-", "") or key not in doc_rows:
+        continue
+    said = doc_rows[key].strip().split(" ")[0].rstrip(",:")
+    c.equal(said, default, f"docs/operations.md gives {key} Warden's default, {default}")
+    compared += 1
+c.check(compared >= 40, f"the docs' defaults were compared with the server's ({compared})")
+extra = subprocess.run([os.environ["WARDEN_SERVER"], "config-keys", "garbage\x1b"], capture_output=True, text=True,
+                       timeout=60)
+c.check(extra.returncode != 0 and "config-keys takes no argument" in extra.stderr,
+        f"config-keys with an argument is refused ({extra.returncode}, {extra.stderr.strip()!r})")
 
 readme = source("README.md")
 sections = re.findall(r"^## (.+)$", readme, re.M)

@@ -4,7 +4,7 @@
 #include <random>
 
 #include "server/auth/jaas.hpp"
-#include "server/config.hpp"
+#include "server/config/config.hpp"
 #include "server/secrets/redaction.hpp"
 
 using namespace warden::server;

@@ -7,7 +7,8 @@
 
 #include "hex.hpp"
 #include "server/acl.hpp"
-#include "server/config.hpp"
+#include "server/config/config.hpp"
+#include "server/config/keys.hpp"
 #include "server/four_letter.hpp"
 #include "server/path.hpp"
 #include "server/quota.hpp"
@@ -222,6 +223,38 @@ TEST_CASE("zoo.cfg: bad input names the file, the line and the key") {
   // Binary junk: an error, never a crash.
   std::string junk = "\x01\x02\xff=\xfe\n\x00\x00\n";
   CHECK_FALSE(std::holds_alternative<Config>(parse_config(junk, "junk.cfg")));
+}
+
+TEST_CASE("zoo.cfg: every key of the table, and its zookeeper. form, takes garbage without a crash") {
+  // Each key with values of every kind: a refusal names the file, the line and the key; a value
+  // taken draws no unknown-key warning (the table knows the key). A prefix stands for a key under it.
+  const std::vector<std::string> values{"", "garbage", "-1", "0", "99999999999", "true", "no", "127.0.0.1", "a:b",
+                                        std::string("\x00\x1b[2J\xff", 6), "/"};
+  size_t refused = 0, taken = 0;
+  for (std::string_view name : config_keys::names()) {
+    std::string key(name);
+    if (key.back() == '.') key += key == "server." ? "7" : key == "warden.log." ? "level" : "keyStore.location";
+    for (const std::string& k : {key, "zookeeper." + key})
+      for (const auto& v : values) {
+        if (k == "dynamicConfigFile" || k == "zookeeper.dynamicConfigFile") continue;  // reads a file: its own test
+        auto r = parse_config("dataDir=/d\nclientPort=1\n" + k + "=" + v + "\n", "g.cfg");
+        if (auto* e = std::get_if<std::string>(&r)) {
+          ++refused;
+          INFO(k << "=" << v << ": " << *e);
+          CHECK((e->rfind("g.cfg:3: ", 0) == 0 || e->rfind("g.cfg: ", 0) == 0));
+        } else if (k == key) {
+          ++taken;
+          for (const auto& w : std::get<Config>(r).warnings) {
+            INFO(k << "=" << v);
+            CHECK(w.find("unknown key") == std::string::npos);
+          }
+        }
+      }
+  }
+  CHECK(refused > 200);
+  CHECK(taken > 200);
+  CHECK(config_keys::names().size() > 70);
+  CHECK(config_keys::reference().find("| `tickTime` | `2000` |") != std::string::npos);
 }
 
 TEST_CASE("quota StatsTrack text: ZooKeeper's forms, and garbage read as no limit") {

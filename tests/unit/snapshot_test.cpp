@@ -11,7 +11,7 @@
 
 #include "harness.hpp"
 #include "server/backup/backup.hpp"
-#include "server/config.hpp"
+#include "server/config/config.hpp"
 #include "server/snapshot_walk.hpp"
 
 using namespace test;

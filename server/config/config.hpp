@@ -1,6 +1,8 @@
-// zoo.cfg: the keys Warden reads, their defaults (ZooKeeper's), and the parser. A line that is
-// not `key=value`, or a value that does not parse, stops the start with the file, the line and
-// the reason; a key Warden does not know is accepted with a warning, as ZooKeeper accepts it.
+// zoo.cfg: what a server is configured with (Config, each field's initialiser its default) and
+// the parser. The keys are a table (keys.cpp), the members and their checks are members.cpp. A
+// line that is not `key=value`, or a value that does not parse, stops the start with the file,
+// the line and the reason; a key Warden does not know is accepted with a warning, as ZooKeeper
+// accepts it.
 #pragma once
 
 #include <cstdint>
@@ -11,21 +13,14 @@
 #include <variant>
 #include <vector>
 
-#include "server/admin/admin_server.hpp"
+#include "server/admin/admin_settings.hpp"
 #include "server/admin/pause_settings.hpp"
+#include "server/config/text.hpp"
 #include "server/jvm_flags.hpp"
 #include "server/logging.hpp"
 #include "server/tls/tls_settings.hpp"
 
 namespace warden::server {
-
-// Text from a file as a message may show it: at most 40 bytes, each byte outside printable
-// ASCII as \xNN, so a NUL or a terminal escape cannot cut or garble the line.
-std::string shown(std::string_view s);
-
-// The key of a zoo.cfg line ("key = value"), blanks around it dropped, as parse_config reads
-// it; the whole line, trimmed, when it has no '='.
-std::string_view config_key_of(std::string_view line);
 
 struct PeerEntry {
   int64_t id = 0;
@@ -186,6 +181,7 @@ struct Config {
   // dynamicConfigFile (ZooKeeper 3.5+): the server.N lines live in that file; the
   // configuration's version is its name's hex suffix (zoo.cfg.dynamic.100000000; 0 without).
   std::string dynamic_config_file;
+  std::string dynamic_config_origin;  // where it was set, as a message starts ("FILE:LINE: ")
   // The file the configuration was loaded from (load_config); empty otherwise. A reconfig
   // writes the new zoo.cfg.dynamic.<version> beside it and points it there, as ZooKeeper does.
   std::string config_file;
@@ -248,6 +244,15 @@ std::string members_text(const std::map<int64_t, PeerEntry>& servers);
 // names `name`, the line and the reason.
 std::optional<std::string> parse_members(Config& c, std::string_view text, const std::string& name,
                                          bool version_inside, bool any_id = false);
+
+// A server.N line (`key` is "server.N"), from zoo.cfg or a dynamic file, added to c.servers;
+// the reason when it is refused. With `any_id`, as parse_members.
+std::optional<std::string> add_server(Config& c, const std::string& key, std::string_view value,
+                                      const std::string& origin, bool any_id = false);
+
+// The members from c.dynamic_config_file (ZooKeeper 3.5+'s zoo.cfg.dynamic.<version>), whose
+// version is the name's hex suffix; `set_at` starts a message about the key that named it.
+std::optional<std::string> read_dynamic_config(Config& c, const std::string& set_at);
 
 std::optional<std::string> check_ensemble(Config& c);
 // Checks a config assembled from command-line options as well as from a file.
