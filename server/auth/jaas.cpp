@@ -139,11 +139,8 @@ std::variant<JaasFile, std::string> parse_jaas(std::string_view text, const std:
 }
 
 std::variant<JaasFile, std::string> load_jaas(const std::string& file_name) {
-  std::ifstream in(file_name, std::ios::binary);
-  if (!in) return file_name + ": the JAAS file cannot be read";
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  std::string text = ss.str();
+  std::string text;
+  if (!config_text::read_file(file_name, text)) return file_name + ": the JAAS file cannot be read";
   if (text.size() > max_jaas_bytes) return file_name + ": larger than 1 MiB: not a JAAS login configuration";
   return parse_jaas(text, file_name);
 }

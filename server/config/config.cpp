@@ -160,15 +160,13 @@ std::vector<std::pair<std::string, std::string>> jvm_flag_properties(const std::
 }
 
 ConfigResult load_config(const std::string& file_name) {
-  std::ifstream f(file_name);
-  if (!f) return file_name + ": cannot be read";
-  std::stringstream ss;
-  ss << f.rdbuf();
+  std::string text;
+  if (!config_text::read_file(file_name, text)) return file_name + ": cannot be read";
   std::string dir = std::filesystem::path(file_name).parent_path().string();
   auto flags = launcher_properties(std::getenv("SERVER_JVMFLAGS"), std::getenv("JVMFLAGS"), dir.empty() ? "." : dir);
-  auto parsed = parse_config(ss.str(), file_name, jvm_flag_properties(flags));
+  auto parsed = parse_config(text, file_name, jvm_flag_properties(flags));
   if (auto* c = std::get_if<Config>(&parsed)) {
-    c->config_text = ss.str();
+    c->config_text = text;
     c->config_file = file_name;
     if (auto why = read_my_id(*c)) return *why;
     if (auto why = check_ensemble(*c)) return *why;

@@ -2,8 +2,6 @@
 // reconfig's), the text ZooKeeper keeps in /zookeeper/config, and the checks of an ensemble
 // against its myid.
 #include <charconv>
-#include <fstream>
-#include <iterator>
 
 #include "server/config/config.hpp"
 
@@ -97,15 +95,14 @@ std::optional<std::string> read_dynamic_config(Config& c, const std::string& set
   if (!c.servers.empty())
     return set_at + "dynamicConfigFile=" + path + ": the server.N lines belong in " + path +
            " alone, and this file has them too (" + c.servers.begin()->second.origin + ")";
-  std::ifstream f(path);
-  if (!f) return set_at + "dynamicConfigFile=" + path + ": cannot be read";
+  std::string text;
+  if (!config_text::read_file(path, text)) return set_at + "dynamicConfigFile=" + path + ": cannot be read";
   // The version is the name's last part, in hex (zoo.cfg.dynamic.100000000); 0 without one.
   std::string_view name(path);
   std::string_view suffix = name.substr(name.rfind('.') == std::string_view::npos ? name.size() : name.rfind('.') + 1);
   uint64_t version = 0;
   auto [vp, vec] = std::from_chars(suffix.data(), suffix.data() + suffix.size(), version, 16);
   c.config_version = vec == std::errc() && vp == suffix.data() + suffix.size() ? version : 0;
-  std::string text{std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
   return parse_members(c, text, path, false);
 }
 std::optional<std::string> parse_members(Config& c, std::string_view text, const std::string& name,

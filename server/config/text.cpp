@@ -4,6 +4,9 @@
 
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 
 namespace warden::server {
 
@@ -53,6 +56,18 @@ bool is_any_address(const std::string& s) {
   static const unsigned char zero[16] = {};
   if (inet_pton(AF_INET, s.c_str(), buf) == 1) return std::memcmp(buf, zero, 4) == 0;
   return inet_pton(AF_INET6, s.c_str(), buf) == 1 && std::memcmp(buf, zero, 16) == 0;
+}
+
+bool read_file(const std::string& path, std::string& text) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) return false;
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return false;
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  if (f.bad()) return false;
+  text = ss.str();
+  return true;
 }
 
 }  // namespace config_text

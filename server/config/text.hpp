@@ -40,5 +40,10 @@ bool is_ip_address(const std::string& s);
 // 0.0.0.0 or :: (any spelling): every address of the machine.
 bool is_any_address(const std::string& s);
 
+// The whole of the regular file `path` into `text`; false when it cannot be opened or read, or
+// is no regular file (a directory's read fails inside the stream, which must not end the
+// process: a configuration naming one gets its "cannot be read" message).
+bool read_file(const std::string& path, std::string& text);
+
 }  // namespace config_text
 }  // namespace warden::server

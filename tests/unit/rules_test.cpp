@@ -7,6 +7,7 @@
 
 #include "hex.hpp"
 #include "server/acl.hpp"
+#include "server/auth/jaas.hpp"
 #include "server/config/config.hpp"
 #include "server/config/keys.hpp"
 #include "server/four_letter.hpp"
@@ -683,5 +684,15 @@ TEST_CASE("zoo.cfg: the members from ZooKeeper 3.5's dynamicConfigFile, its erro
     REQUIRE(std::holds_alternative<std::string>(r));
     CHECK_THAT(std::get<std::string>(r), Catch::Contains("zoo.cfg:3: dynamicConfigFile=/nonexistent/zoo.cfg.dynamic: "
                                                          "cannot be read"));
+  }
+  {  // a directory: its read fails inside the stream, which once ended the process (abort)
+    EnsembleDir d("", "1");
+    std::ofstream(d.cfg(), std::ios::app) << "dynamicConfigFile=" << d.dir.string() << "\n";
+    auto r = d.load();
+    REQUIRE(std::holds_alternative<std::string>(r));
+    CHECK_THAT(std::get<std::string>(r), Catch::Contains("zoo.cfg:3: dynamicConfigFile=" + d.dir.string() +
+                                                         ": cannot be read"));
+    CHECK(std::get<std::string>(load_config(d.dir.string())) == d.dir.string() + ": cannot be read");
+    CHECK(std::get<std::string>(auth::load_jaas(d.dir.string())) == d.dir.string() + ": the JAAS file cannot be read");
   }
 }
