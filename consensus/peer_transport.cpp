@@ -1,6 +1,7 @@
 #include "consensus/peer_transport.hpp"
 
 #include "consensus/peer_codec.hpp"
+#include "consensus/peer_framing.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -22,37 +23,14 @@ static_assert(PeerTransport::max_frame == max_peer_message_bytes, "a frame the t
 namespace asio = boost::asio;
 using asio::ip::tcp;
 
+using namespace peer_framing;
+
 namespace {
-constexpr char magic[4] = {'W', 'R', 'D', 'P'};
-constexpr size_t hello_size = 4 + 4 + 8 + 8;
 constexpr auto min_backoff = std::chrono::milliseconds(20);
 constexpr auto max_backoff = std::chrono::milliseconds(1000);
 // A connection that lived this long was healthy: the next failure starts the backoff again.
 constexpr auto healthy_after = std::chrono::seconds(2);
 
-void put_u32(std::string& out, uint32_t v) {
-  for (int i = 3; i >= 0; --i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
-}
-void put_u64(std::string& out, uint64_t v) {
-  for (int i = 7; i >= 0; --i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
-}
-uint64_t get_be(const char* p, int n) {
-  uint64_t v = 0;
-  for (int i = 0; i < n; ++i) v = (v << 8) | static_cast<unsigned char>(p[i]);
-  return v;
-}
-constexpr unsigned char tls_record_handshake = 0x16;
-// Auth frames (SASL between members): the top bit of the length, and their statuses.
-constexpr uint32_t auth_bit = 0x80000000u;
-constexpr size_t max_auth_frame = 64 * 1024;  // a Kerberos token is a few KiB
-enum AuthStatus : unsigned char { auth_token = 0, auth_success = 1, auth_refused = 2, auth_not_taken = 3 };
-std::string auth_frame(AuthStatus status, std::string_view body) {
-  std::string f;
-  put_u32(f, auth_bit | static_cast<uint32_t>(body.size() + 1));
-  f.push_back(static_cast<char>(status));
-  f.append(body);
-  return f;
-}
 using TlsStream = asio::ssl::stream<tcp::socket&>;
 
 std::string tls_reason(const boost::system::error_code& e) {
@@ -223,13 +201,14 @@ struct PeerTransport::Impl {
         self->close();
       });
     }
-    // Why a hello from `sender` to `target` in `version` is refused; "" when it is taken.
-    std::string refusal(const char* p, uint32_t v, int64_t sender, int64_t target) const {
-      if (!tls && static_cast<unsigned char>(p[0]) == tls_record_handshake)
+    // Why hello `h`, whose first byte is `first`, is refused; "" when it is taken.
+    std::string refusal(const Hello& h, unsigned char first) const {
+      const int64_t sender = h.sender, target = h.target;
+      if (!tls && first == tls_record_handshake)
         return "it speaks TLS, and this member takes plaintext only (sslQuorum, portUnification)";
-      if (!std::equal(magic, magic + 4, p)) return "it does not speak the Warden peer protocol";
-      if (v != PeerTransport::version)
-        return "it speaks peer protocol version " + std::to_string(v) + ", this member " +
+      if (!h.magic) return "it does not speak the Warden peer protocol";
+      if (h.version != PeerTransport::version)
+        return "it speaks peer protocol version " + std::to_string(h.version) + ", this member " +
                std::to_string(PeerTransport::version);
       if (sender == t.self || (!t.members.count(sender) && !t.strangers))
         return "server id " + std::to_string(sender) + " is not another member of this ensemble";
@@ -260,33 +239,32 @@ struct PeerTransport::Impl {
     bool consume() {
       size_t off = 0;
       if (!hello_done) {
-        if (in.size() < hello_size) return true;
-        const char* p = in.data();
-        auto sender = static_cast<int64_t>(get_be(p + 8, 8));
-        std::string why = refusal(p, static_cast<uint32_t>(get_be(p + 4, 4)), sender,
-                                  static_cast<int64_t>(get_be(p + 16, 8)));
+        auto h = read_hello(in);
+        if (!h) return true;
+        std::string why = refusal(*h, static_cast<unsigned char>(in[0]));
         if (!why.empty()) {
           ++t.refused;
           spdlog::warn("refusing a peer connection from {}: {}", peer, why);
           return false;
         }
-        from = sender;
+        from = h->sender;
         hello_done = true;
         if (!t.auth.server_required) identify();
         off = hello_size;
       }
-      while (in.size() - off >= 4) {
-        size_t len = get_be(in.data() + off, 4);
-        if (len & auth_bit) {
-          len &= ~auth_bit;
-          if (len == 0 || len > max_auth_frame) {
-            ++t.refused;
-            spdlog::warn("closing the connection from server {} ({}): an auth frame of {} bytes", from, peer, len);
-            return false;
-          }
-          if (in.size() - off - 4 < len) break;
-          if (!take_auth(std::string_view(in.data() + off + 4, len))) return false;
-          off += 4 + len;
+      for (;;) {
+        size_t limit = t.outside(from) ? PeerTransport::max_stranger_frame : PeerTransport::max_frame;
+        Frame f = next_frame(std::string_view(in).substr(off), limit);
+        if (f.kind == Frame::Kind::none) break;
+        if (f.kind == Frame::Kind::bad_auth_length) {
+          ++t.refused;
+          spdlog::warn("closing the connection from server {} ({}): an auth frame of {} bytes", from, peer, f.length);
+          return false;
+        }
+        if (f.kind == Frame::Kind::auth) {
+          if (!f.whole) break;
+          if (!take_auth(f.body)) return false;
+          off += f.consumed;
           if (close_after_write || t.stopping || closed) break;
           continue;
         }
@@ -296,20 +274,19 @@ struct PeerTransport::Impl {
                        "quorum.auth.serverRequireSasl is true", from, peer);
           return false;
         }
-        size_t limit = t.outside(from) ? PeerTransport::max_stranger_frame : PeerTransport::max_frame;
-        if (len > limit) {
+        if (f.kind == Frame::Kind::too_long) {
           ++t.refused;
           spdlog::warn("closing the connection from server {} ({}): a frame of {} bytes is above the limit of {}{}",
-                       from, peer, len, limit,
+                       from, peer, f.length, limit,
                        limit < PeerTransport::max_frame ? " for a server outside the configuration" : "");
           return false;
         }
-        if (in.size() - off - 4 < len) break;
-        if (len > 0 && !t.receive(from, std::string_view(in.data() + off + 4, len))) {
+        if (!f.whole) break;
+        if (!f.body.empty() && !t.receive(from, f.body)) {
           ++t.refused;
           return false;  // the receiver logged why
         }
-        off += 4 + len;
+        off += f.consumed;
         if (t.stopping || closed) return false;
       }
       in.erase(0, off);
@@ -526,10 +503,7 @@ struct PeerTransport::Impl {
       logged_down = false;
       boost::system::error_code ec;
       socket.set_option(tcp::no_delay(true), ec);
-      control.assign(magic, 4);
-      put_u32(control, PeerTransport::version);
-      put_u64(control, static_cast<uint64_t>(t.self));
-      put_u64(control, static_cast<uint64_t>(to.id));
+      control = hello(PeerTransport::version, t.self, to.id);
       if (t.auth.enabled) {
         exchange = t.auth.learner(to);
         auto st = exchange->step({});
@@ -565,17 +539,17 @@ struct PeerTransport::Impl {
     }
     // The server's auth frames; false when failed() ran.
     bool take_answers() {
-      while (authenticating && in.size() >= 4) {
-        uint32_t len = static_cast<uint32_t>(get_be(in.data(), 4));
-        if (!(len & auth_bit) || (len & ~auth_bit) == 0 || (len & ~auth_bit) > max_auth_frame) {
+      while (authenticating) {
+        Frame f = next_frame(in, 0);
+        if (f.kind == Frame::Kind::none) break;
+        if (f.kind != Frame::Kind::auth) {
           failed("server " + std::to_string(to.id) + " answered SASL with garbage");
           return false;
         }
-        len &= ~auth_bit;
-        if (in.size() - 4 < len) break;
-        auto status = static_cast<unsigned char>(in[4]);
-        std::string body = in.substr(5, len - 1);
-        in.erase(0, 4 + len);
+        if (!f.whole) break;
+        auto status = static_cast<unsigned char>(f.body[0]);
+        std::string body(f.body.substr(1));
+        in.erase(0, f.consumed);
         using S = PeerTransport::Auth::Step::Status;
         if (status == auth_token || status == auth_success) {
           auto st = exchange->step(body);
@@ -627,7 +601,7 @@ struct PeerTransport::Impl {
           return failed("SASL authentication did not finish within " +
                         std::to_string(PeerTransport::hello_timeout_ms) + " ms");
         if (!sent_recently) {
-          put_u32(pending, 0);
+          append_frame(pending, {});
           flush();
         }
         sent_recently = false;
@@ -673,8 +647,7 @@ struct PeerTransport::Impl {
         pending_frames = 0;
         return;
       }
-      put_u32(pending, static_cast<uint32_t>(bytes.size()));
-      pending += bytes;
+      append_frame(pending, bytes);
       ++pending_frames;
       sent_recently = true;
       if (connected) flush();
