@@ -128,13 +128,13 @@ class EnsembleReplicator final : public Replicator {
   ~EnsembleReplicator() override;
 
   // Starts looking, once the server has applied what it knows committed (`applied`).
-  void start(Zxid applied);
+  void start(Zxid applied) override;
   void tick(uint64_t random);
   // An encoded peer message from `from`; false (and why, in `error`) when it does not decode:
   // the caller closes the connection it came on.
   bool receive(PeerId from, std::string_view bytes, std::string* error);
   // The log holds everything submitted up to `upto` durably.
-  void durable(Zxid upto);
+  void durable(Zxid upto) override;
   // The connection to `member` broke (ZabPeer::peer_lost).
   void peer_lost(PeerId member);
   // Leader: the stored snapshot `at` failed to read while it was sent; later SNAPs offer an

@@ -70,6 +70,11 @@ class Replicator {
   // synchronous log) or later.
   virtual std::optional<Zxid> propose(std::string payload) = 0;
   virtual Zxid last_committed() const = 0;
+  // Begins, once the server has applied what it knows committed (`applied`): a lone voter leads,
+  // a member of an ensemble looks for its leader.
+  virtual void start(Zxid applied) = 0;
+  // The log holds everything handed to the host's persist up to `upto` durably.
+  virtual void durable(Zxid upto) = 0;
 };
 
 class ZabReplicator final : public Replicator {
@@ -84,7 +89,7 @@ class ZabReplicator final : public Replicator {
   // log up to the store's commit mark). The epochs come from the store's replica state, or from
   // its last zxid for a log written before it had one. A lone voter's log is its history: the
   // txns after `applied` are committed as it is established, through the commit handler.
-  void start(Zxid applied);
+  void start(Zxid applied) override;
 
   void set_commit_handler(CommitHandler h) override { on_commit_ = std::move(h); }
   // Refused (nullopt) while an epoch that ran out of zxids still has proposals in flight: a
@@ -93,7 +98,7 @@ class ZabReplicator final : public Replicator {
   std::optional<Zxid> propose(std::string payload) override;
   Zxid last_committed() const override { return last_committed_; }
   // The log is durable up to `upto`: commit every proposal at or below it, in order.
-  void durable(Zxid upto);
+  void durable(Zxid upto) override;
   // The log could not make the proposals after last_committed() durable: forget them, and lead
   // again in a new epoch. Returns how many were dropped.
   size_t abort();

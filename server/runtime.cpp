@@ -763,6 +763,7 @@ struct ServerRuntime::Impl {
   std::unique_ptr<consensus::ZabReplicator> replicator;  // standalone
   // An ensemble member: the replicator, its transport, its tick and the pipeline's view of it.
   std::unique_ptr<consensus::EnsembleReplicator> ensemble;
+  consensus::Replicator* replication = nullptr;  // whichever of the two this server runs
   std::unique_ptr<consensus::PeerTransport> transport;
   std::unique_ptr<consensus::SyncStreamer> streamer;  // leader: syncs of followers, off this thread
   // Follower: the snapshot its leader is streaming (SyncStreamer), written as it arrives.
@@ -1535,6 +1536,7 @@ struct ServerRuntime::Impl {
     }
     if (config.ensemble()) {
       make_member();
+      replication = ensemble.get();
       server = std::make_unique<ZkServer>(server_options(), *ensemble, wall_ms, steady_ms);
       member_view.r = ensemble.get();
       server->set_ensemble(&member_view);
@@ -1542,6 +1544,7 @@ struct ServerRuntime::Impl {
     } else {
       replicator = std::make_unique<consensus::ZabReplicator>(*log,
                                                               [this](storage::LogEntry e) { persist(std::move(e)); });
+      replication = replicator.get();
       server = std::make_unique<ZkServer>(server_options(), *replicator, wall_ms, steady_ms);
     }
     server->set_fan_out(&fan_out);
@@ -1650,10 +1653,7 @@ struct ServerRuntime::Impl {
       ++metrics.looking_count;
       metrics.looking_since = metrics.unavailable_since = std::chrono::steady_clock::now();
     }
-    if (ensemble)
-      ensemble->start(applied);
-    else
-      replicator->start(applied);
+    replication->start(applied);
   }
 
   // A reconfig's configuration, applied to the tree: its new members are reached, and it is
@@ -2270,10 +2270,7 @@ struct ServerRuntime::Impl {
     }
     Zxid z = e.zxid;
     log->append({std::move(e)});
-    if (ensemble)
-      ensemble->durable(z);
-    else
-      replicator->durable(z);
+    replication->durable(z);
     resume_reading();
   }
 
@@ -2301,10 +2298,7 @@ struct ServerRuntime::Impl {
     {
       // Commits change the tree: never while the snapshot writer's thread reads it.
       auto hold = hold_tree();
-      if (ensemble)
-        ensemble->durable(upto);
-      else
-        replicator->durable(upto);
+      replication->durable(upto);
     }
     resume_reading();
     if (!failure) return;
