@@ -963,19 +963,7 @@ struct ServerRuntime::Impl {
   FourLetterEnv four_letter_env(std::string_view word) const {
     FourLetterEnv env;
     env.uptime_ms = wall_ms() - started_ms;
-    if (ensemble) {
-      env.mode = member_view.mode();
-      env.serving = ensemble->serving();
-      env.peer_state = std::string(ensemble->role_name()) + " - " +
-                       (ensemble->serving() ? "broadcast" : ensemble->leader() ? "synchronization" : "election");
-      env.followers = static_cast<int64_t>(ensemble->followers());
-      env.synced_followers = static_cast<int64_t>(ensemble->synced_followers());
-      if (server->read_only()) {
-        // As ZooKeeper's ReadOnlyZooKeeperServer: it serves, in mode "read-only".
-        env.mode = "read-only";
-        env.serving = true;
-      }
-    }
+    if (ensemble) add_member_state(env);
     std::string data_dir = config.in_memory ? std::string() : config.data_dir;
     std::string log_dir = config.in_memory ? std::string()
                                            : log_dir_of(config.data_log_dir.empty() ? config.data_dir : config.data_log_dir);
@@ -983,116 +971,150 @@ struct ServerRuntime::Impl {
       env.data_dir_bytes = directory_bytes(data_dir);
       env.log_dir_bytes = directory_bytes(log_dir);
     }
-    if (word == "conf") {
-      boost::system::error_code ec;
-      auto bound = acceptor.local_endpoint(ec);
-      env.conf = {{"clientPort", std::to_string(ec ? config.client_port : bound.port())},
-                  {"secureClientPort", secure_port_text()},
-                  {"dataDir", data_dir},
-                  {"dataDirSize", std::to_string(env.data_dir_bytes)},
-                  {"dataLogDir", log_dir},
-                  {"dataLogSize", std::to_string(env.log_dir_bytes)},
-                  {"tickTime", std::to_string(config.tick_time)},
-                  {"maxClientCnxns", std::to_string(config.max_client_cnxns)},
-                  {"minSessionTimeout", std::to_string(config.effective_min_session_timeout())},
-                  {"maxSessionTimeout", std::to_string(config.effective_max_session_timeout())},
-                  {"clientPortListenBacklog", "-1"},
-                  {"serverId", std::to_string(config.my_id.value_or(0))}};  // ZooKeeper's standalone says 0
-      if (const PeerEntry* self = config.ensemble() ? config.self() : nullptr) {
-        // What ZooKeeper's conf adds for a member of an ensemble (electionAlg 3: fast election).
-        env.conf.insert(env.conf.end(), {{"initLimit", std::to_string(config.init_limit)},
-                                         {"syncLimit", std::to_string(config.sync_limit)},
-                                         {"electionAlg", "3"},
-                                         {"electionPort", std::to_string(self->election_port)},
-                                         {"quorumPort", std::to_string(self->quorum_port)},
-                                         {"peerType", self->observer() ? "1" : "0"}});
-      }
-    }
-    if (word == "srst") {
-      // ZooKeeper's reset empties every metric, counters too (the summaries are reset by the
-      // pipeline through env.summaries).
-      metrics.sync_processor_queued = metrics.connection_rejected = metrics.learner_proposals = 0;
-      metrics.looking_count = metrics.snap_count = metrics.diff_count = metrics.digest_mismatches = 0;
-    }
-    if (word == "mntr" || word == "srst") {
-      env.summaries = {{"fsynctime", &metrics.fsynctime},
-                       {"sync_processor_batch_size", &metrics.sync_processor_batch_size},
-                       {"snapshottime", &metrics.snapshottime},
-                       {"dbinittime", &metrics.dbinittime},
-                       {"election_time", &metrics.election_time},
-                       {"follower_sync_time", &metrics.follower_sync_time},
-                       {"observer_sync_time", &metrics.observer_sync_time},
-                       {"unavailable_time", &metrics.unavailable_time},
-                       {"leader_unavailable_time", &metrics.leader_unavailable_time},
-                       {"sync_processor_queue_size", &metrics.sync_processor_queue_size},
-                       {"sync_processor_queue_time_ms", &metrics.sync_processor_queue_time},
-                       {"sync_processor_queue_flush_time_ms", &metrics.sync_processor_flush_time},
-                       {"sync_processor_queue_and_flush_time_ms", &metrics.sync_processor_queue_and_flush_time},
-                       {"startup_snap_load_time", &metrics.startup_snap_load_time},
-                       {"startup_txns_load_time", &metrics.startup_txns_load_time},
-                       {"startup_txns_loaded", &metrics.startup_txns_loaded},
-                       {"inflight_snap_count", &metrics.inflight_snap_count},
-                       {"inflight_diff_count", &metrics.inflight_diff_count},
-                       {"proposal_latency", &metrics.proposal_latency},
-                       {"quorum_ack_latency", &metrics.quorum_ack_latency},
-                       {"jvm_pause_time_ms", &metrics.jvm_pause_time}};
-      env.metrics = {{"looking_count", metrics.looking_count},
-                     {"snap_count", metrics.snap_count},
-                     {"diff_count", metrics.diff_count},
-                     {"digest_mismatches_count", metrics.digest_mismatches},
-                     {"sync_processor_request_queued", metrics.sync_processor_queued},
-                     {"connection_rejected", metrics.connection_rejected},
-                     {"learner_proposal_received_count", metrics.learner_proposals},
-                     {"outstanding_tls_handshake", registry.handshakes}};
-      if (ensemble) {
-        int64_t voters = 0;
-        for (const auto& [id, e] : config.servers) voters += e.observer() ? 0 : 1;
-        env.metrics.emplace_back("quorum_size", voters);
-        if (ensemble->leading()) {
-          int64_t observers = 0;
-          for (const auto& l : ensemble->link_views()) observers += l.observer && l.synced ? 1 : 0;
-          env.metrics.emplace_back("learners", static_cast<int64_t>(ensemble->followers()));
-          env.metrics.emplace_back("leader_uptime", metrics.leading_since ? ms_since(*metrics.leading_since) : 0);
-          env.metrics.emplace_back("synced_observers", observers);
-          env.metrics.emplace_back("synced_non_voting_followers", int64_t{0});
-        } else {
-          // ZooKeeper's followers serve it too (observer masters); Warden's observers follow
-          // the leader, so a follower has none.
-          env.metrics.emplace_back("synced_observers", int64_t{0});
-        }
-      }
-    }
-    if (word == "mntr") {
-      std::error_code ec;
-      for (auto it = std::filesystem::directory_iterator("/proc/self/fd", ec);
-           !ec && it != std::filesystem::directory_iterator(); it.increment(ec))
-        ++env.open_fds;
-      rlimit lim{};
-      if (getrlimit(RLIMIT_NOFILE, &lim) == 0) env.max_fds = static_cast<int64_t>(lim.rlim_cur);
-    }
-    if (word == "envi") {
-      char host[256] = {};
-      gethostname(host, sizeof host - 1);
-      env.environment = {{"zookeeper.version", four_letter_version()}, {"host.name", host}};
-      for (auto& kv : host_facts()) env.environment.push_back(std::move(kv));
-      env.environment.emplace_back("process.id", std::to_string(getpid()));
-    }
-    if (word == "sysp") {
-      env.system_properties = {{"file.separator", "/"}, {"line.separator", "\n"}, {"path.separator", ":"}};
-      for (auto& kv : host_facts()) env.system_properties.push_back(std::move(kv));
-      std::sort(env.system_properties.begin(), env.system_properties.end());
-      for (const auto& kv : config.properties) env.system_properties.push_back(kv);
-    }
-    if (word == "dirs" || word == "srvr") {
-      env.fsync_threshold_exceeded = committer ? committer->slow_writes() : 0;
-      const storage::SnapshotStore* snaps = log ? log->snapshots() : nullptr;
-      auto all = snaps ? snaps->complete_snapshots() : std::vector<Zxid>{};
-      if (!all.empty()) {
-        env.last_snapshot_zxid = all.back();
-        if (all.back() == last_snapshot.first) env.last_snapshot_seconds = last_snapshot.second;
-      }
-    }
+    if (word == "conf") add_conf_lines(env, data_dir, log_dir);
+    if (word == "srst") reset_metrics();
+    if (word == "mntr" || word == "srst") add_monitor_values(env);
+    if (word == "mntr") add_descriptor_counts(env);
+    if (word == "envi") add_environment(env);
+    if (word == "sysp") add_system_properties(env);
+    if (word == "dirs" || word == "srvr") add_storage_facts(env);
     return env;
+  }
+
+  // A member's role, as srvr and mntr show it.
+  void add_member_state(FourLetterEnv& env) const {
+    env.mode = member_view.mode();
+    env.serving = ensemble->serving();
+    env.peer_state = std::string(ensemble->role_name()) + " - " +
+                     (ensemble->serving() ? "broadcast" : ensemble->leader() ? "synchronization" : "election");
+    env.followers = static_cast<int64_t>(ensemble->followers());
+    env.synced_followers = static_cast<int64_t>(ensemble->synced_followers());
+    if (server->read_only()) {
+      // As ZooKeeper's ReadOnlyZooKeeperServer: it serves, in mode "read-only".
+      env.mode = "read-only";
+      env.serving = true;
+    }
+  }
+
+  // conf's key=value lines, in ZooKeeper's order.
+  void add_conf_lines(FourLetterEnv& env, const std::string& data_dir, const std::string& log_dir) const {
+    boost::system::error_code ec;
+    auto bound = acceptor.local_endpoint(ec);
+    env.conf = {{"clientPort", std::to_string(ec ? config.client_port : bound.port())},
+                {"secureClientPort", secure_port_text()},
+                {"dataDir", data_dir},
+                {"dataDirSize", std::to_string(env.data_dir_bytes)},
+                {"dataLogDir", log_dir},
+                {"dataLogSize", std::to_string(env.log_dir_bytes)},
+                {"tickTime", std::to_string(config.tick_time)},
+                {"maxClientCnxns", std::to_string(config.max_client_cnxns)},
+                {"minSessionTimeout", std::to_string(config.effective_min_session_timeout())},
+                {"maxSessionTimeout", std::to_string(config.effective_max_session_timeout())},
+                {"clientPortListenBacklog", "-1"},
+                {"serverId", std::to_string(config.my_id.value_or(0))}};  // ZooKeeper's standalone says 0
+    if (const PeerEntry* self = config.ensemble() ? config.self() : nullptr) {
+      // What ZooKeeper's conf adds for a member of an ensemble (electionAlg 3: fast election).
+      env.conf.insert(env.conf.end(), {{"initLimit", std::to_string(config.init_limit)},
+                                       {"syncLimit", std::to_string(config.sync_limit)},
+                                       {"electionAlg", "3"},
+                                       {"electionPort", std::to_string(self->election_port)},
+                                       {"quorumPort", std::to_string(self->quorum_port)},
+                                       {"peerType", self->observer() ? "1" : "0"}});
+    }
+  }
+
+  // ZooKeeper's reset empties every metric, counters too (the summaries are reset by the
+  // pipeline through env.summaries).
+  void reset_metrics() const {
+    metrics.sync_processor_queued = metrics.connection_rejected = metrics.learner_proposals = 0;
+    metrics.looking_count = metrics.snap_count = metrics.diff_count = metrics.digest_mismatches = 0;
+  }
+
+  // mntr's summaries and counters that the runtime keeps (the pipeline adds its own).
+  void add_monitor_values(FourLetterEnv& env) const {
+    env.summaries = {{"fsynctime", &metrics.fsynctime},
+                     {"sync_processor_batch_size", &metrics.sync_processor_batch_size},
+                     {"snapshottime", &metrics.snapshottime},
+                     {"dbinittime", &metrics.dbinittime},
+                     {"election_time", &metrics.election_time},
+                     {"follower_sync_time", &metrics.follower_sync_time},
+                     {"observer_sync_time", &metrics.observer_sync_time},
+                     {"unavailable_time", &metrics.unavailable_time},
+                     {"leader_unavailable_time", &metrics.leader_unavailable_time},
+                     {"sync_processor_queue_size", &metrics.sync_processor_queue_size},
+                     {"sync_processor_queue_time_ms", &metrics.sync_processor_queue_time},
+                     {"sync_processor_queue_flush_time_ms", &metrics.sync_processor_flush_time},
+                     {"sync_processor_queue_and_flush_time_ms", &metrics.sync_processor_queue_and_flush_time},
+                     {"startup_snap_load_time", &metrics.startup_snap_load_time},
+                     {"startup_txns_load_time", &metrics.startup_txns_load_time},
+                     {"startup_txns_loaded", &metrics.startup_txns_loaded},
+                     {"inflight_snap_count", &metrics.inflight_snap_count},
+                     {"inflight_diff_count", &metrics.inflight_diff_count},
+                     {"proposal_latency", &metrics.proposal_latency},
+                     {"quorum_ack_latency", &metrics.quorum_ack_latency},
+                     {"jvm_pause_time_ms", &metrics.jvm_pause_time}};
+    env.metrics = {{"looking_count", metrics.looking_count},
+                   {"snap_count", metrics.snap_count},
+                   {"diff_count", metrics.diff_count},
+                   {"digest_mismatches_count", metrics.digest_mismatches},
+                   {"sync_processor_request_queued", metrics.sync_processor_queued},
+                   {"connection_rejected", metrics.connection_rejected},
+                   {"learner_proposal_received_count", metrics.learner_proposals},
+                   {"outstanding_tls_handshake", registry.handshakes}};
+    if (ensemble) add_member_metrics(env);
+  }
+
+  void add_member_metrics(FourLetterEnv& env) const {
+    int64_t voters = 0;
+    for (const auto& [id, e] : config.servers) voters += e.observer() ? 0 : 1;
+    env.metrics.emplace_back("quorum_size", voters);
+    if (ensemble->leading()) {
+      int64_t observers = 0;
+      for (const auto& l : ensemble->link_views()) observers += l.observer && l.synced ? 1 : 0;
+      env.metrics.emplace_back("learners", static_cast<int64_t>(ensemble->followers()));
+      env.metrics.emplace_back("leader_uptime", metrics.leading_since ? ms_since(*metrics.leading_since) : 0);
+      env.metrics.emplace_back("synced_observers", observers);
+      env.metrics.emplace_back("synced_non_voting_followers", int64_t{0});
+    } else {
+      // ZooKeeper's followers serve it too (observer masters); Warden's observers follow the
+      // leader, so a follower has none.
+      env.metrics.emplace_back("synced_observers", int64_t{0});
+    }
+  }
+
+  static void add_descriptor_counts(FourLetterEnv& env) {
+    std::error_code ec;
+    for (auto it = std::filesystem::directory_iterator("/proc/self/fd", ec);
+         !ec && it != std::filesystem::directory_iterator(); it.increment(ec))
+      ++env.open_fds;
+    rlimit lim{};
+    if (getrlimit(RLIMIT_NOFILE, &lim) == 0) env.max_fds = static_cast<int64_t>(lim.rlim_cur);
+  }
+
+  static void add_environment(FourLetterEnv& env) {
+    char host[256] = {};
+    gethostname(host, sizeof host - 1);
+    env.environment = {{"zookeeper.version", four_letter_version()}, {"host.name", host}};
+    for (auto& kv : host_facts()) env.environment.push_back(std::move(kv));
+    env.environment.emplace_back("process.id", std::to_string(getpid()));
+  }
+
+  void add_system_properties(FourLetterEnv& env) const {
+    env.system_properties = {{"file.separator", "/"}, {"line.separator", "\n"}, {"path.separator", ":"}};
+    for (auto& kv : host_facts()) env.system_properties.push_back(std::move(kv));
+    std::sort(env.system_properties.begin(), env.system_properties.end());
+    for (const auto& kv : config.properties) env.system_properties.push_back(kv);
+  }
+
+  // The log's slow writes and the newest complete snapshot (dirs, srvr).
+  void add_storage_facts(FourLetterEnv& env) const {
+    env.fsync_threshold_exceeded = committer ? committer->slow_writes() : 0;
+    const storage::SnapshotStore* snaps = log ? log->snapshots() : nullptr;
+    auto all = snaps ? snaps->complete_snapshots() : std::vector<Zxid>{};
+    if (!all.empty()) {
+      env.last_snapshot_zxid = all.back();
+      if (all.back() == last_snapshot.first) env.last_snapshot_seconds = last_snapshot.second;
+    }
   }
 
   // ZooKeeper 3.9's snapshot and restore admin commands. The backup file is written, or an
