@@ -505,80 +505,110 @@ void ZkServer::handle_request(ConnId id, Conn& c, std::string_view payload) {
     close_conn(id);
     return;
   }
-  std::string_view body = payload.substr(8);
-  auto op = static_cast<OpCode>(h.type);
-  const int64_t now = clock_();  // one reading for the whole request: the pipeline's clock is not free
+  Request q;
+  q.xid = h.xid;
+  q.type = h.type;
+  q.op = static_cast<OpCode>(h.type);
+  q.payload = payload;
+  q.body = payload.substr(8);
+  q.now = clock_();  // the pipeline's clock is not free
   // set_trace_mask chooses what is traced, as ZooKeeper's ZooTrace (at log level trace).
-  if ((trace_mask_ & (op == OpCode::ping ? trace_mask::client_ping : trace_mask::client_request)) &&
+  if ((trace_mask_ & (q.op == OpCode::ping ? trace_mask::client_ping : trace_mask::client_request)) &&
       spdlog::should_log(spdlog::level::trace))
-    spdlog::trace("{}: request {} xid {} of {} bytes", who(c), op_name(op), h.xid, payload.size());
-  if (op != OpCode::auth && op != OpCode::sasl && !enforced_auth_met(c)) {
+    spdlog::trace("{}: request {} xid {} of {} bytes", who(c), op_name(q.op), q.xid, payload.size());
+  if (q.op != OpCode::auth && q.op != OpCode::sasl && !enforced_auth_met(c)) {
     // As ZooKeeper's AuthenticationHelper: the reply, then the connection closed (the session
     // itself lives on until it expires or a client that authenticates re-attaches it).
     spdlog::warn("closing connection of {}: none of its ids is of a scheme enforce.auth.schemes asks for", who(c));
-    send_reply(id, h.xid, 0, Err::sessionClosedRequireSasl);
+    send_reply(id, q.xid, 0, Err::sessionClosedRequireSasl);
     close_conn(id);
     return;
   }
-  Zxid last = tree_.last_applied();
+  q.last = tree_.last_applied();
+  if (!admitted(id, c, q) || routed(id, c, q)) return;
+  if (q.op == OpCode::auth) {
+    handle_auth(id, c, q.xid, q.body);
+    return;
+  }
+  if (opts_.linearizable_reads && !c.read_only && hold_for_barrier(id, c, q.op, q.xid, payload)) return;
+  dispatch(id, c, q);
+}
+
+bool ZkServer::admitted(ConnId id, Conn& c, const Request& q) {
   if (c.read_only) {
     // Nothing reaches a leader from here: what would change the tree is refused, a close is
     // this member's alone, and a ping is answered at once.
-    if (op == OpCode::closeSession) {
-      send_reply(id, h.xid, last, Err::ok);
-      return close_conn(id);
+    if (q.op == OpCode::closeSession) {
+      send_reply(id, q.xid, q.last, Err::ok);
+      close_conn(id);
+      return false;
     }
-    if (is_write(op) || op == OpCode::sync || op == OpCode::reconfig) return send_reply(id, h.xid, last, Err::notReadOnly);
-    if (op == OpCode::ping) return send_reply(id, wire::xid::ping, last, Err::ok);
-  } else if (!sessions_.touch(c.session, session_time(now))) {
-    send_reply(id, h.xid, last, Err::sessionExpired);
+    if (is_write(q.op) || q.op == OpCode::sync || q.op == OpCode::reconfig) {
+      send_reply(id, q.xid, q.last, Err::notReadOnly);
+      return false;
+    }
+    if (q.op == OpCode::ping) {
+      send_reply(id, wire::xid::ping, q.last, Err::ok);
+      return false;
+    }
+  } else if (!sessions_.touch(c.session, session_time(q.now))) {
+    send_reply(id, q.xid, q.last, Err::sessionExpired);
     close_conn(id);
-    return;
+    return false;
   }
+  return true;
+}
+
+bool ZkServer::routed(ConnId id, Conn& c, const Request& q) {
   if (!leads() && !c.read_only) {
     touched_.push_back(c.session);  // the leader, which expires sessions, hears of it each tick
-    if (wire::goes_to_leader(op)) {
-      Forwarded f;
-      f.kind = Forwarded::request;
-      f.session = c.session;
-      f.cxid = h.xid;
-      f.type = h.type;
-      f.body = std::string(body);
-      f.auth = c.auth;
-      Pending p{Kind::request, id, h.xid, now};
-      p.session = c.session;
-      if (op == OpCode::sync) {
-        // Answered once the leader's no-op commits here: by then this server has applied every
-        // txn the leader committed before it.
-        auto req = wire::decode<wire::SyncRequest>(body);
-        if (!req) return send_reply(id, h.xid, last, Err::marshallingError);
-        p.sync_path = req->path;
-      }
-      forward(std::move(f), std::move(p));
-      return;
-    }
-  } else if (op == OpCode::sync && ensemble_) {
-    // An ensemble's leader answers a sync once its no-op commits, as a follower's: a quorum
-    // then still follows it. Answered at once (as ZooKeeper's leader does), a leader deposed
-    // without knowing it yet (stopped, or cut off, up to syncLimit) let the session's next
-    // read return what the new leader had already overwritten.
-    auto req = wire::decode<wire::SyncRequest>(body);
-    if (!req) return send_reply(id, h.xid, last, Err::marshallingError);
-    Pending p{Kind::request, id, h.xid, now};
+    if (!wire::goes_to_leader(q.op)) return false;
+    Forwarded f;
+    f.kind = Forwarded::request;
+    f.session = c.session;
+    f.cxid = q.xid;
+    f.type = q.type;
+    f.body = std::string(q.body);
+    f.auth = c.auth;
+    Pending p{Kind::request, id, q.xid, q.now};
     p.session = c.session;
-    p.sync_path = req->path;
-    submit(marker_txn(c.session, h.xid, now, h.type, Err::ok), std::move(p));
-    return;
+    if (q.op == OpCode::sync) {
+      // Answered once the leader's no-op commits here: by then this server has applied every
+      // txn the leader committed before it.
+      auto req = wire::decode<wire::SyncRequest>(q.body);
+      if (!req) {
+        send_reply(id, q.xid, q.last, Err::marshallingError);
+        return true;
+      }
+      p.sync_path = req->path;
+    }
+    forward(std::move(f), std::move(p));
+    return true;
   }
-  if (op == OpCode::auth) {
-    handle_auth(id, c, h.xid, body);
-    return;
+  if (q.op != OpCode::sync || !ensemble_) return false;
+  // An ensemble's leader answers a sync once its no-op commits, as a follower's: a quorum then
+  // still follows it. Answered at once (as ZooKeeper's leader does), a leader deposed without
+  // knowing it yet (stopped, or cut off, up to syncLimit) let the session's next read return
+  // what the new leader had already overwritten.
+  auto req = wire::decode<wire::SyncRequest>(q.body);
+  if (!req) {
+    send_reply(id, q.xid, q.last, Err::marshallingError);
+    return true;
   }
-  if (opts_.linearizable_reads && !c.read_only && hold_for_barrier(id, c, op, h.xid, payload)) return;
+  Pending p{Kind::request, id, q.xid, q.now};
+  p.session = c.session;
+  p.sync_path = req->path;
+  submit(marker_txn(c.session, q.xid, q.now, q.type, Err::ok), std::move(p));
+  return true;
+}
+
+void ZkServer::dispatch(ConnId id, Conn& c, const Request& q) {
+  const Zxid last = q.last;
+  const int32_t xid = q.xid;
   // Everything but a write or a close is answered in this call, at the time the request came
   // (the clock is in milliseconds and reading it again costs more than most reads).
-  if (!is_write(op) && op != OpCode::closeSession) note_reply(c, op, h.xid, last, now, now);
-  switch (op) {
+  if (!is_write(q.op) && q.op != OpCode::closeSession) note_reply(c, q.op, xid, last, q.now, q.now);
+  switch (q.op) {
     case OpCode::ping:
       if (!leads() && ensemble_->progress().link != 0) {
         // Answered once the leader has heard of the touch (peer_progress), not before. (A host
@@ -591,38 +621,32 @@ void ZkServer::handle_request(ConnId id, Conn& c, std::string_view payload) {
         return;
       }
       // ZooKeeper answers a ping with xid -2 whatever xid it came with (clients send -2).
-      send_reply(id, wire::xid::ping, last, Err::ok);
-      return;
+      return send_reply(id, wire::xid::ping, last, Err::ok);
     case OpCode::setWatches:
-      handle_set_watches(id, c, h.xid, body);
-      return;
+      return handle_set_watches(id, c, xid, q.body);
     case OpCode::sync: {
-      auto req = wire::decode<wire::SyncRequest>(body);
-      if (!req) return send_reply(id, h.xid, last, Err::marshallingError);
-      return send_reply(id, h.xid, last, wire::SyncResponse{req->path});
+      auto req = wire::decode<wire::SyncRequest>(q.body);
+      if (!req) return send_reply(id, xid, last, Err::marshallingError);
+      return send_reply(id, xid, last, wire::SyncResponse{req->path});
     }
     case OpCode::closeSession: {
       Session* s = sessions_.find(c.session);
       if (s) s->closing = true;
-      int64_t started = now;
-      Txn t = staged([&] { return prep_.close_session(c.session, h.xid, started); }, &metrics_.close_session_prep_time,
+      int64_t started = q.now;
+      Txn t = staged([&] { return prep_.close_session(c.session, xid, started); }, &metrics_.close_session_prep_time,
                      started);
-      submit(std::move(t), Pending{Kind::request, id, h.xid, started});
-      return;
+      return submit(std::move(t), Pending{Kind::request, id, xid, started});
     }
     case OpCode::setWatches2:
-      handle_set_watches(id, c, h.xid, body, true);
-      return;
+      return handle_set_watches(id, c, xid, q.body, true);
     case OpCode::exists:
     case OpCode::getData:
     case OpCode::getChildren:
     case OpCode::getChildren2:
     case OpCode::getACL:
-      handle_read(id, c, op, h.xid, body);
-      return;
+      return handle_read(id, c, q.op, xid, q.body);
     case OpCode::multiRead:
-      handle_multi_read(id, c, h.xid, body);
-      return;
+      return handle_multi_read(id, c, xid, q.body);
     case OpCode::getEphemerals:
     case OpCode::getAllChildrenNumber:
     case OpCode::whoAmI:
@@ -630,26 +654,25 @@ void ZkServer::handle_request(ConnId id, Conn& c, std::string_view payload) {
     case OpCode::checkWatches:
     case OpCode::removeWatches:
     case OpCode::sasl:
-      handle_other(id, c, op, h.xid, body);
-      return;
+      return handle_other(id, c, q.op, xid, q.body);
     default:
       break;
   }
-  if (is_write(op)) {
-    if (!owns(c.session, 0)) {
-      submit(marker_txn(c.session, h.xid, now, h.type, Err::sessionMoved),
-             Pending{Kind::request, id, h.xid, now});
-      return;
-    }
-    int64_t started = now;
-    PrepRequest pr{c.session, h.xid, op, body, &c.auth, started};
-    Txn t = staged([&] { return prep_.prepare(pr); }, &metrics_.prep_process_time, started);
-    submit(std::move(t), Pending{Kind::request, id, h.xid, started});
+  if (is_write(q.op)) return submit_write(id, c, q);
+  spdlog::warn("closing connection of {}: unknown opcode {}", who(c), q.type);
+  send_reply(id, xid, -1, Err::unimplemented);
+  close_conn(id);
+}
+
+void ZkServer::submit_write(ConnId id, Conn& c, const Request& q) {
+  if (!owns(c.session, 0)) {
+    submit(marker_txn(c.session, q.xid, q.now, q.type, Err::sessionMoved), Pending{Kind::request, id, q.xid, q.now});
     return;
   }
-  spdlog::warn("closing connection of {}: unknown opcode {}", who(c), h.type);
-  send_reply(id, h.xid, -1, Err::unimplemented);
-  close_conn(id);
+  int64_t started = q.now;
+  PrepRequest pr{c.session, q.xid, q.op, q.body, &c.auth, started};
+  Txn t = staged([&] { return prep_.prepare(pr); }, &metrics_.prep_process_time, started);
+  submit(std::move(t), Pending{Kind::request, id, q.xid, started});
 }
 
 void ZkServer::handle_read(ConnId id, Conn& c, OpCode op, int32_t xid, std::string_view body) {

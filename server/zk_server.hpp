@@ -384,7 +384,22 @@ class ZkServer {
   void process(ConnId id, Conn& c, std::string_view payload);
   void drain(ConnId id);
   void handle_connect(ConnId id, Conn& c, std::string_view payload);
+  // One request after its header, as handle_request passes it through its stages.
+  struct Request {
+    int32_t xid = 0, type = 0;
+    wire::OpCode op{};
+    std::string_view payload, body;  // the whole frame, and what follows the header
+    int64_t now = 0;  // one reading of the clock for the whole request
+    Zxid last = 0;    // the tree's last applied zxid when it came
+  };
   void handle_request(ConnId id, Conn& c, std::string_view payload);
+  // The stages of a request, each false (or true for routed) once it answered or closed:
+  // admitted: enforced auth, read-only mode, the session's touch; routed: sent to the leader
+  // (a follower's writes and syncs) or held for a leader's sync; dispatch: answered here.
+  bool admitted(ConnId id, Conn& c, const Request& q);
+  bool routed(ConnId id, Conn& c, const Request& q);
+  void dispatch(ConnId id, Conn& c, const Request& q);
+  void submit_write(ConnId id, Conn& c, const Request& q);
   void count_writes(const Txn& txn);
   void handle_read(ConnId id, Conn& c, wire::OpCode op, int32_t xid, std::string_view body);
   void handle_auth(ConnId id, Conn& c, int32_t xid, std::string_view body);
