@@ -1766,13 +1766,35 @@ struct ServerRuntime::Impl {
     spdlog::info("client port moved from {} to {} by the configuration", before, address_of(acceptor));
   }
 
-  // This member's replicator and peer transport, from the server.N lines.
+  // An ensemble member, from the server.N lines: its replicator with the hooks that carry out what the core decides,
+  // its transport (TLS and SASL as configured) and, with a store, its sync streamer.
   void make_member() {
     persisted_config = static_cast<Zxid>(config.config_version);
+    consensus::EnsembleReplicator::Settings s = member_settings();
+    consensus::EnsembleReplicator::Hooks h;
+    h.send = [this](int64_t to, std::string m, bool vote, uint64_t link) {
+      if (!vote && streamer && streamer->hold(to, link, m)) return;
+      transport->send(to, std::move(m), vote);
+    };
+    if (log->snapshots()) add_sync_hooks(h);
+    add_replication_hooks(h);
+    add_membership_hooks(h);
+    ensemble = std::make_unique<consensus::EnsembleReplicator>(*log, s, h);
+    make_transport(s.id);
+    secure_transport();
+    transport->set_accept_strangers(config.reconfig_enabled);
+    transport->set_on_lost([this](int64_t member) {
+      if (streamer) streamer->cancel(member);
+      auto hold = hold_tree();
+      ensemble->peer_lost(member);
+    });
+    if (log->snapshots()) make_streamer(s.id);
+  }
+
+  consensus::EnsembleReplicator::Settings member_settings() const {
     consensus::EnsembleReplicator::Settings s;
     s.id = *config.my_id;
     for (const auto& [id, e] : config.servers) (e.observer() ? s.observers : s.voters).push_back(id);
-    std::vector<consensus::PeerTransport::Member> members = peer_members(config.servers);
     s.init_limit = config.init_limit;
     s.sync_limit = config.sync_limit;
     s.subticks = subticks();
@@ -1788,54 +1810,55 @@ struct ServerRuntime::Impl {
         members = std::move(m->text);
         return true;
       };
-    consensus::EnsembleReplicator::Hooks h;
-    h.send = [this](int64_t to, std::string m, bool vote, uint64_t link) {
-      if (!vote && streamer && streamer->hold(to, link, m)) return;
-      transport->send(to, std::move(m), vote);
+    return s;
+  }
+
+  // Syncs stream from the store; a member without snapshots (in memory) syncs inline.
+  void add_sync_hooks(consensus::EnsembleReplicator::Hooks& h) {
+    h.stream = [this](consensus::EnsembleReplicator::SyncPlan p) {
+      ++(p.snapshot ? metrics.snap_count : metrics.diff_count);
+      bool snapshot = p.snapshot;
+      streamer->start(std::move(p));
+      (snapshot ? metrics.inflight_snap_count : metrics.inflight_diff_count)
+          .add(static_cast<int64_t>(streamer->running(snapshot)));
     };
-    if (log->snapshots()) {
-      // Syncs stream from the store; a member without snapshots (in memory) syncs inline.
-      h.stream = [this](consensus::EnsembleReplicator::SyncPlan p) {
-        ++(p.snapshot ? metrics.snap_count : metrics.diff_count);
-        bool snapshot = p.snapshot;
-        streamer->start(std::move(p));
-        (snapshot ? metrics.inflight_snap_count : metrics.inflight_diff_count)
-            .add(static_cast<int64_t>(streamer->running(snapshot)));
-      };
-      h.snapshot_chunk = [this](consensus::EnsembleReplicator::SnapshotFrame f) { snapshot_frame(std::move(f)); };
-      h.snapshot_complete = [this](Zxid at, uint64_t link) { return snapshot_received(at, link); };
-      h.install_snapshot = [this](Zxid at) { install_snapshot(at); };
-      h.digest = [this] { return server->tree().zk_digest(); };
-      h.digest_mismatch = [this](Zxid z, uint64_t mine, uint64_t leaders) {
-        ++metrics.digest_mismatches;
-        spdlog::error("this member's tree differs from the leader's after txn 0x{:x} (digest {:016x}, the leader's "
-                      "{:016x}): it is synced from nothing (digest_mismatches_count)",
-                      static_cast<uint64_t>(z), mine, leaders);
-      };
-      h.synced_changed = [](bool synced, bool at_start) {
-        if (synced)
-          spdlog::info("this member's store is synced: the leader synced it whole, or it leads; its votes count again");
-        else if (at_start)
-          spdlog::info("this member's store is unsynced (new, wiped, or a damaged one set aside): members that are "
-                       "synced do not count its votes until the leader they elect syncs it whole");
-        else
-          spdlog::warn("this member's store is unsynced until the leader's sync from nothing completes");
-      };
-      h.reset_tree = [this] {
-        abandon_walk();
-        server->start_snapshot_load();
-        server->finish_snapshot_load(0);
-        txns_since_snapshot = 0;
-        spdlog::warn("the leader's history lacks what this member applied: its tree is dropped and synced "
-                     "from the start");
-      };
-      h.live_snapshot = [this]() -> std::pair<Zxid, uint64_t> {
-        const DataTree& t = server->tree();
-        // A snapshot record holds a node's path, data, ACL reference and Stat: its data and
-        // path (approximate_data_size) and about 64 bytes more.
-        return {t.last_applied(), static_cast<uint64_t>(t.approximate_data_size()) + 64 * t.size()};
-      };
-    }
+    h.snapshot_chunk = [this](consensus::EnsembleReplicator::SnapshotFrame f) { snapshot_frame(std::move(f)); };
+    h.snapshot_complete = [this](Zxid at, uint64_t link) { return snapshot_received(at, link); };
+    h.install_snapshot = [this](Zxid at) { install_snapshot(at); };
+    h.digest = [this] { return server->tree().zk_digest(); };
+    h.digest_mismatch = [this](Zxid z, uint64_t mine, uint64_t leaders) {
+      ++metrics.digest_mismatches;
+      spdlog::error("this member's tree differs from the leader's after txn 0x{:x} (digest {:016x}, the leader's "
+                    "{:016x}): it is synced from nothing (digest_mismatches_count)",
+                    static_cast<uint64_t>(z), mine, leaders);
+    };
+    h.synced_changed = [](bool synced, bool at_start) {
+      if (synced)
+        spdlog::info("this member's store is synced: the leader synced it whole, or it leads; its votes count again");
+      else if (at_start)
+        spdlog::info("this member's store is unsynced (new, wiped, or a damaged one set aside): members that are "
+                     "synced do not count its votes until the leader they elect syncs it whole");
+      else
+        spdlog::warn("this member's store is unsynced until the leader's sync from nothing completes");
+    };
+    h.reset_tree = [this] {
+      abandon_walk();
+      server->start_snapshot_load();
+      server->finish_snapshot_load(0);
+      txns_since_snapshot = 0;
+      spdlog::warn("the leader's history lacks what this member applied: its tree is dropped and synced "
+                   "from the start");
+    };
+    h.live_snapshot = [this]() -> std::pair<Zxid, uint64_t> {
+      const DataTree& t = server->tree();
+      // A snapshot record holds a node's path, data, ACL reference and Stat: its data and
+      // path (approximate_data_size) and about 64 bytes more.
+      return {t.last_applied(), static_cast<uint64_t>(t.approximate_data_size()) + 64 * t.size()};
+    };
+  }
+
+  // The log, forwarded requests, roles and acknowledgements.
+  void add_replication_hooks(consensus::EnsembleReplicator::Hooks& h) {
     h.persist = [this](storage::LogEntry e) { persist(std::move(e)); };
     h.finish_writes = [this] {
       if (committer) committer->wait_idle();
@@ -1846,6 +1869,16 @@ struct ServerRuntime::Impl {
     };
     h.role_changed = [this] { on_role_changed(); };
     h.note = [](const std::string& n) { spdlog::error("{}", n); };
+    h.acked = [this](int64_t voter, int64_t micros) {
+      auto& s = metrics.ack_micros[voter];
+      if (!s) s = std::make_unique<admin::Summary>(true);
+      s->add(micros);
+    };
+    h.quorum_acked = [this](int64_t micros) { metrics.quorum_ack_latency.add(micros / 1000); };
+  }
+
+  // Configurations: one in force, one pending, and servers outside it that reach this member.
+  void add_membership_hooks(consensus::EnsembleReplicator::Hooks& h) {
     h.config_changed = [this](Zxid version, const std::vector<int64_t>& voters, const std::vector<int64_t>& observers,
                               const std::string& members) {
       spdlog::info("configuration 0x{:x} in force: voters {}, observers {}", static_cast<uint64_t>(version),
@@ -1884,14 +1917,11 @@ struct ServerRuntime::Impl {
         spdlog::info("server {}, outside the configuration, reached this member: it is answered at {}:{}:{}", from,
                      own->second.host, own->second.quorum_port, own->second.election_port);
     };
-    h.acked = [this](int64_t voter, int64_t micros) {
-      auto& s = metrics.ack_micros[voter];
-      if (!s) s = std::make_unique<admin::Summary>(true);
-      s->add(micros);
-    };
-    h.quorum_acked = [this](int64_t micros) { metrics.quorum_ack_latency.add(micros / 1000); };
-    ensemble = std::make_unique<consensus::EnsembleReplicator>(*log, s, h);
-    transport = std::make_unique<consensus::PeerTransport>(io, s.id, members, [this](int64_t from, std::string_view b) {
+  }
+
+  // The peer transport, whose messages go to the replicator with the tree held.
+  void make_transport(int64_t id) {
+    transport = std::make_unique<consensus::PeerTransport>(io, id, peer_members(config.servers), [this](int64_t from, std::string_view b) {
       std::string error;
       bool ok;
       {
@@ -1909,6 +1939,10 @@ struct ServerRuntime::Impl {
       resume_reading();
       return ok;
     });
+  }
+
+  // TLS (sslQuorum, portUnification) and SASL (quorum.auth.*) between members, as configured.
+  void secure_transport() {
     if (config.ssl_quorum || config.quorum_port_unification) {
       quorum_accept_tls = std::make_unique<tls::ServerTlsContext>(config.quorum_tls, true);  // throws, naming the key
       quorum_connect_tls = std::make_unique<tls::ServerTlsContext>(config.quorum_tls, false);
@@ -1935,33 +1969,29 @@ struct ServerRuntime::Impl {
                    q.learner_require_sasl ? ", required to join others" : "",
                    q.server_require_sasl ? ", required of those who join" : "");
     }
-    transport->set_accept_strangers(config.reconfig_enabled);
-    transport->set_on_lost([this](int64_t member) {
-      if (streamer) streamer->cancel(member);
-      auto hold = hold_tree();
-      ensemble->peer_lost(member);
-    });
-    if (log->snapshots()) {
-      consensus::SyncStreamer::Io sio;
-      sio.post = [this](std::function<void()> f) { asio::post(io, std::move(f)); };
-      sio.send = [this](int64_t to, std::string bytes) { transport->send(to, std::move(bytes), false); };
-      sio.queued = [this](int64_t to) { return transport->queued(to); };
-      sio.live = [this]() -> std::unique_ptr<consensus::LiveSnapshot> { return std::make_unique<LiveWalk>(*this); };
-      sio.snapshot_unread = [this](Zxid at) {
-        spdlog::warn("the snapshot at 0x{:x} could not be read: followers get an older snapshot or the live tree "
-                     "until this server restarts", at);
-        ensemble->snapshot_unread(at);
-      };
-      sio.failed = [this](int64_t to, const std::string&) {
-        // Not from inside the replicator's own call (hold() runs in its send hook).
-        asio::post(io, [this, to] {
-          auto hold = hold_tree();
-          ensemble->peer_lost(to);
-        });
-      };
-      streamer = std::make_unique<consensus::SyncStreamer>(s.id, *log, log->snapshots(), std::move(sio));
-      transport->set_on_written([this](int64_t member) { streamer->pump(member); });
-    }
+  }
+
+  // Leader: syncs of followers stream from the store on a thread of their own.
+  void make_streamer(int64_t id) {
+    consensus::SyncStreamer::Io sio;
+    sio.post = [this](std::function<void()> f) { asio::post(io, std::move(f)); };
+    sio.send = [this](int64_t to, std::string bytes) { transport->send(to, std::move(bytes), false); };
+    sio.queued = [this](int64_t to) { return transport->queued(to); };
+    sio.live = [this]() -> std::unique_ptr<consensus::LiveSnapshot> { return std::make_unique<LiveWalk>(*this); };
+    sio.snapshot_unread = [this](Zxid at) {
+      spdlog::warn("the snapshot at 0x{:x} could not be read: followers get an older snapshot or the live tree "
+                   "until this server restarts", at);
+      ensemble->snapshot_unread(at);
+    };
+    sio.failed = [this](int64_t to, const std::string&) {
+      // Not from inside the replicator's own call (hold() runs in its send hook).
+      asio::post(io, [this, to] {
+        auto hold = hold_tree();
+        ensemble->peer_lost(to);
+      });
+    };
+    streamer = std::make_unique<consensus::SyncStreamer>(id, *log, log->snapshots(), std::move(sio));
+    transport->set_on_written([this](int64_t member) { streamer->pump(member); });
   }
 
   // Leader: the live tree walked for a follower's SNAP on its stream's thread, as the snapshot
