@@ -1163,100 +1163,105 @@ struct ServerRuntime::Impl {
     return r;
   }
 
+  // ZooKeeper 3.9's snapshot and restore commands: checked (on, serving, authorized, a store,
+  // a leader for a restore, the rate limit), then run off the server's thread.
   void backup_command(const std::string& primary, admin::AdminRequest req,
                       std::function<void(admin::AdminReply)> done) {
-    auto drop_upload = [&] {
+    auto now = std::chrono::steady_clock::now();
+    if (auto refused = backup_refusal(primary, req, now)) {
       std::error_code ec;
       if (!req.body_file.empty()) std::filesystem::remove(req.body_file, ec);
-    };
-    bool snapshot = primary == "snapshot";
-    if (!(snapshot ? config.admin_snapshot_enabled : config.admin_restore_enabled)) {
-      drop_upload();
-      spdlog::warn("AdminServer: the {} command is off (admin.{}.enabled)", primary, primary);
-      return done(json_reply(503, primary, nullptr));
-    }
-    if (!server->serving()) {
-      drop_upload();
-      return done(json_reply(200, primary, "This ZooKeeper instance is not currently serving requests"));
-    }
-    auto [status, why] = server->admin_authorized(req.authorization, req.peer, "/", 31);  // ALL on /
-    if (status != 200) {
-      drop_upload();
-      spdlog::warn("AdminServer: {} from {} refused: {}", primary, req.peer, why);
-      return done(json_reply(status, primary, why));
-    }
-    if (!snapshot && req.body_file.empty()) return done(json_reply(400, primary, "the request has no body"));
-    if (config.in_memory || !log->snapshots()) {
-      drop_upload();
-      return done(json_reply(500, primary, "this server keeps no durable store"));
-    }
-    if (!snapshot && ((ensemble && !ensemble->leading()) || restart_argv().empty())) {
-      drop_upload();
-      return done(json_reply(500, primary,
-                             restart_argv().empty() ? std::string("restore needs the warden-server process")
-                                                    : fmt::format("restore on the leader (server {}): it restarts on "
-                                                                  "the restored state and syncs every member",
-                                                                  ensemble->leader())));
-    }
-    auto now = std::chrono::steady_clock::now();
-    auto last = backup_last.find(primary);
-    if (backup_running || (snapshot && backups_sending >= max_backups_sending) ||
-        (last != backup_last.end() && now - last->second < std::chrono::milliseconds(config.admin_rate_limit_ms))) {
-      drop_upload();
-      spdlog::warn("AdminServer: {} request rate limited (admin.rateLimiterIntervalInMS={})", primary,
-                   config.admin_rate_limit_ms);
-      return done(json_reply(429, primary, nullptr));
+      return done(std::move(*refused));
     }
     backup_last[primary] = now;
     backup_running = true;
     if (backup_worker.joinable()) backup_worker.join();
-    if (snapshot) {
-      // Everything applied here, which this server's clients may have read: a follower applies a
-      // txn the quorum committed while its own log may still be writing it, so the worker waits
-      // (bounded) for the log to hold it; past the bound, the state both hold.
-      Zxid upto = server->tree().last_applied();
-      bool streaming = req.query.find("streaming=false") == std::string::npos;
-      std::string file = fmt::format("{}/{}{}-{}.tmp", config.data_dir, backup_file_prefix, getpid(), ++backups_made);
-      spdlog::info("AdminServer: writing a backup of the state at 0x{:x} for {}", upto, req.peer);
-      backup_worker = std::thread([this, upto, file, streaming, done = std::move(done)]() mutable {
-        std::string error;
-        backup::BackupInfo info;
-        try {
-          auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-          while (log->last_zxid() < upto && std::chrono::steady_clock::now() < deadline)
-            std::this_thread::sleep_for(std::chrono::milliseconds(2));
-          upto = std::min(upto, log->last_zxid());
-          info = backup::write_backup(*log, upto, file);
-        } catch (const std::exception& e) {
-          error = e.what();
-        }
-        asio::post(io, [this, info, error, file, streaming, done = std::move(done)] {
-          backup_running = false;
-          std::error_code ec;
-          if (!error.empty()) {
-            spdlog::error("AdminServer: the backup failed: {}", error);
-            std::filesystem::remove(file, ec);
-            return done(json_reply(500, "snapshot", error));
-          }
-          spdlog::info("AdminServer: backup of 0x{:x} written: {} bytes (the snapshot at 0x{:x} and {} txns)",
-                       info.last, info.bytes, info.snapshot, info.txns);
-          admin::AdminReply r = json_reply(200, "snapshot", nullptr);
-          r.headers = {{"last_zxid", fmt::format("0x{:x}", info.last)}, {"snapshot_size", std::to_string(info.bytes)}};
-          if (streaming) {
-            // The file is this backup's alone; the AdminServer removes it once it is sent (or the
-            // transfer fails), then calls `after`.
-            r.file = file;
-            r.content_type = "application/octet-stream";
-            ++backups_sending;
-            r.after = [this] { --backups_sending; };
-          } else {
-            std::filesystem::remove(file, ec);
-          }
-          done(std::move(r));
-        });
-      });
-      return;
+    if (primary == "snapshot") return write_backup(req, std::move(done));
+    restore_backup(req, std::move(done));
+  }
+
+  // The answer that refuses a backup command, or nothing when it may run.
+  std::optional<admin::AdminReply> backup_refusal(const std::string& primary, const admin::AdminRequest& req,
+                                                  std::chrono::steady_clock::time_point now) {
+    bool snapshot = primary == "snapshot";
+    if (!(snapshot ? config.admin_snapshot_enabled : config.admin_restore_enabled)) {
+      spdlog::warn("AdminServer: the {} command is off (admin.{}.enabled)", primary, primary);
+      return json_reply(503, primary, nullptr);
     }
+    if (!server->serving()) return json_reply(200, primary, "This ZooKeeper instance is not currently serving requests");
+    auto [status, why] = server->admin_authorized(req.authorization, req.peer, "/", 31);  // ALL on /
+    if (status != 200) {
+      spdlog::warn("AdminServer: {} from {} refused: {}", primary, req.peer, why);
+      return json_reply(status, primary, why);
+    }
+    if (!snapshot && req.body_file.empty()) return json_reply(400, primary, "the request has no body");
+    if (config.in_memory || !log->snapshots()) return json_reply(500, primary, "this server keeps no durable store");
+    if (!snapshot && ((ensemble && !ensemble->leading()) || restart_argv().empty()))
+      return json_reply(500, primary,
+                        restart_argv().empty() ? std::string("restore needs the warden-server process")
+                                               : fmt::format("restore on the leader (server {}): it restarts on "
+                                                             "the restored state and syncs every member",
+                                                             ensemble->leader()));
+    auto last = backup_last.find(primary);
+    if (backup_running || (snapshot && backups_sending >= max_backups_sending) ||
+        (last != backup_last.end() && now - last->second < std::chrono::milliseconds(config.admin_rate_limit_ms))) {
+      spdlog::warn("AdminServer: {} request rate limited (admin.rateLimiterIntervalInMS={})", primary,
+                   config.admin_rate_limit_ms);
+      return json_reply(429, primary, nullptr);
+    }
+    return std::nullopt;
+  }
+
+  // The snapshot command: the backup file written on the worker, then sent (or dropped).
+  void write_backup(const admin::AdminRequest& req, std::function<void(admin::AdminReply)> done) {
+    // Everything applied here, which this server's clients may have read: a follower applies a
+    // txn the quorum committed while its own log may still be writing it, so the worker waits
+    // (bounded) for the log to hold it; past the bound, the state both hold.
+    Zxid upto = server->tree().last_applied();
+    bool streaming = req.query.find("streaming=false") == std::string::npos;
+    std::string file = fmt::format("{}/{}{}-{}.tmp", config.data_dir, backup_file_prefix, getpid(), ++backups_made);
+    spdlog::info("AdminServer: writing a backup of the state at 0x{:x} for {}", upto, req.peer);
+    backup_worker = std::thread([this, upto, file, streaming, done = std::move(done)]() mutable {
+      std::string error;
+      backup::BackupInfo info;
+      try {
+        auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+        while (log->last_zxid() < upto && std::chrono::steady_clock::now() < deadline)
+          std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        upto = std::min(upto, log->last_zxid());
+        info = backup::write_backup(*log, upto, file);
+      } catch (const std::exception& e) {
+        error = e.what();
+      }
+      asio::post(io, [this, info, error, file, streaming, done = std::move(done)] {
+        backup_running = false;
+        std::error_code ec;
+        if (!error.empty()) {
+          spdlog::error("AdminServer: the backup failed: {}", error);
+          std::filesystem::remove(file, ec);
+          return done(json_reply(500, "snapshot", error));
+        }
+        spdlog::info("AdminServer: backup of 0x{:x} written: {} bytes (the snapshot at 0x{:x} and {} txns)",
+                     info.last, info.bytes, info.snapshot, info.txns);
+        admin::AdminReply r = json_reply(200, "snapshot", nullptr);
+        r.headers = {{"last_zxid", fmt::format("0x{:x}", info.last)}, {"snapshot_size", std::to_string(info.bytes)}};
+        if (streaming) {
+          // The file is this backup's alone; the AdminServer removes it once it is sent (or the
+          // transfer fails), then calls `after`.
+          r.file = file;
+          r.content_type = "application/octet-stream";
+          ++backups_sending;
+          r.after = [this] { --backups_sending; };
+        } else {
+          std::filesystem::remove(file, ec);
+        }
+        done(std::move(r));
+      });
+    });
+  }
+
+  // The restore command: the upload read into a staging store on the worker, then swapped in.
+  void restore_backup(const admin::AdminRequest& req, std::function<void(admin::AdminReply)> done) {
     auto paths = backup::restore_paths(store_dir());
     std::error_code size_ec;
     spdlog::warn("AdminServer: restoring a backup from {} ({} bytes)", req.peer,
