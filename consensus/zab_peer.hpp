@@ -302,6 +302,15 @@ class ZabPeer {
   void send_vote(PeerId to);
   void broadcast_vote();
   void on_vote(PeerId from, const pb::PeerMessage& m);
+  // The stages of a vote (election.cpp): the configurations it tells of (false: wait for the
+  // link, the vote is done with); the answer of a member that is not looking; whether it counts
+  // (a voter's, and not an unsynced member's where those do not count); then a settled voter's
+  // word, or a looking voter's vote in its round.
+  bool learn_configurations(PeerId from, const pb::Vote& v);
+  void answer_while_settled(PeerId from, const pb::PeerMessage& m);
+  bool counts(PeerId from, const pb::Vote& v);
+  void take_settled_vote(PeerId from, const pb::Vote& v);
+  void take_looking_vote(PeerId from, const pb::Vote& v);
   bool quorum_agrees(const std::map<PeerId, Vote>& votes, const Vote& v) const;
   void try_join(PeerId leader);
 
