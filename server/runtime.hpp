@@ -2,7 +2,7 @@
 // the tick on one event-loop thread (the server's), with two helpers: the group committer's
 // thread syncs the log, and the snapshot writer's thread walks the tree (under a lock the server
 // thread takes only to apply commits) and writes snapshots. The binary and EmbeddedServer both
-// build on it. Asio stays inside runtime.cpp.
+// build on it. Asio stays inside runtime.cpp and server/network/.
 #pragma once
 
 #include <cstdint>
@@ -11,20 +11,9 @@
 #include <string>
 
 #include "server/config/config.hpp"
+#include "server/network/listen_error.hpp"
 
 namespace warden::server {
-
-// The client port could not be bound: the address, the port and the system's reason.
-struct ListenError : std::runtime_error {
-  ListenError(std::string address, int32_t port, std::string reason, bool in_use, std::string key = "clientPort")
-      : std::runtime_error("cannot listen on " + address + ":" + std::to_string(port) + ": " + reason),
-        address(std::move(address)), port(port), reason(std::move(reason)), in_use(in_use), key(std::move(key)) {}
-  std::string address;
-  int32_t port;
-  std::string reason;
-  bool in_use;  // another socket holds the address and port
-  std::string key;  // clientPort or secureClientPort
-};
 
 // Keeps main's arguments: after a restore (POST /commands/restore) the process starts again in
 // place with them. Without them a restore is refused (an embedded server cannot restart).

@@ -41,7 +41,7 @@
 #include <thread>
 #include <vector>
 
-#include "server/fan_out.hpp"
+#include "server/network/fan_out.hpp"
 #include "server/tls/verified_chains.hpp"
 #include "wire/framing.hpp"
 #include "wire/records.hpp"

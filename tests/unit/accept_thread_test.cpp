@@ -1,7 +1,7 @@
 // AcceptThread: takes connections off listening sockets on a thread of its own, hands each one
 // over once with its listener's tag, stops using a listener once told, and pauses (never spins)
 // when the process is out of descriptors.
-#include "server/accept_thread.hpp"
+#include "server/network/accept_thread.hpp"
 
 #include <netinet/in.h>
 #include <sys/resource.h>

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "server/fan_out.hpp"
+#include "server/network/fan_out.hpp"
 
 using warden::server::FanOutSender;
 

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "server/send_queue.hpp"
+#include "server/network/send_queue.hpp"
 
 using warden::server::SendQueue;
 

@@ -1,4 +1,4 @@
-#include "server/accept_thread.hpp"
+#include "server/network/accept_thread.hpp"
 
 #include <fcntl.h>
 #include <poll.h>

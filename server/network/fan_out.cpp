@@ -1,4 +1,4 @@
-#include "server/fan_out.hpp"
+#include "server/network/fan_out.hpp"
 
 #include <algorithm>
 #include <cerrno>
