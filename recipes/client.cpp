@@ -20,6 +20,7 @@
 #include <thread>
 #include <tuple>
 
+#include "recipes/session/session_core.hpp"
 #include "wire/framing.hpp"
 #include "wire/jute.hpp"
 
@@ -188,32 +189,13 @@ std::string request_frame(int32_t xid, OpCode op, const R& body) {
 }
 }  // namespace
 
-// How much earlier than the session timeout after `confirmed` a client calls its session lost:
-// a tenth of the timeout (see `confirmed` for what it covers).
-int32_t loss_margin_ms(int32_t timeout_ms) { return timeout_ms / 10; }
-
-// Requests waiting for a connection, at most: past it a caller is issuing faster than any
-// server takes them, and a new request fails at once (ConnectionLoss) instead of growing memory.
-constexpr size_t max_queued_requests = 100000;
-// A setWatches2 frame carries watches of at most this many bytes of paths, as ZooKeeper's
-// client splits them (its SET_WATCHES_MAX_LENGTH), far below any server's jute.maxbuffer.
-constexpr size_t max_set_watches_bytes = 128 * 1024;
 // Where getConfig reads (ZooDefs.CONFIG_NODE): never under a chroot.
 constexpr const char* config_node = "/zookeeper/config";
 
 struct Client::Impl {
-  using Done = std::function<void(Err, Zxid, std::string_view)>;
-  struct Request {
-    int32_t xid = 0;
-    OpCode op = OpCode::ping;
-    std::string frame;
-    Done done;
-    Clock::time_point sent{};  // when written to the connection
-    // Its reply says the leader heard the session then (a write, sync or close goes through the
-    // leader); a read's is answered by the member alone and says nothing of the kind.
-    bool confirms = false;
-  };
-  enum class WatchKind { data, exist, child };
+  using Done = session::Requests::Done;
+  using Request = session::Requests::Request;
+  using WatchKind = session::WatchRegistry::Kind;
 
   Options opts;
   ConnectString cs;
@@ -257,8 +239,7 @@ struct Client::Impl {
   enum class Follow { unknown, yes, no } follow = Follow::unknown;
   bool config_watching = false;
   Zxid last_zxid = 0;
-  int32_t next_xid = 1;
-  std::deque<Request> queued, in_flight;
+  session::Requests requests;  // xids, and what waits for a connection or for its reply
   std::deque<Callback<>> auth_waiting;
   // This connection's SASL exchange: requests wait (queued) until it is done.
   std::unique_ptr<SaslClientExchange> sasl;
@@ -270,23 +251,10 @@ struct Client::Impl {
   std::string out_pending, out_writing;
   bool writing = false;
   Clock::time_point last_send = Clock::now();
-  // The send time of the latest request whose answer says the server that expires sessions
-  // (the leader) heard this session then or later: a ping (a Warden follower answers one only
-  // once the leader acknowledged the touch it carried), a write, sync or close (they go through
-  // the leader), the handshake. So the session cannot expire before confirmed + the session
-  // timeout. A lost connection is reported `lost` loss_margin earlier than that, so that a lock
-  // holder stops before the server can have expired its session and let another in. The
-  // margin covers what the rule above does not see: a deposed leader that answers pings until
-  // it steps down a subtick after the others elected a new one (which gives every session a
-  // fresh timeout), and clocks that run at slightly different rates. Reads do not count: a
-  // member answers them alone. Against ZooKeeper, whose followers answer pings without the
-  // leader for up to syncLimit, the window is that long; fencing tokens are the defence.
-  Clock::time_point confirmed = Clock::now();
-  Clock::time_point confirming_sent = Clock::now();  // the latest send of a confirming request
-  Clock::time_point handshake_sent = Clock::now();
-  std::deque<Clock::time_point> pings;  // send times of the pings not answered yet
-  std::map<std::string, std::vector<Watcher>> data_watches, exist_watches, child_watches;
-  std::map<std::string, std::vector<std::pair<bool, Watcher>>> persistent;  // (recursive, watcher)
+  // When the session was last certainly heard, and so when it is to be called lost
+  // (session_core.hpp says which answers count and why).
+  session::SessionClock clock{Clock::now()};
+  session::WatchRegistry watches;
   std::vector<std::pair<uint64_t, std::function<void(State)>>> listeners;
   std::atomic<uint64_t> next_listener{1};
 
@@ -435,7 +403,7 @@ struct Client::Impl {
       req.passwd = passwd_;
     }
     req.read_only = false;
-    handshake_sent = Clock::now();
+    clock.handshake_sent(Clock::now());
     send_raw(framed(wire::encode_connect_request(req)));
     read(gen);
   }
@@ -481,7 +449,7 @@ struct Client::Impl {
     });
   }
 
-  // A ping goes out once no confirming request (a ping, a write: see `confirmed`) has been sent
+  // A ping goes out once no confirming request (a ping, a write: see SessionClock) has been sent
   // for a third of the session timeout (ZooKeeper's client rule: half its read timeout), timed
   // from that send itself: a fixed period from the last check could let a send just after a
   // check put off the ping to nearly two thirds, and the read timer (two thirds after the last
@@ -489,15 +457,13 @@ struct Client::Impl {
   // ZooKeeper 3.8). A client that only reads pings too, so its loss deadline keeps moving.
   void schedule_ping() {
     uint64_t gen = generation;
-    auto idle = std::chrono::milliseconds(std::max(10, negotiated_ / 3));
-    auto due = confirming_sent + idle;
+    auto due = clock.ping_due(negotiated_);
     auto now = Clock::now();
     ping_timer.expires_after(due > now ? due - now : Clock::duration::zero());
-    ping_timer.async_wait([self = this, gen, idle](boost::system::error_code ec) {
+    ping_timer.async_wait([self = this, gen](boost::system::error_code ec) {
       if (ec || gen != self->generation || !self->connected) return;
-      if (Clock::now() - self->confirming_sent >= idle) {
-        self->pings.push_back(Clock::now());
-        self->confirming_sent = Clock::now();
+      if (Clock::now() >= self->clock.ping_due(self->negotiated_)) {
+        self->clock.ping_sent(Clock::now());
         self->send_raw(framed(wire::encode(wire::RequestHeader{wire::xid::ping, static_cast<int32_t>(OpCode::ping)})));
       }
       self->schedule_ping();
@@ -518,10 +484,7 @@ struct Client::Impl {
       return;
     }
     if (h.xid == wire::xid::ping) {
-      if (!pings.empty()) {
-        confirmed = std::max(confirmed, pings.front());
-        pings.pop_front();
-      }
+      clock.ping_answered();
       return;
     }
     if (h.xid == wire::xid::setWatches) return;
@@ -536,11 +499,10 @@ struct Client::Impl {
       if (err == Err::authFailed) end(State::auth_failed, Err::authFailed);
       return;
     }
-    if (in_flight.empty() || in_flight.front().xid != h.xid) return broken("a reply out of order");
-    Request q = std::move(in_flight.front());
-    in_flight.pop_front();
-    if (q.confirms) confirmed = std::max(confirmed, q.sent);
-    if (q.done) q.done(static_cast<Err>(h.err), h.zxid, body);
+    auto q = requests.answer(h.xid);
+    if (!q) return broken("a reply out of order");
+    clock.answered(q->sent, q->confirms);
+    if (q->done) q->done(static_cast<Err>(h.err), h.zxid, body);
   }
 
   void on_connect_response(const std::string& payload) {
@@ -551,8 +513,7 @@ struct Client::Impl {
       end(State::expired, Err::sessionExpired);
       return;
     }
-    confirmed = std::max(confirmed, handshake_sent);
-    confirming_sent = handshake_sent;
+    clock.connected();
     {
       std::lock_guard<std::mutex> l(mu);
       session_id_ = resp->sessionId;
@@ -589,8 +550,7 @@ struct Client::Impl {
       sasl.reset();
       return ready();
     }
-    sasl_xid = next_xid++;
-    if (next_xid <= 0) next_xid = 1;
+    sasl_xid = requests.next_xid();
     send_raw(request_frame(sasl_xid, OpCode::sasl, wire::GetSaslRequest{st.token}));
   }
 
@@ -620,11 +580,7 @@ struct Client::Impl {
     bool again = ever_connected;
     ever_connected = true;
     set_state(again ? State::reconnected : State::connected);
-    while (!queued.empty() && connected) {
-      Request q = std::move(queued.front());
-      queued.pop_front();
-      send_request(std::move(q));
-    }
+    while (requests.any_queued() && connected) send_request(requests.pop_queued());
     if (connected) watch_config();
   }
 
@@ -680,34 +636,11 @@ struct Client::Impl {
            });
   }
 
-  // The watches again, on a new connection: setWatches2 frames of at most
-  // max_set_watches_bytes of paths each, in ZooKeeper's order of kinds.
+  // The watches again, on a new connection (getConfig's outside the chroot).
   void send_set_watches() {
-    wire::SetWatches2 sw;
-    size_t bytes = 0;
-    auto flush_frame = [&] {
-      if (bytes == 0) return;
-      sw.relativeZxid = last_zxid;
+    auto server_path = [this](const std::string& p) { return p == config_node ? p : full(p); };
+    for (const auto& sw : watches.set_watches(last_zxid, server_path))
       send_raw(request_frame(wire::xid::setWatches, OpCode::setWatches2, sw));
-      sw = wire::SetWatches2{};
-      bytes = 0;
-    };
-    auto add = [&](std::vector<std::string> wire::SetWatches2::*kind, const std::string& path) {
-      std::string f = path == config_node ? path : full(path);  // getConfig's, outside the chroot
-      if (bytes > 0 && bytes + f.size() > max_set_watches_bytes) flush_frame();
-      bytes += f.size() + 4;
-      (sw.*kind).push_back(std::move(f));
-    };
-    for (auto& [p, w] : data_watches) add(&wire::SetWatches2::dataWatches, p);
-    for (auto& [p, w] : exist_watches) add(&wire::SetWatches2::existWatches, p);
-    for (auto& [p, w] : child_watches) add(&wire::SetWatches2::childWatches, p);
-    for (auto& [p, ws] : persistent) {
-      bool rec = false, plain = false;
-      for (auto& [recursive, w] : ws) (recursive ? rec : plain) = true;
-      if (plain) add(&wire::SetWatches2::persistentWatches, p);
-      if (rec) add(&wire::SetWatches2::persistentRecursiveWatches, p);
-    }
-    flush_frame();
   }
 
   // The connection is gone: what was in flight failed (its outcome unknown), the rest waits
@@ -724,7 +657,7 @@ struct Client::Impl {
     if (was) {
       set_state(State::suspended);
       int32_t t = negotiated_ > 0 ? negotiated_ : opts.session_timeout_ms;
-      lost_timer.expires_at(confirmed + std::chrono::milliseconds(t - loss_margin_ms(t)));
+      lost_timer.expires_at(clock.lost_at(t));
       lost_timer.async_wait([self = this](boost::system::error_code ec) {
         if (ec || self->connected || self->ended) return;
         self->set_state(State::lost);
@@ -758,22 +691,20 @@ struct Client::Impl {
     ping_timer.cancel();
     read_timer.cancel();
     in.clear();
-    pings.clear();
+    clock.connection_dropped();
     out_pending.clear();
     out_writing.clear();
     writing = false;
   }
 
   void fail_queued(Err e) {
-    auto waiting = std::move(queued);
-    queued.clear();
+    auto waiting = requests.take_queued();
     for (auto& q : waiting)
       if (q.done) q.done(e, 0, {});
   }
 
   void fail_in_flight(Err e) {
-    auto failed = std::move(in_flight);
-    in_flight.clear();
+    auto failed = requests.take_in_flight();
     auto auths = std::move(auth_waiting);
     auth_waiting.clear();
     for (auto& q : failed)
@@ -790,10 +721,7 @@ struct Client::Impl {
     retry_timer.cancel();
     fail_in_flight(e);
     fail_queued(e);
-    data_watches.clear();
-    exist_watches.clear();
-    child_watches.clear();
-    persistent.clear();
+    watches.clear();
     set_state(s);
   }
 
@@ -831,74 +759,31 @@ struct Client::Impl {
     }
     if (!connected || sasl_phase) {
       // Lost, or too many waiting already: fails at once rather than waiting without bound.
-      if (get_state() == State::lost || queued.size() >= max_queued_requests) {
+      if (get_state() == State::lost || !requests.queue(q))
         if (q.done) q.done(Err::connectionLoss, 0, {});
-        return;
-      }
-      queued.push_back(std::move(q));
       return;
     }
     std::string f = q.frame;
     q.sent = Clock::now();
-    if (q.confirms) confirming_sent = q.sent;
-    in_flight.push_back(std::move(q));
+    clock.request_sent(q.sent, q.confirms);
+    requests.sent(std::move(q));
     send_raw(std::move(f));
   }
 
   template <class R>
   void submit(OpCode op, const R& body, Done done) {
     asio::post(io, [self = this, op, body, done = std::move(done)]() mutable {
-      int32_t xid = self->next_xid++;
-      if (self->next_xid <= 0) self->next_xid = 1;
+      int32_t xid = self->requests.next_xid();
       Request q{xid, op, request_frame(xid, op, body), std::move(done), {}, wire::goes_to_leader(op)};
       self->send_request(std::move(q));
     });
   }
 
   // ---- watches ----
-  void add_watch(WatchKind k, const std::string& path, Watcher w) {
-    if (!w) return;
-    auto& m = k == WatchKind::data ? data_watches : k == WatchKind::exist ? exist_watches : child_watches;
-    m[path].push_back(std::move(w));
-  }
+  void add_watch(WatchKind k, const std::string& path, Watcher w) { watches.add(k, path, std::move(w)); }
   void deliver(EventType t, const std::string& path) {
-    std::vector<Watcher> fire;
-    auto take = [&](std::map<std::string, std::vector<Watcher>>& m) {
-      auto it = m.find(path);
-      if (it == m.end()) return;
-      for (auto& w : it->second) fire.push_back(std::move(w));
-      m.erase(it);
-    };
-    switch (t) {
-      case EventType::nodeCreated:
-      case EventType::nodeDataChanged:
-        take(data_watches);
-        take(exist_watches);
-        break;
-      case EventType::nodeDeleted:
-        take(data_watches);
-        take(exist_watches);
-        take(child_watches);
-        break;
-      case EventType::nodeChildrenChanged:
-        take(child_watches);
-        break;
-      default:
-        break;
-    }
-    // Persistent watches stay: on the path itself; recursive ones on it or an ancestor (they
-    // get no NodeChildrenChanged, as in ZooKeeper).
-    for (auto& [p, ws] : persistent) {
-      bool here = p == path;
-      bool below = p == "/" ? path != "/" : path.size() > p.size() && path.compare(0, p.size(), p) == 0 &&
-                                                 path[p.size()] == '/';
-      for (auto& [recursive, w] : ws) {
-        if (recursive && (here || below) && t != EventType::nodeChildrenChanged) fire.push_back(w);
-        if (!recursive && here) fire.push_back(w);
-      }
-    }
     WatchEvent ev{t, path};
-    for (auto& w : fire) w(ev);
+    for (auto& w : watches.fire(t, path)) w(ev);
   }
 };
 
@@ -976,7 +861,7 @@ void Client::close() {
       i->end(State::closed, Err::sessionExpired);
       return done->set_value();
     }
-    int32_t xid = i->next_xid++;
+    int32_t xid = i->requests.next_xid();
     Impl::Request q{xid, OpCode::closeSession,
                     framed(wire::encode(wire::RequestHeader{xid, static_cast<int32_t>(OpCode::closeSession)})),
                     [i, done](Err, Zxid, std::string_view) {
@@ -1176,7 +1061,7 @@ void Client::multi_async(std::vector<MultiOp> ops, Callback<std::vector<MultiRes
   }
   std::string body = wire::encode_multi_request(w);
   asio::post(i->io, [i, body = std::move(body), cb = std::move(cb)]() mutable {
-    int32_t xid = i->next_xid++;
+    int32_t xid = i->requests.next_xid();
     std::string frame = framed(wire::encode(wire::RequestHeader{xid, static_cast<int32_t>(OpCode::multi)}) + body);
     i->send_request(Impl::Request{xid, OpCode::multi, std::move(frame),
                                   [i, cb = std::move(cb)](Err e, Zxid, std::string_view b) {
@@ -1221,7 +1106,7 @@ void Client::add_watch_async(std::string path, bool recursive, Watcher watcher, 
   auto* i = impl_.get();
   i->submit(OpCode::addWatch, wire::AddWatchRequest{i->full(path), recursive ? 1 : 0},
             [i, path, recursive, watcher = std::move(watcher), cb = std::move(cb)](Err e, Zxid, std::string_view) {
-              if (e == Err::ok) i->persistent[path].emplace_back(recursive, watcher);
+              if (e == Err::ok) i->watches.add_persistent(path, recursive, watcher);
               cb(e);
             });
 }
@@ -1232,10 +1117,7 @@ void Client::remove_watches_async(std::string path, Callback<> cb) {
   i->submit(OpCode::removeWatches, wire::RemoveWatchesRequest{i->full(path), 3},
             [i, path, cb = std::move(cb)](Err e, Zxid, std::string_view) {
               if (e == Err::ok || e == Err::noWatcher) {
-                i->data_watches.erase(path);
-                i->exist_watches.erase(path);
-                i->child_watches.erase(path);
-                i->persistent.erase(path);
+                i->watches.remove_all(path);
               }
               cb(e);
             });
