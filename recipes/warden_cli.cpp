@@ -11,6 +11,7 @@
 #include <atomic>
 #include <chrono>
 #include <exception>
+#include <functional>
 #include <optional>
 #include <condition_variable>
 #include <mutex>
@@ -347,10 +348,37 @@ int run_child(const std::vector<std::string>& cmd, const std::string& token, con
   return 1;
 }
 
-}  // namespace
+// What one invocation asks for, read from its arguments.
+struct Invocation {
+  Options opts;
+  std::string cmd;
+  std::vector<std::string> flags, rest;
+  std::map<std::string, std::string> values;
+  std::vector<std::string> command;  // after "--"
+  AclList acl;                       // setAcl's
 
-int main(int argc, char** argv) {
-  std::vector<std::string> args(argv + 1, argv + argc);
+  bool has(const char* f) const { return std::find(flags.begin(), flags.end(), f) != flags.end(); }
+  bool given(const char* k) const { return values.count(k) != 0; }
+  std::string value(const char* k) const {
+    auto it = values.find(k);
+    return it == values.end() ? std::string() : it->second;
+  }
+  std::optional<std::string> optional_value(const char* k) const {
+    return given(k) ? std::optional<std::string>(value(k)) : std::nullopt;
+  }
+  // A decimal option's value into `out`; false when it is given and is not a number.
+  bool number(const char* k, int64_t& out) const {
+    if (!given(k)) return true;
+    std::string v = value(k);
+    char* end = nullptr;
+    out = std::strtoll(v.c_str(), &end, 10);
+    return *end == '\0' && !v.empty();
+  }
+  bool runs_command() const { return cmd == "lock" || cmd == "elect" || cmd == "register"; }
+};
+
+// The defaults, then what the environment sets (WARDEN_SERVER, WARDEN_TLS_*, WARDEN_SASL_*).
+Options options_from_environment() {
   Options opts;
   const char* env = std::getenv("WARDEN_SERVER");
   opts.connect_string = env && *env ? env : "127.0.0.1:2181";
@@ -367,7 +395,12 @@ int main(int argc, char** argv) {
   from_env("WARDEN_SASL_MECHANISM", opts.sasl.mechanism);
   from_env("WARDEN_SASL_USER", opts.sasl.username);
   from_env("WARDEN_SASL_PASSWORD", opts.sasl.password);
-  size_t i = 0;
+  return opts;
+}
+
+// The options before the command, from args[i] on; `i` is left at the command. An exit status
+// when the invocation ends here (--help, a bad option, no command).
+std::optional<int> read_options(const std::vector<std::string>& args, size_t& i, Options& opts) {
   for (; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (a == "--help" || a == "-h") {
@@ -407,42 +440,42 @@ int main(int argc, char** argv) {
     return usage("--sasl takes DIGEST-MD5 or GSSAPI, not '" + opts.sasl.mechanism + "'");
   if (opts.sasl.mechanism == "DIGEST-MD5" && opts.sasl.username.empty())
     return usage("SASL DIGEST-MD5 needs --sasl-user (or WARDEN_SASL_USER) and WARDEN_SASL_PASSWORD");
-  std::string cmd = args[i++];
-  std::vector<std::string> flags, rest;
-  std::map<std::string, std::string> values;
-  std::vector<std::string> command;  // after "--"
+  return std::nullopt;
+}
+
+// The command's own words from args[i] on: flags, valued options, arguments and, after "--",
+// the command to run.
+void read_command_words(const std::vector<std::string>& args, size_t i, Invocation& inv) {
   for (; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (a == "--") {
-      command.assign(args.begin() + static_cast<long>(i) + 1, args.end());
+      inv.command.assign(args.begin() + static_cast<long>(i) + 1, args.end());
       break;
     }
     if ((a == "-t" || a == "-v" || a == "--timeout" || a == "--data" || a == "--grace" || a == "-add" ||
          a == "-remove" || a == "-members") &&
         i + 1 < args.size()) {
-      values[a] = args[++i];
+      inv.values[a] = args[++i];
     } else if (a == "--watch") {
-      flags.push_back(a);
+      inv.flags.push_back(a);
     } else if (a.size() == 2 && a[0] == '-' && std::isalpha(static_cast<unsigned char>(a[1]))) {
-      flags.push_back(a);
+      inv.flags.push_back(a);
     } else {
-      rest.push_back(a);
+      inv.rest.push_back(a);
     }
   }
-  auto has = [&](const char* f) { return std::find(flags.begin(), flags.end(), f) != flags.end(); };
-  auto number = [&](const std::string& key, int64_t& out) {
-    auto it = values.find(key);
-    if (it == values.end()) return true;
-    char* end = nullptr;
-    out = std::strtoll(it->second.c_str(), &end, 10);
-    return *end == '\0' && !it->second.empty();
-  };
+}
+
+// What can be told wrong before connecting: the command, its arguments and options. An exit
+// status (usage's) when something is; sets grace_s and inv.acl.
+std::optional<int> check_command(Invocation& inv) {
   static const std::map<std::string, std::pair<size_t, size_t>> arity{
       {"create", {1, 2}}, {"get", {1, 1}},    {"set", {2, 2}},    {"delete", {1, 1}}, {"deleteall", {1, 1}},
       {"ls", {1, 1}},     {"stat", {1, 1}},   {"getAcl", {1, 1}}, {"setAcl", {2, 2}}, {"addauth", {2, 2}},
       {"sync", {1, 1}},   {"watch", {1, 1}},  {"lock", {1, 1}},   {"elect", {1, 1}},  {"register", {2, 2}},
       {"members", {1, 1}}, {"config", {0, 0}},   {"reconfig", {0, 0}}};
-  bool runs_command = cmd == "lock" || cmd == "elect" || cmd == "register";
+  const std::string& cmd = inv.cmd;
+  auto& rest = inv.rest;
   auto ar = arity.find(cmd);
   if (ar == arity.end()) return usage("unknown command '" + cmd + "'");
   if (rest.size() < ar->second.first || rest.size() > ar->second.second)
@@ -452,190 +485,227 @@ int main(int argc, char** argv) {
   if (!rest.empty() && cmd != "addauth" && (rest[0].empty() || rest[0][0] != '/'))
     return usage("'" + rest[0] + "' is not a path (it starts with /)");
   if (rest.empty()) rest.push_back("/zookeeper/config");  // config and reconfig: what errors name
-  if (cmd == "reconfig" && !values.count("-add") && !values.count("-remove") && !values.count("-members"))
-    return usage("reconfig needs -add, -remove or -members");
-  if (cmd == "reconfig" && values.count("-members") && (values.count("-add") || values.count("-remove")))
+  bool changes = inv.given("-add") || inv.given("-remove");
+  if (cmd == "reconfig" && !changes && !inv.given("-members")) return usage("reconfig needs -add, -remove or -members");
+  if (cmd == "reconfig" && inv.given("-members") && changes)
     return usage("reconfig takes -members alone, or -add and -remove");
-  if (runs_command && command.empty()) return usage(cmd + " needs -- CMD [ARGS...]");
-  if (!runs_command && !command.empty()) return usage(cmd + " takes no command after --");
+  if (inv.runs_command() && inv.command.empty()) return usage(cmd + " needs -- CMD [ARGS...]");
+  if (!inv.runs_command() && !inv.command.empty()) return usage(cmd + " takes no command after --");
   if (cmd == "register" && rest[1].find('/') != std::string::npos) return usage("a member NAME has no '/'");
-  if (values.count("--grace")) {
-    if (!runs_command) return usage(cmd + " takes no --grace");
+  if (inv.given("--grace")) {
+    if (!inv.runs_command()) return usage(cmd + " takes no --grace");
+    std::string g = inv.value("--grace");
     char* end = nullptr;
-    grace_s = std::strtod(values["--grace"].c_str(), &end);
-    if (*end || values["--grace"].empty() || !(grace_s >= 0 && grace_s <= 3600))
-      return usage("--grace needs a number of seconds from 0 to 3600");
+    grace_s = std::strtod(g.c_str(), &end);
+    if (*end || g.empty() || !(grace_s >= 0 && grace_s <= 3600)) return usage("--grace needs a number of seconds from 0 to 3600");
   }
-  AclList acl;
   if (cmd == "setAcl") {
     try {
-      acl = parse_acl(rest[1]);
+      inv.acl = parse_acl(rest[1]);
     } catch (const std::invalid_argument& e) {
       return usage(std::string("setAcl: ") + e.what());
     }
   }
+  return std::nullopt;
+}
 
-  // A command run under the session waits for its signals: block them in every thread first.
-  if (runs_command) {
-    sigset_t s;
-    sigemptyset(&s);
-    sigaddset(&s, SIGTERM);
-    sigaddset(&s, SIGINT);
-    sigaddset(&s, SIGCHLD);
-    sigprocmask(SIG_BLOCK, &s, nullptr);
+// A command run under the session waits for its signals: they are blocked in every thread,
+// so this runs before the client starts its own.
+void block_stop_signals() {
+  sigset_t s;
+  sigemptyset(&s);
+  sigaddset(&s, SIGTERM);
+  sigaddset(&s, SIGINT);
+  sigaddset(&s, SIGCHLD);
+  sigprocmask(SIG_BLOCK, &s, nullptr);
+}
+
+// Waits for one event of a watch `arm` sets with the watcher it is given, and returns it.
+WatchEvent first_event(const std::function<void(Watcher)>& arm) {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::optional<WatchEvent> fired;
+  arm([&](const WatchEvent& ev) {
+    std::lock_guard<std::mutex> l(mu);
+    if (!fired) fired = ev;
+    cv.notify_all();
+  });
+  std::fflush(stdout);
+  std::unique_lock<std::mutex> l(mu);
+  cv.wait(l, [&] { return fired.has_value(); });
+  return *fired;
+}
+
+void create_command(Client& c, const Invocation& inv, int64_t ttl) {
+  CreateMode mode = CreateMode::persistent;
+  bool s = inv.has("-s"), e = inv.has("-e");
+  if (inv.has("-c")) mode = CreateMode::container;
+  else if (inv.given("-t")) mode = s ? CreateMode::persistentSequentialWithTtl : CreateMode::persistentWithTtl;
+  else if (s && e) mode = CreateMode::ephemeralSequential;
+  else if (s) mode = CreateMode::persistentSequential;
+  else if (e) mode = CreateMode::ephemeral;
+  const auto& rest = inv.rest;
+  std::string made = c.create(rest[0], rest.size() > 1 ? rest[1] : std::string(), mode, open_acl(), ttl);
+  std::printf("Created %s\n", made.c_str());
+  if (e)  // an ephemeral lives as long as its session: this one ends now
+    std::fprintf(stderr, "warden: note: the ephemeral %s goes with this command's session\n", made.c_str());
+}
+
+void get_command(Client& c, const Invocation& inv) {
+  const std::string& path = inv.rest[0];
+  if (!inv.has("-w")) {
+    auto [data, stat] = c.get(path);
+    std::printf("%s\n", data.c_str());
+    if (inv.has("-s")) print_stat(stat);
+    return;
   }
+  WatchEvent ev = first_event([&](Watcher w) {
+    auto [data, stat] = c.get(path, std::move(w));
+    std::printf("%s\n", data.c_str());
+    if (inv.has("-s")) print_stat(stat);
+  });
+  std::printf("WATCHER::\n\n");
+  print_event(ev);
+}
+
+void on_lost_session(Client& c) {
+  c.on_state([](State s) {
+    if (s == State::lost || s == State::expired) lost = true;
+  });
+}
+
+int members_command(Client& c, const Invocation& inv) {
+  const std::string& path = inv.rest[0];
+  if (!inv.has("--watch")) {
+    auto kids = c.children(path);
+    std::sort(kids.begin(), kids.end());
+    for (const auto& k : kids) std::printf("%s\n", k.c_str());
+    return 0;
+  }
+  on_lost_session(c);
+  std::mutex mu;
+  MemberWatcher w(c, path, [&](const std::vector<std::string>& joined, const std::vector<std::string>& left) {
+    std::lock_guard<std::mutex> l(mu);
+    for (const auto& j : joined) std::printf("+%s\n", j.c_str());
+    for (const auto& g : left) std::printf("-%s\n", g.c_str());
+    std::fflush(stdout);
+  });
+  while (!lost) std::this_thread::sleep_for(std::chrono::milliseconds(200));  // until killed
+  std::fprintf(stderr, "warden: the session watching %s was lost\n", path.c_str());
+  return 70;
+}
+
+// Runs the command on a started client; its exit status. Errors of ZooKeeper's are thrown.
+int run_command(Client& c, const Invocation& inv) {
+  const std::string& cmd = inv.cmd;
+  const std::string& path = inv.rest[0];
+  int64_t version = -1, ttl = 0;
+  if (cmd == "reconfig" && inv.given("-v")) {
+    // A configuration's version, in hex as zkCli takes it and /zookeeper/config shows it.
+    std::string v = inv.value("-v");
+    char* end = nullptr;
+    version = static_cast<int64_t>(std::strtoull(v.c_str(), &end, 16));
+    if (*end || v.empty()) return usage("-v needs a configuration version (hex)");
+  } else if (!inv.number("-v", version)) {
+    return usage("-v needs a version number");
+  }
+  if (!inv.number("-t", ttl)) return usage("-t needs a TTL in milliseconds");
+  if (cmd == "create") {
+    create_command(c, inv, ttl);
+  } else if (cmd == "get") {
+    get_command(c, inv);
+  } else if (cmd == "set") {
+    c.set(path, inv.rest[1], static_cast<int32_t>(version));
+  } else if (cmd == "delete") {
+    c.remove(path, static_cast<int32_t>(version));
+  } else if (cmd == "deleteall") {
+    try {
+      delete_all(c, path);
+    } catch (const Error& e) {
+      if (e.code() == Err::connectionLoss || e.code() == Err::sessionExpired) throw;
+      std::fprintf(stderr, "Failed to delete some node(s) in the subtree!\n");
+      return 1;
+    }
+  } else if (cmd == "ls") {
+    list(c, path, inv.has("-R"), inv.has("-s"));
+  } else if (cmd == "stat") {
+    auto st = c.exists(path);
+    if (!st) throw Error(Err::noNode, "stat " + path);
+    print_stat(*st);
+  } else if (cmd == "getAcl") {
+    auto [acl, stat] = c.get_acl(path);
+    for (const auto& a : acl) std::printf("'%s,'%s\n: %s\n", a.id.scheme.c_str(), a.id.id.c_str(), perms_text(a.perms).c_str());
+  } else if (cmd == "setAcl") {
+    c.set_acl(path, inv.acl, static_cast<int32_t>(version));
+  } else if (cmd == "addauth") {
+    c.add_auth(inv.rest[0], inv.rest[1]);
+  } else if (cmd == "sync") {
+    c.sync(path);
+    std::printf("Sync is OK\n");
+  } else if (cmd == "watch") {
+    print_event(first_event([&](Watcher w) { c.add_watch(path, false, std::move(w)); }));
+  } else if (cmd == "lock") {
+    double timeout = -1;
+    if (inv.given("--timeout")) {
+      std::string t = inv.value("--timeout");
+      char* end = nullptr;
+      timeout = std::strtod(t.c_str(), &end);
+      if (*end || timeout < 0) return usage("--timeout needs a number of seconds");
+    }
+    return run_locked(c, path, timeout, inv.command);
+  } else if (cmd == "elect") {
+    return run_locked(c, path, -1, inv.command, "latch-");
+  } else if (cmd == "register") {
+    on_lost_session(c);
+    Registration reg(c, path, inv.rest[1], inv.value("--data"));
+    return run_child(inv.command, std::string(), reg.node());
+  } else if (cmd == "config") {
+    std::printf("%s\n", c.config().first.c_str());
+  } else if (cmd == "reconfig") {
+    auto [text, stat] =
+        c.reconfig(inv.optional_value("-add"), inv.optional_value("-remove"), inv.optional_value("-members"), version);
+    std::printf("Committed new configuration:\n%s\n", text.c_str());
+  } else if (cmd == "members") {
+    return members_command(c, inv);
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  Invocation inv;
+  inv.opts = options_from_environment();
+  size_t i = 0;
+  if (auto status = read_options(args, i, inv.opts)) return *status;
+  inv.cmd = args[i++];
+  read_command_words(args, i, inv);
+  if (auto status = check_command(inv)) return *status;
+  if (inv.runs_command()) block_stop_signals();
 
   try {
     try {
-      ConnectString::parse(opts.connect_string);
+      ConnectString::parse(inv.opts.connect_string);
     } catch (const std::invalid_argument& e) {
       return usage(std::string("--server: ") + e.what());
     }
     std::unique_ptr<Client> made;
     try {
-      made = std::make_unique<Client>(opts);
+      made = std::make_unique<Client>(inv.opts);
     } catch (const std::invalid_argument& e) {  // a TLS file that cannot be used
       std::fprintf(stderr, "warden: TLS: %s\n", e.what());
       return 2;
     }
-    Client& c = *made;
     try {
-      c.start();
+      made->start();
     } catch (const Error& e) {
-      std::fprintf(stderr, "warden: cannot reach %s: %s\n", opts.connect_string.c_str(), e.what());
+      std::fprintf(stderr, "warden: cannot reach %s: %s\n", inv.opts.connect_string.c_str(), e.what());
       return 1;
     }
-    const std::string& path = rest[0];
-    int64_t version = -1, ttl = 0;
-    if (cmd == "reconfig" && values.count("-v")) {
-      // A configuration's version, in hex as zkCli takes it and /zookeeper/config shows it.
-      char* end = nullptr;
-      version = static_cast<int64_t>(std::strtoull(values["-v"].c_str(), &end, 16));
-      if (*end || values["-v"].empty()) return usage("-v needs a configuration version (hex)");
-    } else if (!number("-v", version)) {
-      return usage("-v needs a version number");
-    }
-    if (!number("-t", ttl)) return usage("-t needs a TTL in milliseconds");
-    if (cmd == "create") {
-      CreateMode mode = CreateMode::persistent;
-      bool s = has("-s"), e = has("-e");
-      if (has("-c")) mode = CreateMode::container;
-      else if (values.count("-t")) mode = s ? CreateMode::persistentSequentialWithTtl : CreateMode::persistentWithTtl;
-      else if (s && e) mode = CreateMode::ephemeralSequential;
-      else if (s) mode = CreateMode::persistentSequential;
-      else if (e) mode = CreateMode::ephemeral;
-      std::string made = c.create(path, rest.size() > 1 ? rest[1] : std::string(), mode, open_acl(), ttl);
-      std::printf("Created %s\n", made.c_str());
-      if (e) {  // an ephemeral lives as long as its session: this one ends now
-        std::fprintf(stderr, "warden: note: the ephemeral %s goes with this command's session\n", made.c_str());
-      }
-    } else if (cmd == "get") {
-      std::optional<WatchEvent> fired;
-      std::mutex mu;
-      std::condition_variable cv;
-      Watcher w;
-      if (has("-w"))
-        w = [&](const WatchEvent& ev) {
-          std::lock_guard<std::mutex> l(mu);
-          fired = ev;
-          cv.notify_all();
-        };
-      auto [data, stat] = c.get(path, w);
-      std::printf("%s\n", data.c_str());
-      if (has("-s")) print_stat(stat);
-      if (w) {
-        std::fflush(stdout);
-        std::unique_lock<std::mutex> l(mu);
-        cv.wait(l, [&] { return fired.has_value(); });
-        std::printf("WATCHER::\n\n");
-        print_event(*fired);
-      }
-    } else if (cmd == "set") {
-      c.set(path, rest[1], static_cast<int32_t>(version));
-    } else if (cmd == "delete") {
-      c.remove(path, static_cast<int32_t>(version));
-    } else if (cmd == "deleteall") {
-      try {
-        delete_all(c, path);
-      } catch (const Error& e) {
-        if (e.code() == Err::connectionLoss || e.code() == Err::sessionExpired) throw;
-        std::fprintf(stderr, "Failed to delete some node(s) in the subtree!\n");
-        return 1;
-      }
-    } else if (cmd == "ls") {
-      list(c, path, has("-R"), has("-s"));
-    } else if (cmd == "stat") {
-      auto st = c.exists(path);
-      if (!st) throw Error(Err::noNode, "stat " + path);
-      print_stat(*st);
-    } else if (cmd == "getAcl") {
-      auto [acl, stat] = c.get_acl(path);
-      for (const auto& a : acl) std::printf("'%s,'%s\n: %s\n", a.id.scheme.c_str(), a.id.id.c_str(), perms_text(a.perms).c_str());
-    } else if (cmd == "setAcl") {
-      c.set_acl(path, acl, static_cast<int32_t>(version));
-    } else if (cmd == "addauth") {
-      c.add_auth(rest[0], rest[1]);
-    } else if (cmd == "sync") {
-      c.sync(path);
-      std::printf("Sync is OK\n");
-    } else if (cmd == "watch") {
-      std::mutex mu;
-      std::condition_variable cv;
-      std::optional<WatchEvent> fired;
-      c.add_watch(path, false, [&](const WatchEvent& ev) {
-        std::lock_guard<std::mutex> l(mu);
-        if (!fired) fired = ev;
-        cv.notify_all();
-      });
-      std::unique_lock<std::mutex> l(mu);
-      cv.wait(l, [&] { return fired.has_value(); });
-      print_event(*fired);
-    } else if (cmd == "lock") {
-      double timeout = -1;
-      if (values.count("--timeout")) {
-        char* end = nullptr;
-        timeout = std::strtod(values["--timeout"].c_str(), &end);
-        if (*end || timeout < 0) return usage("--timeout needs a number of seconds");
-      }
-      return run_locked(c, path, timeout, command);
-    } else if (cmd == "elect") {
-      return run_locked(c, path, -1, command, "latch-");
-    } else if (cmd == "register") {
-      c.on_state([](State s) {
-        if (s == State::lost || s == State::expired) lost = true;
-      });
-      Registration reg(c, path, rest[1], values.count("--data") ? values["--data"] : std::string());
-      return run_child(command, std::string(), reg.node());
-    } else if (cmd == "config") {
-      std::printf("%s\n", c.config().first.c_str());
-    } else if (cmd == "reconfig") {
-      auto given = [&](const char* k) { return values.count(k) ? std::optional<std::string>(values[k]) : std::nullopt; };
-      auto [text, stat] = c.reconfig(given("-add"), given("-remove"), given("-members"), version);
-      std::printf("Committed new configuration:\n%s\n", text.c_str());
-    } else if (cmd == "members") {
-      if (!has("--watch")) {
-        auto kids = c.children(path);
-        std::sort(kids.begin(), kids.end());
-        for (const auto& k : kids) std::printf("%s\n", k.c_str());
-        return 0;
-      }
-      c.on_state([](State s) {
-        if (s == State::lost || s == State::expired) lost = true;
-      });
-      std::mutex mu;
-      MemberWatcher w(c, path, [&](const std::vector<std::string>& joined, const std::vector<std::string>& left) {
-        std::lock_guard<std::mutex> l(mu);
-        for (const auto& j : joined) std::printf("+%s\n", j.c_str());
-        for (const auto& g : left) std::printf("-%s\n", g.c_str());
-        std::fflush(stdout);
-      });
-      while (!lost) std::this_thread::sleep_for(std::chrono::milliseconds(200));  // until killed
-      std::fprintf(stderr, "warden: the session watching %s was lost\n", path.c_str());
-      return 70;
-    }
-    return 0;
+    return run_command(*made, inv);
   } catch (const Error& e) {
-    std::fprintf(stderr, "%s\n", failure_text(e, rest[0]).c_str());
+    std::fprintf(stderr, "%s\n", failure_text(e, inv.rest[0]).c_str());
     return 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "warden: %s\n", e.what());

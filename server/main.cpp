@@ -15,6 +15,7 @@
 #include <cstring>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -118,30 +119,24 @@ void raise_descriptor_limit() {
 }
 }  // namespace
 
-int main(int argc, char** argv) {
-  warden::server::remember_command_line(argc, argv);
-  spdlog::set_default_logger(spdlog::stderr_color_mt("warden"));
-  spdlog::set_pattern("%Y-%m-%d %H:%M:%S.%e %^%l%$ %v");
-  std::vector<std::string> args(argv + 1, argv + argc);
-  if (args.empty()) {
-    std::fputs(usage, stderr);
-    return 2;
-  }
+namespace {
+
+// The subcommands that are tools, not a server (log-dump, import-zookeeper, ...): their exit
+// status, or nothing when args[0] names none.
+std::optional<int> run_tool(const std::vector<std::string>& args) {
   if (args[0] == "config-keys") {
     if (args.size() != 1) return fail("config-keys takes no argument");
     std::cout << warden::server::config_keys::reference();
     return 0;
   }
-  bool tool = !args.empty() && (args[0] == "log-dump" || args[0] == "check" || args[0] == "snapshot-dump" ||
-                                args[0] == "accept-loss");
+  bool tool = args[0] == "log-dump" || args[0] == "check" || args[0] == "snapshot-dump" || args[0] == "accept-loss";
   if (tool && args.size() == 2) {
     if (args[0] == "log-dump") return warden::server::dump_log(args[1], std::cout, std::cerr);
     if (args[0] == "snapshot-dump") return warden::server::dump_snapshot(args[1], std::cout, std::cerr);
     if (args[0] == "accept-loss") return warden::server::accept_loss(args[1], std::cout, std::cerr);
     return warden::server::check_data_dir(args[1], std::cout, std::cerr);
   }
-  if (tool)
-    return fail(args[0] + " takes one data directory");
+  if (tool) return fail(args[0] + " takes one data directory");
   if (args[0] == "restore-backup") {
     if (args.size() != 3) return fail("restore-backup takes a backup file and a data directory");
     return warden::server::restore_backup_into(args[1], args[2], std::cout, std::cerr);
@@ -150,18 +145,24 @@ int main(int argc, char** argv) {
     return warden::server::import_zookeeper_command({args.begin() + 1, args.end()}, std::cout, std::cerr);
   if (args[0] == "export-zookeeper")
     return warden::server::export_zookeeper_command({args.begin() + 1, args.end()}, std::cout, std::cerr);
+  return std::nullopt;
+}
+
+// A server's command line: --standalone and its options, or a zoo.cfg; --log-* over either.
+struct CommandLine {
   Config config;
   warden::server::LogSettings log_flags;  // --log-*, which win over zoo.cfg's warden.log.*
   std::vector<std::string> log_set;
   bool standalone = false;
   std::string file;
+};
+
+// Reads the options into `cl`; an exit status when the invocation ends here.
+std::optional<int> read_options(const std::vector<std::string>& args, CommandLine& cl) {
+  Config& config = cl.config;
   for (size_t i = 0; i < args.size(); ++i) {
     const auto& a = args[i];
-    auto value = [&](const char* name) -> const std::string* {
-      if (i + 1 >= args.size()) return nullptr;
-      (void)name;
-      return &args[++i];
-    };
+    auto value = [&]() -> const std::string* { return i + 1 < args.size() ? &args[++i] : nullptr; };
     if (a == "--help" || a == "-h") {
       std::fputs(usage, stdout);
       return 0;
@@ -170,65 +171,77 @@ int main(int argc, char** argv) {
                   "3.9");
       return 0;
     } else if (a == "--standalone") {
-      standalone = true;
+      cl.standalone = true;
     } else if (a == "--port") {
-      auto v = value("--port");
+      auto v = value();
       if (!v || !parse_int(*v, config.client_port) || config.client_port < 0 || config.client_port > 65535)
         return fail("--port needs a port number from 0 to 65535");
     } else if (a == "--data-dir") {
-      auto v = value("--data-dir");
+      auto v = value();
       if (!v || v->empty()) return fail("--data-dir needs a directory");
       config.data_dir = *v;
     } else if (a == "--host") {
-      auto v = value("--host");
+      auto v = value();
       if (!v || v->empty()) return fail("--host needs an address");
       config.client_port_address = *v;
     } else if (a == "--tick-time") {
-      auto v = value("--tick-time");
+      auto v = value();
       if (!v || !parse_int(*v, config.tick_time) || config.tick_time < 1)
         return fail("--tick-time needs a positive number of milliseconds");
     } else if (a == "--log-level" || a == "--log-file" || a == "--log-format") {
-      auto v = value(a.c_str());
+      auto v = value();
       if (!v) return fail(a + " needs a value (see --help)");
       bool known = true;
-      if (auto why = warden::server::read_log_key(a.substr(6), *v, log_flags,
-                                                  &known))
+      if (auto why = warden::server::read_log_key(a.substr(6), *v, cl.log_flags, &known))
         return fail(a + " " + *v + ": " + *why);
-      log_set.push_back(a.substr(6));
+      cl.log_set.push_back(a.substr(6));
     } else if (!a.empty() && a[0] == '-') {
       return fail("unknown option " + a + " (see --help)");
-    } else if (file.empty()) {
-      file = a;
+    } else if (cl.file.empty()) {
+      cl.file = a;
     } else {
       return fail("more than one configuration file given");
     }
   }
-  if (standalone) {
-    if (!file.empty()) return fail("--standalone takes no configuration file");
+  return std::nullopt;
+}
+
+// The configuration the command line names (its file read, or the standalone options), the
+// --log-* options over it; an exit status when it cannot be had.
+std::optional<int> settle_config(CommandLine& cl) {
+  Config& config = cl.config;
+  if (cl.standalone) {
+    if (!cl.file.empty()) return fail("--standalone takes no configuration file");
     config.client_port_origin = "--port";
     config.admin.enabled = false;  // no AdminServer on 8080 for a server started this way (tests)
     if (config.client_port_address == "0.0.0.0") config.client_port_address = "127.0.0.1";
     if (auto why = warden::server::validate_config(config, "command line"))
       return fail(*why + " (use --port and --data-dir)");
   } else {
-    if (file.empty()) return fail("no configuration file given (see --help)");
-    auto loaded = warden::server::load_config(file);
+    if (cl.file.empty()) return fail("no configuration file given (see --help)");
+    auto loaded = warden::server::load_config(cl.file);
     if (auto* err = std::get_if<std::string>(&loaded)) return fail(*err);
     config = std::get<Config>(loaded);
   }
-  for (const auto& name : log_set) {
-    if (name == "level") config.log.level = log_flags.level;
-    if (name == "file") config.log.file = log_flags.file;
-    if (name == "format") config.log.json = log_flags.json;
+  for (const auto& name : cl.log_set) {
+    if (name == "level") config.log.level = cl.log_flags.level;
+    if (name == "file") config.log.file = cl.log_flags.file;
+    if (name == "format") config.log.json = cl.log_flags.json;
   }
   try {
     warden::server::apply_logging(config.log);
   } catch (const std::exception& e) {
     return fail(e.what());
   }
+  return std::nullopt;
+}
+
+// Logs what starts, binds the client ports and serves until stopped; the exit status.
+int serve(CommandLine& cl) {
+  Config& config = cl.config;
   // The first lines of a start: what runs, from what, as what (the ports follow once bound).
   spdlog::info("warden-server {} (pid {}) starting from {}: {}", warden::server::warden_version(), getpid(),
-               file.empty() ? std::string("the command line") : file,
+               cl.file.empty() ? std::string("the command line") : cl.file,
                !config.ensemble() ? std::string("standalone")
                                   : "server " + std::to_string(*config.my_id) + " of an ensemble of " +
                                         std::to_string(config.servers.size()) + " (" +
@@ -236,8 +249,8 @@ int main(int argc, char** argv) {
   for (const auto& w : config.warnings) spdlog::warn("{}", w);
   if (config.jaas_file.empty()) {
     // Where ZooKeeper's scripts would pass it to the JVM (standalone: the environment only).
-    std::string dir = file.empty() ? std::string() : std::filesystem::path(file).parent_path().string();
-    if (!file.empty() && dir.empty()) dir = ".";
+    std::string dir = cl.file.empty() ? std::string() : std::filesystem::path(cl.file).parent_path().string();
+    if (!cl.file.empty() && dir.empty()) dir = ".";
     config.jaas_file = warden::server::auth::find_jaas_file(std::getenv("SERVER_JVMFLAGS"), std::getenv("JVMFLAGS"),
                                                             dir, &config.jaas_origin);
   }
@@ -263,4 +276,22 @@ int main(int argc, char** argv) {
     return fail(e.what());
   }
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  warden::server::remember_command_line(argc, argv);
+  spdlog::set_default_logger(spdlog::stderr_color_mt("warden"));
+  spdlog::set_pattern("%Y-%m-%d %H:%M:%S.%e %^%l%$ %v");
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty()) {
+    std::fputs(usage, stderr);
+    return 2;
+  }
+  if (auto status = run_tool(args)) return *status;
+  CommandLine cl;
+  if (auto status = read_options(args, cl)) return *status;
+  if (auto status = settle_config(cl)) return *status;
+  return serve(cl);
 }
