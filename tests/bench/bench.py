@@ -1211,6 +1211,54 @@ def lock_run(args):
               f"{floor['handoff_p50_us']} us.")
 
 
+def first_run(args):
+    """scripts/run as a new user meets it: a fresh copy of the committed tree, every package
+    installed, no compiler cache (CCACHE_DISABLE), from the command until the server answers
+    a ZooKeeper handshake on its client port. ZooKeeper has nothing to compare: it comes built."""
+    import shutil
+    import tempfile
+    import time
+    root = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+    times = []
+    for _ in range(args.first_run_rounds):
+        work = tempfile.mkdtemp(prefix="bench-first-run-")
+        tree = os.path.join(work, "warden")
+        subprocess.run(["git", "clone", "--quiet", "--no-hardlinks", root, tree], check=True)
+        port = support.free_port()
+        cfg = os.path.join(work, "zoo.cfg")
+        with open(cfg, "w") as f:
+            f.write(f"tickTime=2000\ndataDir={work}/data\nclientPort={port}\nclientPortAddress=127.0.0.1\n")
+        env = {**os.environ, "CCACHE_DISABLE": "1"}
+        env.pop("BUILD_DIR", None)  # scripts/bench's own: the copy builds where a user's would
+        log = open(os.path.join(work, "run.log"), "w")
+        start = time.monotonic()
+        proc = subprocess.Popen([os.path.join(tree, "scripts", "run"), cfg], stdout=log, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, env=env)
+        served = None
+        try:
+            while time.monotonic() - start < args.first_run_limit_s and proc.poll() is None:
+                if support.handshake_ok(port):
+                    served = time.monotonic() - start
+                    break
+                time.sleep(0.25)
+        finally:
+            proc.terminate()  # scripts/run execs the server: this PID is it once it serves
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+            log.close()
+        if served is None:
+            sys.exit(f"first run: the server did not answer within {args.first_run_limit_s} s; see {work}/run.log")
+        times.append(served)
+        shutil.rmtree(work, ignore_errors=True)
+    times.sort()
+    print(f"\n### scripts/run on a fresh copy, no compiler cache: until it serves ({os.cpu_count()} cores)\n")
+    print("| rounds | median s | each |\n|---|---|---|")
+    print(f"| {len(times)} | {times[len(times) // 2]:.0f} | {', '.join(f'{t:.0f}' for t in times)} |")
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--loadgen", required=True)
@@ -1263,6 +1311,9 @@ def main():
     p.add_argument("--mix-depth", type=int, default=64, help="requests each mixed session keeps in flight")
     p.add_argument("--observed-ops", default="get,set,mix", help="the observed run's ops (empty skips it)")
     p.add_argument("--observed-rounds", type=int, default=3, help="rounds of each, plain and observed")
+    p.add_argument("--first-run-rounds", type=int, default=1,
+                   help="rounds of scripts/run from a fresh copy with no compiler cache (0 skips it)")
+    p.add_argument("--first-run-limit-s", type=float, default=1200, help="how long one such round may take")
     args = p.parse_args()
     ops = [o for o in args.ops.split(",") if o]
     durable_ops = [o for o in args.durable_ops.split(",") if o]
@@ -1304,6 +1355,8 @@ def main():
         size_run(args)
     if args.import_znodes > 0:
         import_run(args)
+    if args.first_run_rounds > 0:
+        first_run(args)
 
 
 if __name__ == "__main__":
