@@ -1,6 +1,7 @@
 #include "recipes/session/session_core.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <utility>
 
 namespace warden::client::session {
@@ -40,8 +41,8 @@ Clock::time_point SessionClock::lost_at(int32_t timeout_ms) const {
 }
 
 int32_t Requests::next_xid() {
-  int32_t xid = next_xid_++;
-  if (next_xid_ <= 0) next_xid_ = 1;
+  int32_t xid = next_xid_;
+  next_xid_ = xid == std::numeric_limits<int32_t>::max() ? 1 : xid + 1;
   return xid;
 }
 
