@@ -1,6 +1,6 @@
 // EnsembleReplicator: the Zab core (zab_peer.hpp) as one member of an ensemble of several,
 // hosted over the server's LogStore. It does no I/O of its own and reads no clock: the host
-// (server/runtime.cpp) gives it ticks, peer messages and durability reports, and it calls the
+// (server/node/runtime.cpp) gives it ticks, peer messages and durability reports, and it calls the
 // host's hooks to send messages, append to the log and hand forwarded requests to the
 // pipeline. Committed txns reach the commit handler in zxid order on every role; a follower
 // applies a txn once the leader says it is committed, also before its own disk has it (a

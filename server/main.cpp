@@ -19,12 +19,12 @@
 #include <string>
 #include <vector>
 
+#include "server/admin/four_letter.hpp"
 #include "server/auth/jaas.hpp"
 #include "server/config/config.hpp"
 #include "server/config/keys.hpp"
-#include "server/four_letter.hpp"
 #include "server/logging.hpp"
-#include "server/runtime.hpp"
+#include "server/node/runtime.hpp"
 #include "server/tools.hpp"
 
 using warden::server::Config;

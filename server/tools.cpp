@@ -9,13 +9,13 @@
 #include <set>
 
 #include "server/backup/backup.hpp"
-#include "server/data_tree.hpp"
 #include "server/migrate/export_zookeeper.hpp"
 #include "server/migrate/import_zookeeper.hpp"
-#include "server/session_table.hpp"
-#include "server/snapshot_walk.hpp"
-#include "server/stored_state.hpp"
-#include "server/txn.hpp"
+#include "server/state/data_tree.hpp"
+#include "server/state/session_table.hpp"
+#include "server/state/snapshot_walk.hpp"
+#include "server/state/stored_state.hpp"
+#include "server/state/txn.hpp"
 #include "storage/rocksdb_log_store.hpp"
 
 namespace warden::server {

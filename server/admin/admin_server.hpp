@@ -2,7 +2,7 @@
 // and, as a second instance, the Prometheus endpoint (metricsProvider.httpHost:httpPort, GET
 // /metrics, ZooKeeper's PrometheusMetricsProvider's),
 // GET admin.commandURL (default /commands) lists the commands as links, GET
-// /commands/NAME answers a command's JSON (ZkServer::admin_command). HTTP is Boost.Beast's.
+// /commands/NAME answers a command's JSON (RequestPipeline::admin_command). HTTP is Boost.Beast's.
 // Requests are bounded (8 KiB of header, no body past 64 KiB, except the commands listed as
 // uploads, whose POST body goes to a file) and so is a connection's silence
 // (admin.idleTimeout); garbage gets 400 and the connection is closed. A command may answer

@@ -6,8 +6,8 @@
 #include <set>
 
 #include "server/admin/commands.hpp"
+#include "server/pipeline/request_pipeline.hpp"
 #include "server/secrets/redaction.hpp"
-#include "server/zk_server.hpp"
 
 namespace warden::server {
 
@@ -78,7 +78,7 @@ std::string admin::primary_name(std::string_view name) {
   return {};
 }
 
-std::vector<std::pair<std::string, Json>> ZkServer::monitor_values(const FourLetterEnv& env) const {
+std::vector<std::pair<std::string, Json>> RequestPipeline::monitor_values(const FourLetterEnv& env) const {
   size_t ephemerals = 0;
   for (const auto& [s, paths] : tree_.ephemerals()) ephemerals += paths.size();
   std::vector<std::pair<std::string, Json>> m{
@@ -124,14 +124,14 @@ std::vector<std::pair<std::string, Json>> ZkServer::monitor_values(const FourLet
   return m;
 }
 
-std::vector<std::pair<std::string, Json>> ZkServer::monitor_keys(const FourLetterEnv& env) {
+std::vector<std::pair<std::string, Json>> RequestPipeline::monitor_keys(const FourLetterEnv& env) {
   auto values = monitor_values(env);
   admin::add_monitor_keys(values, summaries(env));
   admin::add_monitor_keys(values, admin::set_entries(summary_sets()));
   return values;
 }
 
-admin::NamedSummaries ZkServer::summaries(const FourLetterEnv& env) {
+admin::NamedSummaries RequestPipeline::summaries(const FourLetterEnv& env) {
   admin::NamedSummaries all = metrics_.summaries_with_unfed();
   all.insert(all.end(), env.summaries.begin(), env.summaries.end());
   return all;
@@ -172,7 +172,7 @@ std::optional<int64_t> java_long(const std::string& s) {
 }
 }  // namespace
 
-std::pair<Json, Json> ZkServer::connection_infos(bool brief) const {
+std::pair<Json, Json> RequestPipeline::connection_infos(bool brief) const {
   // ZooKeeper's connection info (ServerCnxn.getConnectionInfo), plaintext and TLS apart; brief
   // (stats) stops before the session's part.
   std::vector<ConnId> ids;
@@ -207,7 +207,7 @@ std::pair<Json, Json> ZkServer::connection_infos(bool brief) const {
   return {std::move(plain), std::move(secure)};
 }
 
-std::pair<int, std::string> ZkServer::admin_authorized(std::string_view authorization, const std::string& peer,
+std::pair<int, std::string> RequestPipeline::admin_authorized(std::string_view authorization, const std::string& peer,
                                                        const std::string& path, int32_t perms) const {
   if (authorization.empty()) return {401, "Auth info is missing for the command"};
   // "scheme" or "scheme data", as ZooKeeper splits it on one space.
@@ -232,7 +232,7 @@ std::pair<int, std::string> ZkServer::admin_authorized(std::string_view authoriz
   return {200, ""};
 }
 
-Json ZkServer::server_stats_json(const FourLetterEnv& env) const {
+Json RequestPipeline::server_stats_json(const FourLetterEnv& env) const {
   // ZooKeeper's ServerStats as Jackson writes it (its getters, in its order).
   Json s = Json::object();
   s.set("packets_sent", packets_sent_);
@@ -256,7 +256,7 @@ Json ZkServer::server_stats_json(const FourLetterEnv& env) const {
   return s;
 }
 
-Json ZkServer::admin_command(std::string_view name, const FourLetterEnv& env, std::string_view query) {
+Json RequestPipeline::admin_command(std::string_view name, const FourLetterEnv& env, std::string_view query) {
   std::string primary = admin::primary_name(name);
   Json r = Json::object();
   auto done = [&](Json error = nullptr) {

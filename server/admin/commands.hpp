@@ -1,6 +1,6 @@
 // The names of the AdminServer's commands, as ZooKeeper 3.8 registers them: a primary name
 // and short names (the four-letter words' among them). The answers come from
-// ZkServer::admin_command, beside the four-letter words.
+// RequestPipeline::admin_command, beside the four-letter words.
 #pragma once
 
 #include <string>

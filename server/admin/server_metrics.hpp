@@ -1,4 +1,4 @@
-// The metrics of ZooKeeper's ServerMetrics that the request pipeline (ZkServer) feeds, under
+// The metrics of ZooKeeper's ServerMetrics that the request pipeline (RequestPipeline) feeds, under
 // ZooKeeper's names and in its units (ms, bytes, counts). monitor and mntr list them, /metrics
 // serves them, srst resets them (as ZooKeeper's ServerStats.reset() resets every metric): this
 // struct is their one source. Those of the log, the election and the syncs live with the
@@ -68,7 +68,7 @@ struct PipelineMetrics {
   int64_t revalidations = 0;             // revalidate_count: a leader's re-attaches asked by members
   int64_t commits_applied = 0;           // request_commit_queued: every commit this server applies
 
-  // Summaries (ms unless named otherwise). Only ZkServer's thread touches them (the AdminServer
+  // Summaries (ms unless named otherwise). Only RequestPipeline's thread touches them (the AdminServer
   // reads them there too): they do not lock.
   static constexpr Access mine = Access::one_thread;
   Summary read_latency{true, mine}, update_latency{true, mine};  // readlatency, updatelatency: arrival to reply
@@ -85,7 +85,7 @@ struct PipelineMetrics {
   Summary write_final_time{true, mine};        // write_final_proc_time_ms: a commit's apply, events and reply
   Summary dead_watchers_latency{true, mine};   // dead_watchers_cleaner_latency: a closed connection's watches removed
   // ZooKeeper's CommitProcessor holds a session's requests behind its writes; Warden's
-  // pipeline holds them per connection (zk_server.hpp): the same waits, under its names.
+  // pipeline holds them per connection (request_pipeline.hpp): the same waits, under its names.
   Summary read_commitproc_time{true, mine};  // read_commitproc_time_ms: a read's arrival to its answer
   Summary write_commit_wait{true, mine};     // write_commitproc_time_ms: a client's write proposed to committed here
   Summary session_queue_size{false, mine};   // requests_in_session_queue: frames waiting, at each one queued

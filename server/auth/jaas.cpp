@@ -1,7 +1,7 @@
 #include "server/auth/jaas.hpp"
 
 #include "server/config/config.hpp"
-#include "server/jvm_flags.hpp"
+#include "server/config/jvm_flags.hpp"
 #include "server/secrets/redaction.hpp"
 
 #include <cctype>

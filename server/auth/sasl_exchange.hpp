@@ -1,4 +1,4 @@
-// One SASL exchange on one client connection, as the pipeline (ZkServer) drives it: each
+// One SASL exchange on one client connection, as the pipeline (RequestPipeline) drives it: each
 // client token in, the server's answer out, until the mechanism is done (with the id the
 // client authenticated as) or failed. server/auth/sasl_server.hpp implements it with Cyrus SASL.
 #pragma once

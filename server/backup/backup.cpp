@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "consensus/replicator.hpp"
-#include "server/snapshot_walk.hpp"
-#include "server/zk_server.hpp"
+#include "server/pipeline/request_pipeline.hpp"
+#include "server/state/snapshot_walk.hpp"
 #include "storage/rocksdb_log_store.hpp"
 
 namespace warden::server::backup {
@@ -242,7 +242,7 @@ BackupInfo restore_backup(const std::string& path, const std::string& dir, Zxid 
   // The state: the backup's snapshot loaded as a start loads one, its txns replayed after it.
   storage::MemoryLogStore scratch;
   consensus::ZabReplicator replicator(scratch, [](storage::LogEntry) {});
-  ZkServer server(ServerOptions{}, replicator, [] {
+  RequestPipeline server(ServerOptions{}, replicator, [] {
     return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
         .count();
   });

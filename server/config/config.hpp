@@ -15,8 +15,8 @@
 
 #include "server/admin/admin_settings.hpp"
 #include "server/admin/pause_settings.hpp"
+#include "server/config/jvm_flags.hpp"
 #include "server/config/text.hpp"
-#include "server/jvm_flags.hpp"
 #include "server/logging.hpp"
 #include "server/tls/tls_settings.hpp"
 

@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <map>
 
-#include "server/stored_state.hpp"
+#include "server/state/stored_state.hpp"
 #include "storage/zookeeper_format/zookeeper_files.hpp"
 
 namespace warden::server::migrate {

@@ -13,10 +13,10 @@
 #include <thread>
 
 #include "consensus/replicator.hpp"
-#include "server/data_tree.hpp"
-#include "server/session_table.hpp"
-#include "server/snapshot_walk.hpp"
-#include "server/zk_server.hpp"
+#include "server/pipeline/request_pipeline.hpp"
+#include "server/state/data_tree.hpp"
+#include "server/state/session_table.hpp"
+#include "server/state/snapshot_walk.hpp"
 #include "storage/rocksdb_log_store.hpp"
 #include "storage/zookeeper_format/zookeeper_files.hpp"
 
@@ -132,7 +132,7 @@ class Rebuild {
         .count();
   }) {}
 
-  ZkServer& server() { return server_; }
+  RequestPipeline& server() { return server_; }
   const DataTree& tree() const { return server_.tree(); }
 
   // Loads `file`; throws zkf::FormatError for a snapshot that does not read whole.
@@ -315,7 +315,7 @@ class Rebuild {
 
   storage::MemoryLogStore scratch_;
   consensus::ZabReplicator replicator_;
-  ZkServer server_;
+  RequestPipeline server_;
   std::map<int64_t, wire::AclList> acls_;
   std::map<std::string, int64_t> unresolved_;  // path -> the ACL key its snapshot gave
   std::set<SessionId> live_;

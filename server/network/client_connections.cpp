@@ -14,13 +14,13 @@
 #include <utility>
 #include <vector>
 
-#include "server/four_letter.hpp"
+#include "server/admin/four_letter.hpp"
 #include "server/network/fan_out.hpp"
 #include "server/network/send_queue.hpp"
+#include "server/pipeline/request_pipeline.hpp"
 #include "server/tls/tls_channel.hpp"
 #include "server/tls/tls_context.hpp"
 #include "server/tls/x509_name.hpp"
-#include "server/zk_server.hpp"
 #include "wire/framing.hpp"
 
 namespace warden::server {
@@ -78,7 +78,7 @@ using TlsStatus = tls::TlsChannel::Status;
 
 class Connection final : public ClientLink, public std::enable_shared_from_this<Connection> {
  public:
-  Connection(tcp::socket s, ZkServer& server, Registry& reg, int32_t max_buffer, const FourLetterHandler& four,
+  Connection(tcp::socket s, RequestPipeline& server, Registry& reg, int32_t max_buffer, const FourLetterHandler& four,
              const TlsPolicy& tls)
       : socket_(std::move(s)), server_(server), registry_(reg), max_buffer_(max_buffer), four_letter_(four),
         policy_(tls), handshake_timer_(socket_.get_executor()) {
@@ -542,7 +542,7 @@ class Connection final : public ClientLink, public std::enable_shared_from_this<
   }
 
   tcp::socket socket_;
-  ZkServer& server_;
+  RequestPipeline& server_;
   Registry& registry_;
   int32_t max_buffer_;
   const FourLetterHandler& four_letter_;
@@ -572,7 +572,7 @@ class Connection final : public ClientLink, public std::enable_shared_from_this<
   bool held_ = false;  // requests wait in in_ while the replies drain (output_high_water)
 };
 
-// The pipeline's fan-outs (zk_server.hpp's FanOut) over the client connections: a watch event
+// The pipeline's fan-outs (request_pipeline.hpp's FanOut) over the client connections: a watch event
 // goes to every watcher with nothing queued before it at once, over the FanOutSender's threads;
 // the others queue it as any frame. The runtime's only ClientLink is its Connection.
 class ConnectionFanOut final : public FanOut {
@@ -611,17 +611,18 @@ class ConnectionFanOut final : public FanOut {
 }  // namespace
 
 struct ClientConnections::State {
-  State(asio::io_context& io, ZkServer& server, Limits limits, FourLetterHandler four)
+  State(asio::io_context& io, RequestPipeline& server, Limits limits, FourLetterHandler four)
       : io(io), server(server), limits(limits), four_letter(std::move(four)) {}
   asio::io_context& io;
-  ZkServer& server;
+  RequestPipeline& server;
   Limits limits;
   FourLetterHandler four_letter;
   Registry registry;
   ConnectionFanOut fan_out{FanOutSender::helpers_for_this_machine()};
 };
 
-ClientConnections::ClientConnections(asio::io_context& io, ZkServer& server, Limits limits, FourLetterHandler four)
+ClientConnections::ClientConnections(asio::io_context& io, RequestPipeline& server, Limits limits,
+                                     FourLetterHandler four)
     : state_(std::make_unique<State>(io, server, limits, std::move(four))) {}
 
 ClientConnections::~ClientConnections() = default;

@@ -1,6 +1,6 @@
 #pragma once
 // The client connections of one server thread: each accepted socket becomes a connection that
-// reads frames (or a four-letter word) into the pipeline (ZkServer) and writes its replies, over
+// reads frames (or a four-letter word) into the pipeline (RequestPipeline) and writes its replies, over
 // plaintext or TLS; the set of them pauses reading while too many requests are in flight and
 // hands the pipeline a fan-out for watch events. Sockets and TLS live in client_connections.cpp;
 // this header keeps Asio out of whoever composes the server.
@@ -11,7 +11,7 @@
 #include <string>
 #include <string_view>
 
-#include "server/watch_manager.hpp"
+#include "server/state/watch_manager.hpp"
 
 namespace boost::asio {
 class io_context;
@@ -19,7 +19,7 @@ class io_context;
 
 namespace warden::server {
 
-class ZkServer;
+class RequestPipeline;
 class FanOut;
 namespace tls {
 class ServerTlsContext;
@@ -43,7 +43,7 @@ class ClientConnections {
     int32_t max_buffer = 0;    // jute.maxbuffer: the largest frame taken
     int32_t per_address = 0;   // maxClientCnxns: connections from one address, 0 for no limit
   };
-  ClientConnections(boost::asio::io_context& io, ZkServer& server, Limits limits, FourLetterHandler four_letter);
+  ClientConnections(boost::asio::io_context& io, RequestPipeline& server, Limits limits, FourLetterHandler four_letter);
   ~ClientConnections();
   ClientConnections(const ClientConnections&) = delete;
   ClientConnections& operator=(const ClientConnections&) = delete;

@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-#include "server/txn.hpp"
+#include "server/state/txn.hpp"
 
 namespace warden::server::reconfig {
 

@@ -3,7 +3,7 @@
 //  - a four-letter word in its first four bytes is answered as the runtime answers it;
 //  - otherwise its frames are cut as the runtime cuts them (jute.maxbuffer), each payload goes
 //    through every decoder (connect request, request header, every request record, multi in
-//    both forms, txn, quota text) and then into a ZkServer with an in-memory log, as a live
+//    both forms, txn, quota text) and then into a RequestPipeline with an in-memory log, as a live
 //    connection's frames do: connect handshake, requests, watches, multi, auth, four-letter
 //    state. SASL packets go through Cyrus SASL's DIGEST-MD5 (a JAAS Server section's users), as
 //    a server with SASL configured runs them. The same bytes are also read as a zoo.cfg and as
@@ -17,13 +17,13 @@
 #include <string_view>
 
 #include "consensus/replicator.hpp"
+#include "server/admin/four_letter.hpp"
 #include "server/auth/jaas.hpp"
 #include "server/auth/sasl_server.hpp"
 #include "server/config/config.hpp"
-#include "server/four_letter.hpp"
-#include "server/quota.hpp"
-#include "server/txn.hpp"
-#include "server/zk_server.hpp"
+#include "server/pipeline/request_pipeline.hpp"
+#include "server/state/quota.hpp"
+#include "server/state/txn.hpp"
 #include "storage/log_store.hpp"
 #include "wire/framing.hpp"
 #include "wire/records.hpp"
@@ -95,7 +95,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   opts.enforce_quota = true;
   opts.sasl = [] { return sasl.start(); };
   opts.sasl_acls = true;
-  server::ZkServer zk(opts, replicator, [&] { return now; });
+  server::RequestPipeline zk(opts, replicator, [&] { return now; });
   replicator.start(0);
   Link link;
   server::ConnId id = zk.open(&link);

@@ -13,11 +13,11 @@
 
 #include "consensus/memory_log.hpp"
 #include "consensus/peer_codec.hpp"
-#include "server/data_tree.hpp"
-#include "server/prep.hpp"
+#include "server/pipeline/prep.hpp"
 #include "server/reconfig/config_txn.hpp"
-#include "server/snapshot_walk.hpp"
-#include "server/txn.hpp"
+#include "server/state/data_tree.hpp"
+#include "server/state/snapshot_walk.hpp"
+#include "server/state/txn.hpp"
 #include "wire/records.hpp"
 
 namespace warden::sim {

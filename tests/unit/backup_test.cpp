@@ -6,7 +6,7 @@
 
 #include "harness.hpp"
 #include "server/backup/backup.hpp"
-#include "server/snapshot_walk.hpp"
+#include "server/state/snapshot_walk.hpp"
 #include "storage/rocksdb_log_store.hpp"
 
 using namespace test;

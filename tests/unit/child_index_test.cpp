@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "server/child_index.hpp"
+#include "server/state/child_index.hpp"
 
 namespace {
 struct Named {

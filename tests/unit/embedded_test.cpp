@@ -11,7 +11,7 @@
 
 #include <filesystem>
 
-#include "server/embedded_server.hpp"
+#include "server/node/embedded_server.hpp"
 #include "storage/rocksdb_log_store.hpp"
 #include "wire/framing.hpp"
 #include "wire/records.hpp"

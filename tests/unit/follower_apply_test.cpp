@@ -5,8 +5,8 @@
 #include "harness.hpp"
 #include <random>
 
-#include "server/forward.hpp"
-#include "server/txn.hpp"
+#include "server/pipeline/forward.hpp"
+#include "server/state/txn.hpp"
 
 using namespace test;
 
@@ -43,7 +43,7 @@ std::string foreign_create(const std::string& path) {
 struct Scripted {
   int64_t now = 1'700'000'000'000;
   ScriptedReplicator rep;
-  server::ZkServer server{server::ServerOptions{}, rep, [this] { return now; }};
+  server::RequestPipeline server{server::ServerOptions{}, rep, [this] { return now; }};
 };
 
 // A client of the scripted server: the harness's Client needs a Harness, so this one is raw.
@@ -136,7 +136,7 @@ TEST_CASE("a restart replays the log to the commit mark, and the core commits th
   store.set_replica_state({1, 1, entries[1].zxid});  // the mark lags: only "/one" is known applied
   consensus::ZabReplicator rep(store, [&](storage::LogEntry e) { store.append({e}); });
   int64_t now = before.now;
-  server::ZkServer server(server::ServerOptions{}, rep, [&] { return now; });
+  server::RequestPipeline server(server::ServerOptions{}, rep, [&] { return now; });
   for (const auto& e : entries)
     if (e.zxid <= store.replica_state().commit_mark) server.replay(e.zxid, e.payload);
   CHECK(server.tree().find("/one"));

@@ -1,4 +1,4 @@
-// Drives a ZkServer directly: fake connections that collect frames, and a clock the test moves.
+// Drives a RequestPipeline directly: fake connections that collect frames, and a clock the test moves.
 #pragma once
 
 #include <catch2/catch.hpp>
@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "consensus/replicator.hpp"
-#include "server/zk_server.hpp"
+#include "server/pipeline/request_pipeline.hpp"
 #include "storage/log_store.hpp"
 #include "wire/framing.hpp"
 #include "wire/records.hpp"
@@ -63,7 +63,7 @@ struct Harness {
                                          log.append({std::move(e)});
                                          replicator.durable(z);
                                        }};
-  server::ZkServer server;
+  server::RequestPipeline server;
   explicit Harness(server::ServerOptions o = {}, int64_t start = 1'700'000'000'000)
       : now(start), server(o, replicator, [this] { return now; }, [this] { return elapsed; }) {
     replicator.start(0);

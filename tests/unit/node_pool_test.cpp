@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "harness.hpp"
-#include "server/node_pool.hpp"
+#include "server/state/node_pool.hpp"
 
 using warden::server::NodePool;
 

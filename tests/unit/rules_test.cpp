@@ -6,13 +6,13 @@
 #include <fstream>
 
 #include "hex.hpp"
-#include "server/acl.hpp"
+#include "server/admin/four_letter.hpp"
 #include "server/auth/jaas.hpp"
 #include "server/config/config.hpp"
 #include "server/config/keys.hpp"
-#include "server/four_letter.hpp"
-#include "server/path.hpp"
-#include "server/quota.hpp"
+#include "server/state/acl.hpp"
+#include "server/state/path.hpp"
+#include "server/state/quota.hpp"
 
 using namespace warden::server;
 

@@ -1,7 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include "harness.hpp"
-#include "server/txn.hpp"
+#include "server/state/txn.hpp"
 
 using namespace test;
 using wire::EventType;

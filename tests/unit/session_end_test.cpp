@@ -1,7 +1,7 @@
 // How sessions end and what they leave behind: ephemerals created while the session closes,
 // prep's overlay under sustained writes, expiry after a restart, and session ids.
 #include "harness.hpp"
-#include "server/txn.hpp"
+#include "server/state/txn.hpp"
 
 using namespace test;
 

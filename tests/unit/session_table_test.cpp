@@ -5,7 +5,7 @@
 #include <random>
 #include <set>
 
-#include "server/session_table.hpp"
+#include "server/state/session_table.hpp"
 
 using warden::server::SessionId;
 using warden::server::SessionTable;

@@ -12,7 +12,7 @@
 #include "harness.hpp"
 #include "server/backup/backup.hpp"
 #include "server/config/config.hpp"
-#include "server/snapshot_walk.hpp"
+#include "server/state/snapshot_walk.hpp"
 
 using namespace test;
 

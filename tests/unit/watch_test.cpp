@@ -3,7 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "harness.hpp"
-#include "server/snapshot_walk.hpp"
+#include "server/state/snapshot_walk.hpp"
 
 using namespace test;
 using wire::EventType;

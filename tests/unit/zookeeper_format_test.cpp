@@ -12,9 +12,9 @@
 #include <random>
 #include <set>
 
-#include "server/data_tree.hpp"
 #include "server/migrate/import_zookeeper.hpp"
-#include "server/stored_state.hpp"
+#include "server/state/data_tree.hpp"
+#include "server/state/stored_state.hpp"
 #include "storage/zookeeper_format/zookeeper_files.hpp"
 #include "wire/jute.hpp"
 

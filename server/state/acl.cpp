@@ -1,4 +1,4 @@
-#include "server/acl.hpp"
+#include "server/state/acl.hpp"
 
 #include <arpa/inet.h>
 

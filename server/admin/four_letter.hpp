@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "server/admin/json.hpp"
-#include "wire/four_letter_words.hpp"
 #include "server/admin/summary.hpp"
+#include "wire/four_letter_words.hpp"
 
 namespace warden::server {
 

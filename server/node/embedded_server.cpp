@@ -1,6 +1,6 @@
-#include "server/embedded_server.hpp"
+#include "server/node/embedded_server.hpp"
 
-#include "server/runtime.hpp"
+#include "server/node/runtime.hpp"
 
 namespace warden::server {
 

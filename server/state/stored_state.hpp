@@ -8,8 +8,8 @@
 #include <functional>
 #include <string>
 
-#include "server/data_tree.hpp"
-#include "server/session_table.hpp"
+#include "server/state/data_tree.hpp"
+#include "server/state/session_table.hpp"
 #include "storage/log_store.hpp"
 
 namespace warden::server {

@@ -1,4 +1,4 @@
-#include "server/data_tree.hpp"
+#include "server/state/data_tree.hpp"
 
 #include <fmt/format.h>
 #include <zlib.h>
@@ -8,8 +8,8 @@
 #include <algorithm>
 #include <cstring>
 
-#include "server/path.hpp"
-#include "server/quota.hpp"
+#include "server/state/path.hpp"
+#include "server/state/quota.hpp"
 
 namespace warden::server {
 

@@ -1,4 +1,4 @@
-#include "server/zk_server.hpp"
+#include "server/pipeline/request_pipeline.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -53,7 +53,7 @@ using wire::is_write;
 
 }  // namespace
 
-ZkServer::ZkServer(ServerOptions opts, consensus::Replicator& replicator, Clock clock, Clock elapsed)
+RequestPipeline::RequestPipeline(ServerOptions opts, consensus::Replicator& replicator, Clock clock, Clock elapsed)
     : opts_(opts),
       replicator_(replicator),
       clock_(std::move(clock)),
@@ -70,7 +70,7 @@ ZkServer::ZkServer(ServerOptions opts, consensus::Replicator& replicator, Clock 
   next_container_check_ = clock_() + opts_.container_check_interval_ms;
 }
 
-void ZkServer::write_config_node() {
+void RequestPipeline::write_config_node() {
   if (opts_.config_node.empty()) return;
   // A newer configuration from a reconfig (in a snapshot, or replayed from the log) stays.
   const Node* now = tree_.find(reconfig::config_node);
@@ -78,12 +78,12 @@ void ZkServer::write_config_node() {
   tree_.set_config_node(opts_.config_node, opts_.config_version, clock_());
 }
 
-ZkServer::Conn* ZkServer::conn(ConnId id) {
+RequestPipeline::Conn* RequestPipeline::conn(ConnId id) {
   auto it = conns_.find(id);
   return it == conns_.end() ? nullptr : &it->second;
 }
 
-ConnId ZkServer::open(ClientLink* link) {
+ConnId RequestPipeline::open(ClientLink* link) {
   ConnId id = next_conn_++;
   Conn c;
   c.link = link;
@@ -100,13 +100,13 @@ ConnId ZkServer::open(ClientLink* link) {
   return id;
 }
 
-void ZkServer::handshake_failed(bool timed_out) {
+void RequestPipeline::handshake_failed(bool timed_out) {
   ++counters_.auth_failed;
   ++counters_.unsuccessful_handshake;
   if (timed_out) ++counters_.tls_handshake_exceeded;
 }
 
-void ZkServer::closed(ConnId id) {
+void RequestPipeline::closed(ConnId id) {
   auto it = conns_.find(id);
   if (it == conns_.end()) return;
   if (it->second.attached) {
@@ -128,14 +128,14 @@ void ZkServer::closed(ConnId id) {
   conns_.erase(it);
 }
 
-void ZkServer::close_conn(ConnId id) {
+void RequestPipeline::close_conn(ConnId id) {
   Conn* c = conn(id);
   if (!c || c->closing) return;
   c->closing = true;
   c->link->close();
 }
 
-void ZkServer::receive(ConnId id, std::string_view payload) {
+void RequestPipeline::receive(ConnId id, std::string_view payload) {
   Conn* c = conn(id);
   if (!c || c->closing) return;
   ++c->stats.received;
@@ -163,7 +163,7 @@ void ZkServer::receive(ConnId id, std::string_view payload) {
   metrics_.session_queue_size.add(static_cast<int64_t>(c->held.size() + c->after_writes.size()));
 }
 
-ZkServer::Route ZkServer::route(const Conn& c, std::string_view payload) const {
+RequestPipeline::Route RequestPipeline::route(const Conn& c, std::string_view payload) const {
   if (!c.attached) return c.session != 0 ? Route::hold : Route::now;  // its session is being created
   if (c.in_flight == 0 && !session_writes_.count(c.session)) return Route::now;
   wire::Reader r(payload);
@@ -179,7 +179,7 @@ ZkServer::Route ZkServer::route(const Conn& c, std::string_view payload) const {
   return it != session_writes_.end() && it->second == c.writes ? Route::after_write : Route::hold;
 }
 
-void ZkServer::note_read_wait(std::string_view payload, int64_t waited) {
+void RequestPipeline::note_read_wait(std::string_view payload, int64_t waited) {
   // The op is the header's second int (after the xid); a frame too short for it is no read.
   if (payload.size() < 8) return;
   auto b = reinterpret_cast<const unsigned char*>(payload.data()) + 4;
@@ -188,7 +188,7 @@ void ZkServer::note_read_wait(std::string_view payload, int64_t waited) {
   if (reads_tree(op)) metrics_.read_commitproc_time.add_zero_or(std::max<int64_t>(0, waited));
 }
 
-bool ZkServer::reads_tree(OpCode op) {
+bool RequestPipeline::reads_tree(OpCode op) {
   switch (op) {
     case OpCode::exists:
     case OpCode::getData:
@@ -204,7 +204,7 @@ bool ZkServer::reads_tree(OpCode op) {
   }
 }
 
-void ZkServer::hold_reads(Pending& p, SessionId s) {
+void RequestPipeline::hold_reads(Pending& p, SessionId s) {
   if (p.kind != Kind::request || p.barrier || s == 0) return;
   p.holds_reads = s;
   ++session_writes_[s];
@@ -214,7 +214,7 @@ void ZkServer::hold_reads(Pending& p, SessionId s) {
   }
 }
 
-void ZkServer::release_reads(const Pending& p) {
+void RequestPipeline::release_reads(const Pending& p) {
   if (p.holds_reads == 0) return;
   if (Conn* c = p.conn ? conn(p.conn) : nullptr) {
     --c->writes;
@@ -245,7 +245,7 @@ void ZkServer::release_reads(const Pending& p) {
   for (ConnId id : waiting) drain(id);
 }
 
-void ZkServer::process(ConnId id, Conn& c, std::string_view payload) {
+void RequestPipeline::process(ConnId id, Conn& c, std::string_view payload) {
   ++metrics_.prep_queued;
   if (!c.attached) {
     handle_connect(id, c, payload);
@@ -254,7 +254,7 @@ void ZkServer::process(ConnId id, Conn& c, std::string_view payload) {
   }
 }
 
-void ZkServer::drain(ConnId id) {
+void RequestPipeline::drain(ConnId id) {
   for (;;) {
     Conn* c = conn(id);
     if (!c || c->closing || c->held.empty()) return;
@@ -274,7 +274,7 @@ void ZkServer::drain(ConnId id) {
   }
 }
 
-void ZkServer::handle_connect(ConnId id, Conn& c, std::string_view payload) {
+void RequestPipeline::handle_connect(ConnId id, Conn& c, std::string_view payload) {
   if (c.session != 0) return;  // a session is being created for this connection: ignore extras
   ++metrics_.connection_requests;
   if (!serving() && !read_only()) {
@@ -363,7 +363,7 @@ void ZkServer::handle_connect(ConnId id, Conn& c, std::string_view payload) {
   send_connect_response(c, timeout, s->id, s->passwd);
 }
 
-void ZkServer::reattach_through_leader(ConnId id, Conn& c, SessionId s, const std::string& passwd) {
+void RequestPipeline::reattach_through_leader(ConnId id, Conn& c, SessionId s, const std::string& passwd) {
   // The leader confirms the session lives and moves it here; the answer comes in order.
   Forwarded f;
   f.kind = Forwarded::reattach;
@@ -376,13 +376,13 @@ void ZkServer::reattach_through_leader(ConnId id, Conn& c, SessionId s, const st
   forward(std::move(f), std::move(p));
 }
 
-void ZkServer::attach(ConnId id, Conn& c, SessionId s) {
+void RequestPipeline::attach(ConnId id, Conn& c, SessionId s) {
   c.session = s;
   c.attached = true;
   owner_[s] = id;
 }
 
-void ZkServer::send_connect_response(Conn& c, int32_t timeout, SessionId s, const std::string& passwd) {
+void RequestPipeline::send_connect_response(Conn& c, int32_t timeout, SessionId s, const std::string& passwd) {
   wire::ConnectResponse r;
   r.timeOut = timeout;
   r.sessionId = s;
@@ -393,19 +393,19 @@ void ZkServer::send_connect_response(Conn& c, int32_t timeout, SessionId s, cons
   send_frame(c, std::move(frame));
 }
 
-void ZkServer::send_frame(Conn& c, std::string frame, bool event) {
+void RequestPipeline::send_frame(Conn& c, std::string frame, bool event) {
   count_sent(c, frame.size(), event);
   c.link->send(std::move(frame));
 }
 
-void ZkServer::count_sent(Conn& c, size_t frame_bytes, bool event) {
+void RequestPipeline::count_sent(Conn& c, size_t frame_bytes, bool event) {
   ++c.stats.sent;
   ++packets_sent_;
   (event ? metrics_.watch_bytes : metrics_.response_bytes) += static_cast<int64_t>(frame_bytes);
   counters_.client_response.add(static_cast<int64_t>(frame_bytes) - 4);  // one frame, length first
 }
 
-void ZkServer::send_events(const WatchTrigger& t, const std::vector<ConnId>& conns) {
+void RequestPipeline::send_events(const WatchTrigger& t, const std::vector<ConnId>& conns) {
   // One frame for all the trigger's watchers.
   const wire::WatcherEvent e{static_cast<int32_t>(t.type), static_cast<int32_t>(wire::KeeperState::syncConnected),
                             t.path};
@@ -466,7 +466,7 @@ const char* op_name(OpCode op) {
 }
 }  // namespace
 
-void ZkServer::note_reply(Conn& c, OpCode op, int32_t xid, Zxid zxid, int64_t started, int64_t now) {
+void RequestPipeline::note_reply(Conn& c, OpCode op, int32_t xid, Zxid zxid, int64_t started, int64_t now) {
   if (now < 0) now = clock_();
   int64_t latency = std::max<int64_t>(0, now - started);
   c.stats.last_op = op_name(op);
@@ -482,7 +482,7 @@ void ZkServer::note_reply(Conn& c, OpCode op, int32_t xid, Zxid zxid, int64_t st
     metrics_.read_latency.add(latency);
 }
 
-void ZkServer::send_reply(ConnId id, int32_t xid, Zxid zxid, Err err) {
+void RequestPipeline::send_reply(ConnId id, int32_t xid, Zxid zxid, Err err) {
   Conn* c = conn(id);
   if (!c) return;
   send_frame(*c, frame_of<wire::ErrorResponse>(wire::ReplyHeader{xid, zxid, static_cast<int32_t>(err)}, nullptr),
@@ -490,13 +490,13 @@ void ZkServer::send_reply(ConnId id, int32_t xid, Zxid zxid, Err err) {
 }
 
 template <class R>
-void ZkServer::send_reply(ConnId id, int32_t xid, Zxid zxid, const R& body) {
+void RequestPipeline::send_reply(ConnId id, int32_t xid, Zxid zxid, const R& body) {
   Conn* c = conn(id);
   if (!c) return;
   send_frame(*c, frame_of(wire::ReplyHeader{xid, zxid, 0}, &body), xid == wire::xid::notification);
 }
 
-void ZkServer::handle_request(ConnId id, Conn& c, std::string_view payload) {
+void RequestPipeline::handle_request(ConnId id, Conn& c, std::string_view payload) {
   wire::Reader r(payload);
   wire::RequestHeader h;
   h.visit(r);
@@ -534,7 +534,7 @@ void ZkServer::handle_request(ConnId id, Conn& c, std::string_view payload) {
   dispatch(id, c, q);
 }
 
-bool ZkServer::admitted(ConnId id, Conn& c, const Request& q) {
+bool RequestPipeline::admitted(ConnId id, Conn& c, const Request& q) {
   if (c.read_only) {
     // Nothing reaches a leader from here: what would change the tree is refused, a close is
     // this member's alone, and a ping is answered at once.
@@ -559,7 +559,7 @@ bool ZkServer::admitted(ConnId id, Conn& c, const Request& q) {
   return true;
 }
 
-bool ZkServer::routed(ConnId id, Conn& c, const Request& q) {
+bool RequestPipeline::routed(ConnId id, Conn& c, const Request& q) {
   if (!leads() && !c.read_only) {
     touched_.push_back(c.session);  // the leader, which expires sessions, hears of it each tick
     if (!wire::goes_to_leader(q.op)) return false;
@@ -602,7 +602,7 @@ bool ZkServer::routed(ConnId id, Conn& c, const Request& q) {
   return true;
 }
 
-void ZkServer::dispatch(ConnId id, Conn& c, const Request& q) {
+void RequestPipeline::dispatch(ConnId id, Conn& c, const Request& q) {
   const Zxid last = q.last;
   const int32_t xid = q.xid;
   // Everything but a write or a close is answered in this call, at the time the request came
@@ -664,7 +664,7 @@ void ZkServer::dispatch(ConnId id, Conn& c, const Request& q) {
   close_conn(id);
 }
 
-void ZkServer::submit_write(ConnId id, Conn& c, const Request& q) {
+void RequestPipeline::submit_write(ConnId id, Conn& c, const Request& q) {
   if (!owns(c.session, 0)) {
     submit(marker_txn(c.session, q.xid, q.now, q.type, Err::sessionMoved), Pending{Kind::request, id, q.xid, q.now});
     return;
@@ -675,7 +675,7 @@ void ZkServer::submit_write(ConnId id, Conn& c, const Request& q) {
   submit(std::move(t), Pending{Kind::request, id, q.xid, started});
 }
 
-void ZkServer::handle_read(ConnId id, Conn& c, OpCode op, int32_t xid, std::string_view body) {
+void RequestPipeline::handle_read(ConnId id, Conn& c, OpCode op, int32_t xid, std::string_view body) {
   Zxid last = tree_.last_applied();
   if (op == OpCode::getACL) {
     auto req = wire::decode<wire::GetACLRequest>(body);
@@ -737,19 +737,19 @@ void ZkServer::handle_read(ConnId id, Conn& c, OpCode op, int32_t xid, std::stri
   }, static_cast<size_t>(names) + 4 * static_cast<size_t>(count) + 128));
 }
 
-Err ZkServer::readable(const Node* n, const Conn& c) const {
+Err RequestPipeline::readable(const Node* n, const Conn& c) const {
   if (!n) return Err::noNode;
   return allows_(*tree_.acl_of(*n), wire::perms::read, c.auth) ? Err::ok : Err::noAuth;
 }
 
-std::vector<std::string> ZkServer::children_of(const Node& n) {
+std::vector<std::string> RequestPipeline::children_of(const Node& n) {
   std::vector<std::string> kids;
   kids.reserve(n.child_count());
   for (const Node& kid : n.children()) kids.emplace_back(kid.name());
   return kids;
 }
 
-void ZkServer::handle_multi_read(ConnId id, Conn& c, int32_t xid, std::string_view body) {
+void RequestPipeline::handle_multi_read(ConnId id, Conn& c, int32_t xid, std::string_view body) {
   Zxid last = tree_.last_applied();
   // ZooKeeper answers a malformed multiRead with MarshallingError; one holding another kind of
   // op with MarshallingError too, but after the results of the reads before it.
@@ -775,7 +775,7 @@ void ZkServer::handle_multi_read(ConnId id, Conn& c, int32_t xid, std::string_vi
                            [&](wire::Writer& w) { wire::encode_multi_response(w, results); }));
 }
 
-void ZkServer::handle_other(ConnId id, Conn& c, OpCode op, int32_t xid, std::string_view body) {
+void RequestPipeline::handle_other(ConnId id, Conn& c, OpCode op, int32_t xid, std::string_view body) {
   Zxid last = tree_.last_applied();
   auto empty_ok = [&] { send_reply(id, xid, last, Err::ok); };
   switch (op) {
@@ -846,7 +846,7 @@ void ZkServer::handle_other(ConnId id, Conn& c, OpCode op, int32_t xid, std::str
 
 // As ZooKeeper's processSasl: each token through the connection's exchange; once it is done,
 // sasl:<authorization id> (and super, for zookeeper.superUser) joins the connection's ids.
-void ZkServer::handle_sasl(ConnId id, Conn& c, int32_t xid, std::string_view body) {
+void RequestPipeline::handle_sasl(ConnId id, Conn& c, int32_t xid, std::string_view body) {
   auto req = wire::decode<wire::GetSaslRequest>(body);
   if (!req) {  // ZooKeeper fails to read the record and drops the connection
     spdlog::warn("closing connection of {}: a SASL packet that does not decode", who(c));
@@ -875,7 +875,7 @@ void ZkServer::handle_sasl(ConnId id, Conn& c, int32_t xid, std::string_view bod
   send_reply(id, xid, 0, wire::SetSaslResponse{step.token});
 }
 
-bool ZkServer::enforced_auth_met(const Conn& c) const {
+bool RequestPipeline::enforced_auth_met(const Conn& c) const {
   const auto& wanted = opts_.enforce_auth_schemes;
   if (wanted.empty()) return true;
   for (const auto& a : c.auth)
@@ -885,7 +885,7 @@ bool ZkServer::enforced_auth_met(const Conn& c) const {
 
 // The reply echoes the request's xid, as ZooKeeper 3.6+ does: the Java and C clients send auth
 // with xid -4 and match that, the Go client (go-zookeeper) sends an ordinary xid and waits for it.
-void ZkServer::handle_auth(ConnId id, Conn& c, int32_t xid, std::string_view body) {
+void RequestPipeline::handle_auth(ConnId id, Conn& c, int32_t xid, std::string_view body) {
   auto req = wire::decode<wire::AuthPacket>(body);
   if (req && req->scheme == "digest" && req->auth) {
     wire::Id id{"digest", digest_id(*req->auth)};
@@ -902,7 +902,7 @@ void ZkServer::handle_auth(ConnId id, Conn& c, int32_t xid, std::string_view bod
   close_conn(id);
 }
 
-void ZkServer::handle_set_watches(ConnId id, Conn& c, int32_t xid, std::string_view body, bool v2) {
+void RequestPipeline::handle_set_watches(ConnId id, Conn& c, int32_t xid, std::string_view body, bool v2) {
   (void)c;
   Zxid last = tree_.last_applied();
   std::optional<wire::SetWatches2> req;
@@ -951,7 +951,7 @@ void ZkServer::handle_set_watches(ConnId id, Conn& c, int32_t xid, std::string_v
   send_reply(id, xid, last, Err::ok);
 }
 
-void ZkServer::submit(Txn txn, Pending p) {
+void RequestPipeline::submit(Txn txn, Pending p) {
   if (Conn* c = p.conn ? conn(p.conn) : nullptr) ++c->in_flight;
   p.prep_mark = prep_.mark();
   p.seq = ++submitted_;
@@ -987,7 +987,7 @@ void ZkServer::submit(Txn txn, Pending p) {
   }
 }
 
-void ZkServer::on_commit(Zxid zxid, std::string_view payload) {
+void RequestPipeline::on_commit(Zxid zxid, std::string_view payload) {
   int64_t started = clock_();
   ++(leads() ? metrics_.leader_commits : metrics_.learner_commits);
   ++metrics_.commits_applied;
@@ -1043,7 +1043,7 @@ void ZkServer::on_commit(Zxid zxid, std::string_view payload) {
   if (p.conn) drain(p.conn);
 }
 
-void ZkServer::count_writes(const Txn& txn) {
+void RequestPipeline::count_writes(const Txn& txn) {
   // What ZooKeeper's DataTree counts per namespace: a create's and a setData's data, a delete
   // (a closed session's ephemerals too), each op of a multi that applied.
   auto one = [this](const auto& body) {
@@ -1062,7 +1062,7 @@ void ZkServer::count_writes(const Txn& txn) {
   }
 }
 
-bool ZkServer::hold_for_barrier(ConnId id, Conn& c, OpCode op, int32_t xid, std::string_view payload) {
+bool RequestPipeline::hold_for_barrier(ConnId id, Conn& c, OpCode op, int32_t xid, std::string_view payload) {
   if (!reads_tree(op)) return false;
   if (c.barrier_passed) {
     c.barrier_passed = false;
@@ -1093,7 +1093,7 @@ bool ZkServer::hold_for_barrier(ConnId id, Conn& c, OpCode op, int32_t xid, std:
   return true;
 }
 
-bool ZkServer::matches(const Pending& p, const Txn& txn, Zxid zxid) {
+bool RequestPipeline::matches(const Pending& p, const Txn& txn, Zxid zxid) {
   if (p.forwarded) {
     // The leader proposes a member's requests in the order they came: the next of ours to
     // commit is the front one.
@@ -1106,7 +1106,7 @@ bool ZkServer::matches(const Pending& p, const Txn& txn, Zxid zxid) {
   return p.zxid == zxid || p.zxid == 0;
 }
 
-void ZkServer::forward(Forwarded f, Pending p) {
+void RequestPipeline::forward(Forwarded f, Pending p) {
   p.forwarded = true;
   p.seq = ++submitted_;
   if (!ensemble_->forward(encode_forwarded(f))) {
@@ -1119,12 +1119,12 @@ void ZkServer::forward(Forwarded f, Pending p) {
   pending_.push_back(std::move(p));
 }
 
-bool ZkServer::owns(SessionId s, int64_t member) {
+bool RequestPipeline::owns(SessionId s, int64_t member) {
   auto [it, fresh] = session_owner_.emplace(s, member);
   return fresh || it->second == member;
 }
 
-void ZkServer::receive_forwarded(int64_t from, std::string_view bytes) {
+void RequestPipeline::receive_forwarded(int64_t from, std::string_view bytes) {
   auto f = decode_forwarded(bytes);
   if (!f) {
     spdlog::warn("a forwarded request of {} bytes does not decode; dropped", bytes.size());
@@ -1185,7 +1185,7 @@ void ZkServer::receive_forwarded(int64_t from, std::string_view bytes) {
   }
 }
 
-void ZkServer::role_changed() {
+void RequestPipeline::role_changed() {
   if (!ensemble_) return;
   bool leading = ensemble_->leads() && ensemble_->serving();
   if (!ensemble_->serving() || !leading) {
@@ -1207,7 +1207,7 @@ void ZkServer::role_changed() {
   if (leading) sessions_.touch_all(session_time(clock_()));
 }
 
-void ZkServer::retire_staged(std::optional<uint64_t> mark) {
+void RequestPipeline::retire_staged(std::optional<uint64_t> mark) {
   size_t before = prep_.overlay_size();
   if (mark)
     prep_.retire(*mark);
@@ -1216,7 +1216,7 @@ void ZkServer::retire_staged(std::optional<uint64_t> mark) {
   metrics_.outstanding_changes_removed += static_cast<int64_t>(before - std::min(before, prep_.overlay_size()));
 }
 
-void ZkServer::lose(Pending p) {
+void RequestPipeline::lose(Pending p) {
   pending_.pop_front();
   if (pending_.empty()) retire_staged();
   if (Conn* c = p.conn ? conn(p.conn) : nullptr) {
@@ -1226,7 +1226,7 @@ void ZkServer::lose(Pending p) {
   release_reads(p);
 }
 
-void ZkServer::leadership_lost() {
+void RequestPipeline::leadership_lost() {
   // Whatever is in flight may still commit under the next leader, or not: no answer is true, so
   // clients see a lost connection (as ZooKeeper's do on a leader change) and learn the outcome
   // from the tree. What prep assumed goes; a commit that still comes is applied as any other.
@@ -1235,12 +1235,12 @@ void ZkServer::leadership_lost() {
   sessions_.reopen_closing(session_time(clock_()));
 }
 
-void ZkServer::config_applied() {
+void RequestPipeline::config_applied() {
   const Node* n = tree_.find(reconfig::config_node);
   if (on_config_ && n && n->mzxid > opts_.config_version) on_config_(n->data(), n->mzxid);
 }
 
-ApplyResult ZkServer::apply(const Txn& txn, Zxid zxid, std::vector<WatchTrigger>& triggers) {
+ApplyResult RequestPipeline::apply(const Txn& txn, Zxid zxid, std::vector<WatchTrigger>& triggers) {
   ApplyResult r = tree_.apply(txn, zxid, triggers);
   if (txn.type == static_cast<int32_t>(OpCode::reconfig) && r.err == Err::ok) config_applied();
   if (auto* cs = std::get_if<CreateSessionTxn>(&txn.body)) {
@@ -1252,18 +1252,18 @@ ApplyResult ZkServer::apply(const Txn& txn, Zxid zxid, std::vector<WatchTrigger>
   return r;
 }
 
-void ZkServer::replay(Zxid zxid, std::string_view payload) {
+void RequestPipeline::replay(Zxid zxid, std::string_view payload) {
   auto txn = decode_txn(payload);
   if (!txn) throw std::runtime_error(fmt::format("log record 0x{:x} does not hold a txn", zxid));
   replay(zxid, *txn);
 }
 
-void ZkServer::replay(Zxid zxid, const Txn& txn) {
+void RequestPipeline::replay(Zxid zxid, const Txn& txn) {
   std::vector<WatchTrigger> ignored;
   apply(txn, zxid, ignored);
 }
 
-void ZkServer::abort_in_flight(Err err) {
+void RequestPipeline::abort_in_flight(Err err) {
   std::deque<Pending> aborted;
   aborted.swap(pending_);
   retire_staged();
@@ -1288,19 +1288,19 @@ void ZkServer::abort_in_flight(Err err) {
   for (ConnId id : touched) drain(id);
 }
 
-std::string ZkServer::who(const Conn& c) {
+std::string RequestPipeline::who(const Conn& c) {
   std::string peer = c.link ? c.link->peer_endpoint() : std::string("?");
   if (!peer.empty() && peer[0] == '/') peer.erase(0, 1);
   if (c.session == 0) return "connection from " + peer;
   return fmt::format("session 0x{:x} from {}", c.session, peer);
 }
 
-std::string ZkServer::describe(ConnId id) const {
+std::string RequestPipeline::describe(ConnId id) const {
   auto it = conns_.find(id);
   return it == conns_.end() ? std::string("a closed connection") : who(it->second);
 }
 
-void ZkServer::reply_write(const Pending& p, const Txn& txn, const ApplyResult& r, Zxid zxid) {
+void RequestPipeline::reply_write(const Pending& p, const Txn& txn, const ApplyResult& r, Zxid zxid) {
   if (std::holds_alternative<CloseSessionTxn>(txn.body)) {
     if (p.kind == Kind::internal) spdlog::info("session 0x{:x} expired", txn.session);
     if (p.conn) send_reply(p.conn, p.xid, zxid, Err::ok);
@@ -1369,14 +1369,14 @@ void ZkServer::reply_write(const Pending& p, const Txn& txn, const ApplyResult& 
   }
 }
 
-void ZkServer::expire_nodes(int64_t now) {
+void RequestPipeline::expire_nodes(int64_t now) {
   // Copied: applying a removal edits the set being walked.
   std::vector<std::string> candidates(tree_.expirable().begin(), tree_.expirable().end());
   for (const auto& path : candidates)
     if (auto t = staged([&] { return prep_.expire_node(path, now); })) submit(std::move(*t), Pending{Kind::internal, 0, 0});
 }
 
-void ZkServer::tick() {
+void RequestPipeline::tick() {
   int64_t now = clock_();
   int64_t elapsed = elapsed_();
   if (last_check_elapsed_ >= 0) {
@@ -1431,7 +1431,7 @@ void ZkServer::tick() {
   }
 }
 
-void ZkServer::close_sessionless(int64_t now) {
+void RequestPipeline::close_sessionless(int64_t now) {
   std::vector<ConnId> late;
   while (!sessionless_.empty() && now - sessionless_.front().first >= opts_.sessionless_timeout_ms) {
     ConnId id = sessionless_.front().second;
@@ -1447,7 +1447,7 @@ void ZkServer::close_sessionless(int64_t now) {
   }
 }
 
-void ZkServer::peer_progress() {
+void RequestPipeline::peer_progress() {
   if (ping_waiters_.empty() || !ensemble_ || leads()) {
     ping_waiters_.clear();  // a leader answers its own pings; it has no waiters
     return;

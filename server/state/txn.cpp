@@ -1,4 +1,4 @@
-#include "server/txn.hpp"
+#include "server/state/txn.hpp"
 
 namespace warden::server {
 

@@ -1,4 +1,4 @@
-#include "server/snapshot_walk.hpp"
+#include "server/state/snapshot_walk.hpp"
 
 #include <fmt/format.h>
 

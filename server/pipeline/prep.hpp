@@ -18,10 +18,10 @@
 #include <unordered_map>
 #include <vector>
 
-#include "server/acl.hpp"
-#include "server/data_tree.hpp"
 #include "server/reconfig/reconfig_request.hpp"
-#include "server/txn.hpp"
+#include "server/state/acl.hpp"
+#include "server/state/data_tree.hpp"
+#include "server/state/txn.hpp"
 
 namespace warden::server {
 

@@ -1,8 +1,8 @@
-#include "server/session_table.hpp"
+#include "server/state/session_table.hpp"
 
 #include <algorithm>
 
-#include "server/txn.hpp"
+#include "server/state/txn.hpp"
 
 namespace warden::server {
 

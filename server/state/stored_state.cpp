@@ -1,10 +1,10 @@
-#include "server/stored_state.hpp"
+#include "server/state/stored_state.hpp"
 
 #include <fmt/format.h>
 
-#include "server/snapshot_walk.hpp"
+#include "server/state/snapshot_walk.hpp"
+#include "server/state/txn.hpp"
 #include "server/tools.hpp"
-#include "server/txn.hpp"
 #include "storage/rocksdb_log_store.hpp"
 
 namespace warden::server {

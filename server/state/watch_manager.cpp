@@ -1,8 +1,8 @@
-#include "server/watch_manager.hpp"
+#include "server/state/watch_manager.hpp"
 
 #include <algorithm>
 
-#include "server/path.hpp"
+#include "server/state/path.hpp"
 
 namespace warden::server {
 

@@ -18,9 +18,9 @@
 #include <string_view>
 #include <vector>
 
-#include "server/node_pool.hpp"
-#include "server/txn.hpp"
-#include "server/znode.hpp"
+#include "server/state/node_pool.hpp"
+#include "server/state/txn.hpp"
+#include "server/state/znode.hpp"
 #include "wire/codes.hpp"
 #include "wire/records.hpp"
 

@@ -1,4 +1,4 @@
-#include "server/path.hpp"
+#include "server/state/path.hpp"
 
 #include <cstdint>
 #include <string>

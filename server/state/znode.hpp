@@ -12,8 +12,8 @@
 #include <string>
 #include <string_view>
 
-#include "server/child_index.hpp"
-#include "server/txn.hpp"
+#include "server/state/child_index.hpp"
+#include "server/state/txn.hpp"
 
 namespace warden::server {
 

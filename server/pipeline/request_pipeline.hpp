@@ -8,10 +8,11 @@
 // order (right after the write before it applies, before the next one does: `after_writes`),
 // and the frames after it go on; otherwise it, and every frame after it, waits in `held` until
 // they are applied. Either way a session's replies leave in request order and its reads see its
-// own writes and none of its later ones. Writes need not wait: prep sees the changes in flight. Every call into ZkServer comes from one thread, the
-// server's (the io_context that owns the tree), and a watch event always leaves before the reply
-// whose result announced it. One other thread reads the tree: the snapshot writer's walk, which
-// the runtime lets in only between commits (runtime.cpp's tree lock); nothing else is shared.
+// own writes and none of its later ones. Writes need not wait: prep sees the changes in flight.
+// Every call into RequestPipeline comes from one thread, the server's (the io_context that owns
+// the tree), and a watch event always leaves before the reply whose result announced it. One
+// other thread reads the tree: the snapshot writer's walk, which the runtime lets in only between
+// commits (node/runtime.cpp's tree lock); nothing else is shared.
 //
 // Invariants: `owner_` maps each attached session to its one live connection; `pending_` holds
 // one entry per txn this server proposed and has not applied, in zxid order. Commits are matched
@@ -30,18 +31,18 @@
 #include <string_view>
 #include <unordered_map>
 
-#include "server/auth/sasl_exchange.hpp"
 #include "consensus/replicator.hpp"
-#include "server/acl.hpp"
+#include "server/admin/four_letter.hpp"
 #include "server/admin/json.hpp"
 #include "server/admin/server_metrics.hpp"
-#include "server/four_letter.hpp"
-#include "server/data_tree.hpp"
-#include "server/forward.hpp"
-#include "server/prep.hpp"
-#include "server/server_stats.hpp"
-#include "server/session_table.hpp"
-#include "server/watch_manager.hpp"
+#include "server/auth/sasl_exchange.hpp"
+#include "server/pipeline/forward.hpp"
+#include "server/pipeline/prep.hpp"
+#include "server/pipeline/server_stats.hpp"
+#include "server/state/acl.hpp"
+#include "server/state/data_tree.hpp"
+#include "server/state/session_table.hpp"
+#include "server/state/watch_manager.hpp"
 
 namespace warden::server {
 
@@ -51,7 +52,7 @@ class ClientLink {
   virtual ~ClientLink() = default;
   // Queues one frame (length prefix included) for sending.
   virtual void send(std::string frame) = 0;
-  // Closes once what was queued has been sent. Must not call back into ZkServer synchronously.
+  // Closes once what was queued has been sent. Must not call back into RequestPipeline synchronously.
   virtual void close() = 0;
   // The peer's address without port, for ip ACLs and log lines.
   virtual const std::string& peer_address() const = 0;
@@ -76,9 +77,9 @@ class FanOut {
 
 // This server as a member of an ensemble, as the pipeline needs it (the runtime implements it
 // over consensus::EnsembleReplicator). A standalone server has none: it always leads.
-class Ensemble {
+class ReplicaRole {
  public:
-  virtual ~Ensemble() = default;
+  virtual ~ReplicaRole() = default;
   virtual bool leads() const = 0;
   // Leads with a quorum, or follows (observes) a leader it is synchronised with.
   virtual bool serving() const = 0;
@@ -153,15 +154,15 @@ struct ServerOptions {
   std::optional<uint64_t> random_seed;
 };
 
-class ZkServer {
+class RequestPipeline {
  public:
   using Clock = std::function<int64_t()>;  // ms since the Unix epoch
 
   // `elapsed`: a monotonic clock (ms from any origin), read once a tick check; none: `clock`.
-  ZkServer(ServerOptions opts, consensus::Replicator& replicator, Clock clock, Clock elapsed = nullptr);
+  RequestPipeline(ServerOptions opts, consensus::Replicator& replicator, Clock clock, Clock elapsed = nullptr);
 
   // Makes this server a member of an ensemble (before any connection).
-  void set_ensemble(Ensemble* e) { ensemble_ = e; }
+  void set_ensemble(ReplicaRole* e) { ensemble_ = e; }
   // How a watch event reaches many watchers (before any connection).
   void set_fan_out(FanOut* f) { fan_out_ = f; }
   // Called with /zookeeper/config's text and version each time a reconfig is applied (from the
@@ -450,7 +451,7 @@ class ZkServer {
 
   ServerOptions opts_;
   consensus::Replicator& replicator_;
-  Ensemble* ensemble_ = nullptr;
+  ReplicaRole* ensemble_ = nullptr;
   FanOut* fan_out_ = nullptr;
   std::vector<ClientLink*> fan_links_;  // send_events' list, kept for its capacity
   std::function<void(std::string_view, Zxid)> on_config_;
@@ -499,8 +500,8 @@ class ZkServer {
   DataTree tree_;
   // What prep checks a reconfig against: these options and the ensemble.
   struct ReconfigGate final : reconfig::Gate {
-    const ZkServer& s;
-    explicit ReconfigGate(const ZkServer& server) : s(server) {}
+    const RequestPipeline& s;
+    explicit ReconfigGate(const RequestPipeline& server) : s(server) {}
     bool enabled() const override { return s.opts_.reconfig_enabled; }
     bool ensemble() const override { return s.ensemble_ != nullptr; }
     bool standalone_enabled() const override { return s.opts_.standalone_enabled; }

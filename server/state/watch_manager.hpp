@@ -19,7 +19,7 @@
 #include <utility>
 #include <vector>
 
-#include "server/data_tree.hpp"
+#include "server/state/data_tree.hpp"
 #include "wire/records.hpp"
 
 namespace warden::server {

@@ -1,4 +1,4 @@
-#include "server/prep.hpp"
+#include "server/pipeline/prep.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -6,8 +6,8 @@
 #include <chrono>
 #include <cstdio>
 
-#include "server/path.hpp"
-#include "server/quota.hpp"
+#include "server/state/path.hpp"
+#include "server/state/quota.hpp"
 
 namespace warden::server {
 

@@ -1,4 +1,4 @@
-#include "server/quota.hpp"
+#include "server/state/quota.hpp"
 
 #include <charconv>
 

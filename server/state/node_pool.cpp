@@ -1,4 +1,4 @@
-#include "server/node_pool.hpp"
+#include "server/state/node_pool.hpp"
 
 #include <sys/mman.h>
 

@@ -1,4 +1,4 @@
-#include "server/runtime.hpp"
+#include "server/node/runtime.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -29,24 +29,24 @@
 #include "consensus/peer_transport.hpp"
 #include "consensus/replicator.hpp"
 #include "consensus/sync_streamer.hpp"
+#include "server/admin/admin_server.hpp"
+#include "server/admin/commands.hpp"
+#include "server/admin/four_letter.hpp"
+#include "server/admin/metrics.hpp"
+#include "server/admin/pause_monitor.hpp"
+#include "server/auth/jaas.hpp"
+#include "server/auth/quorum_sasl.hpp"
+#include "server/auth/sasl_server.hpp"
+#include "server/backup/backup.hpp"
+#include "server/backup/restore_swap.hpp"
 #include "server/network/accept_thread.hpp"
 #include "server/network/client_connections.hpp"
 #include "server/network/listeners.hpp"
-#include "server/auth/jaas.hpp"
-#include "server/backup/backup.hpp"
-#include "server/backup/restore_swap.hpp"
-#include "server/admin/admin_server.hpp"
-#include "server/admin/commands.hpp"
-#include "server/admin/metrics.hpp"
-#include "server/admin/pause_monitor.hpp"
-#include "server/auth/quorum_sasl.hpp"
-#include "server/auth/sasl_server.hpp"
-#include "server/four_letter.hpp"
+#include "server/pipeline/request_pipeline.hpp"
 #include "server/reconfig/config_txn.hpp"
-#include "server/snapshot_walk.hpp"
+#include "server/state/snapshot_walk.hpp"
 #include "server/tls/tls_context.hpp"
 #include "server/tools.hpp"
-#include "server/zk_server.hpp"
 #include "storage/damage/set_aside.hpp"
 #include "storage/group_commit.hpp"
 #include "storage/log_store.hpp"
@@ -120,8 +120,8 @@ bool write_file_atomically(const std::string& path, std::string_view text, std::
 }  // namespace
 
 
-// The pipeline's view of this member (zk_server.hpp's Ensemble), over the replicator.
-struct MemberView final : Ensemble {
+// The pipeline's view of this member (request_pipeline.hpp's ReplicaRole), over the replicator.
+struct EnsembleRole final : ReplicaRole {
   consensus::EnsembleReplicator* r = nullptr;
   bool leads() const override { return r->leading(); }
   bool serving() const override { return r->serving(); }
@@ -163,12 +163,12 @@ struct ServerRuntime::Impl {
     bool held = false;  // a complete snapshot at `at` is here already: the stream is not written again
   } receiving;
   asio::steady_timer peer_ticker{io};
-  MemberView member_view;
+  EnsembleRole member_view;
   Zxid persisted_config = 0;  // the newest configuration written by config_in_force
   // The client connections (server/network/), made once the pipeline is; declared before it,
   // as the pipeline sends watch events through their fan-out.
   std::unique_ptr<ClientConnections> connections;
-  std::unique_ptr<ZkServer> server;
+  std::unique_ptr<RequestPipeline> server;
   std::unique_ptr<storage::GroupCommitter> committer;  // with a durable log only
   tcp::acceptor acceptor{io};         // clientPort (plaintext, or either with client.portUnification)
   tcp::acceptor secure_acceptor{io};  // secureClientPort
@@ -951,7 +951,7 @@ struct ServerRuntime::Impl {
     if (config.ensemble()) {
       make_member();
       replication = ensemble.get();
-      server = std::make_unique<ZkServer>(server_options(), *ensemble, wall_ms, steady_ms);
+      server = std::make_unique<RequestPipeline>(server_options(), *ensemble, wall_ms, steady_ms);
       member_view.r = ensemble.get();
       server->set_ensemble(&member_view);
       server->set_on_config([this](std::string_view text, Zxid version) { config_in_force(text, version); });
@@ -959,7 +959,7 @@ struct ServerRuntime::Impl {
       replicator = std::make_unique<consensus::ZabReplicator>(*log,
                                                               [this](storage::LogEntry e) { persist(std::move(e)); });
       replication = replicator.get();
-      server = std::make_unique<ZkServer>(server_options(), *replicator, wall_ms, steady_ms);
+      server = std::make_unique<RequestPipeline>(server_options(), *replicator, wall_ms, steady_ms);
     }
     connections = std::make_unique<ClientConnections>(
         io, *server, ClientConnections::Limits{config.jute_max_buffer, config.max_client_cnxns}, four_letter);

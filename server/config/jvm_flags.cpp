@@ -1,4 +1,4 @@
-#include "server/jvm_flags.hpp"
+#include "server/config/jvm_flags.hpp"
 
 #include <cctype>
 #include <cstdlib>

@@ -1,4 +1,4 @@
-#include "server/four_letter.hpp"
+#include "server/admin/four_letter.hpp"
 
 #include <fmt/format.h>
 
@@ -7,9 +7,9 @@
 #include <map>
 #include <set>
 
+#include "server/pipeline/request_pipeline.hpp"
 #include "server/secrets/redaction.hpp"
 #include "server/time_text.hpp"
-#include "server/zk_server.hpp"
 
 namespace warden::server {
 
@@ -35,7 +35,7 @@ std::string java_date(int64_t ms) { return utc_text(ms, "%a %b %d %H:%M:%S UTC %
 std::string hex(int64_t v) { return fmt::format("0x{:x}", static_cast<uint64_t>(v)); }
 }  // namespace
 
-std::string ZkServer::four_letter(std::string_view word, ConnId self, const FourLetterEnv& env) {
+std::string RequestPipeline::four_letter(std::string_view word, ConnId self, const FourLetterEnv& env) {
   // ZooKeeper stores the root twice (under "" and "/") and counts both: so does this count.
   size_t node_count = tree_.size() + 1;
   auto latency_line = [&] {
