@@ -21,9 +21,10 @@
 
 #include "server/admin/four_letter.hpp"
 #include "server/auth/jaas.hpp"
+#include "server/base/version.hpp"
 #include "server/config/config.hpp"
 #include "server/config/keys.hpp"
-#include "server/logging.hpp"
+#include "server/base/logging.hpp"
 #include "server/node/runtime.hpp"
 #include "server/tools.hpp"
 

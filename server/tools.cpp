@@ -1,4 +1,3 @@
-#include "server/time_text.hpp"
 #include "server/tools.hpp"
 
 #include <fmt/format.h>
@@ -9,6 +8,8 @@
 #include <set>
 
 #include "server/backup/backup.hpp"
+#include "server/base/time_text.hpp"
+#include "server/config/config.hpp"
 #include "server/migrate/export_zookeeper.hpp"
 #include "server/migrate/import_zookeeper.hpp"
 #include "server/state/data_tree.hpp"
@@ -76,8 +77,6 @@ std::string body_text(const TxnBody& body) {
       body);
 }
 }  // namespace
-
-std::string log_dir_of(const std::string& data_dir) { return (std::filesystem::path(data_dir) / "log").string(); }
 
 int restore_backup_into(const std::string& file, const std::string& data_dir, std::ostream& out, std::ostream& err) {
   try {

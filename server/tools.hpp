@@ -17,8 +17,6 @@ int dump_log(const std::string& data_dir, std::ostream& out, std::ostream& err);
 int check_data_dir(const std::string& data_dir, std::ostream& out, std::ostream& err);
 // Prints the newest complete snapshot: one node a line, with its Stat and data.
 int dump_snapshot(const std::string& data_dir, std::ostream& out, std::ostream& err);
-// The log directory inside a data directory (or dataLogDir).
-std::string log_dir_of(const std::string& data_dir);
 
 // accept-loss: cuts a write-ahead log damaged before its last batch at the damage, for an
 // operator who accepts losing what it holds after it (a standalone server refuses to start on it);

@@ -19,7 +19,7 @@
 #include <utility>
 #include <vector>
 
-#include "server/admin/admin_settings.hpp"
+#include "server/config/admin_settings.hpp"
 
 namespace boost::asio {
 class io_context;

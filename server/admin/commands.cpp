@@ -6,6 +6,7 @@
 #include <set>
 
 #include "server/admin/commands.hpp"
+#include "server/base/version.hpp"
 #include "server/pipeline/request_pipeline.hpp"
 #include "server/secrets/redaction.hpp"
 
@@ -13,25 +14,25 @@ namespace warden::server {
 
 namespace {
 // An address as ZooKeeper 3.8's AdminServer serialises a MultipleAddresses (one address here).
-admin::Json multiple_addresses(const std::string& host, int32_t port) {
-  using admin::Json;
+metrics::Json multiple_addresses(const std::string& host, int32_t port) {
+  using metrics::Json;
   std::string one = host + ":" + std::to_string(port);
-  Json a = Json::object();
+  metrics::Json a = metrics::Json::object();
   a.set("empty", false);
-  a.set("all_addresses", Json::array({one}));
-  a.set("all_reachable_addresses", Json::array({one}));
+  a.set("all_addresses", metrics::Json::array({one}));
+  a.set("all_reachable_addresses", metrics::Json::array({one}));
   a.set("one", one);
   a.set("reachable_address", one);
-  a.set("wildcard_addresses", Json::array({"0.0.0.0:" + std::to_string(port)}));
-  a.set("all_ports", Json::array({static_cast<int64_t>(port)}));
-  a.set("all_host_strings", Json::array({host}));
-  a.set("all_reachable_addresses_or_all", Json::array({one}));
+  a.set("wildcard_addresses", metrics::Json::array({"0.0.0.0:" + std::to_string(port)}));
+  a.set("all_ports", metrics::Json::array({static_cast<int64_t>(port)}));
+  a.set("all_host_strings", metrics::Json::array({host}));
+  a.set("all_reachable_addresses_or_all", metrics::Json::array({one}));
   a.set("reachable_or_one", one);
   return a;
 }
 }  // namespace
 
-using admin::Json;
+using metrics::Json;
 
 const std::vector<admin::CommandNames>& admin::commands() {
   // Primary name first, then ZooKeeper's short names. Only what Warden answers is listed: a
@@ -78,68 +79,71 @@ std::string admin::primary_name(std::string_view name) {
   return {};
 }
 
-std::vector<std::pair<std::string, Json>> RequestPipeline::monitor_values(const FourLetterEnv& env) const {
+std::vector<std::pair<std::string, metrics::Json>> admin::monitor_values(const RequestPipeline& p, const FourLetterEnv& env) {
+  const DataTree& tree = p.tree();
+  const auto& latency = p.latency();
+  const auto& counters = p.counters();
   size_t ephemerals = 0;
-  for (const auto& [s, paths] : tree_.ephemerals()) ephemerals += paths.size();
-  std::vector<std::pair<std::string, Json>> m{
+  for (const auto& [s, paths] : tree.ephemerals()) ephemerals += paths.size();
+  std::vector<std::pair<std::string, metrics::Json>> m{
       {"version", four_letter_version()},
       {"server_state", env.mode},
       {"ephemerals_count", static_cast<int64_t>(ephemerals)},
-      {"num_alive_connections", static_cast<int64_t>(conns_.size())},
-      {"avg_latency", latency_.avg()},
-      {"outstanding_requests", static_cast<int64_t>(pending_.size())},
-      {"znode_count", static_cast<int64_t>(tree_.size() + 1)},  // ZooKeeper counts the root twice
-      {"global_sessions", static_cast<int64_t>(sessions_.size())},
+      {"num_alive_connections", static_cast<int64_t>(p.connection_count())},
+      {"avg_latency", latency.avg()},
+      {"outstanding_requests", static_cast<int64_t>(p.proposals_in_flight())},
+      {"znode_count", static_cast<int64_t>(tree.size() + 1)},  // ZooKeeper counts the root twice
+      {"global_sessions", static_cast<int64_t>(p.session_count())},
       {"local_sessions", int64_t{0}},
-      {"packets_sent", packets_sent_},
-      {"packets_received", packets_received_},
-      {"watch_count", static_cast<int64_t>(watches_.watch_count())},
-      {"min_latency", std::max<int64_t>(latency_.min, 0)},
-      {"max_latency", latency_.max},
+      {"packets_sent", p.packets_sent()},
+      {"packets_received", p.packets_received()},
+      {"watch_count", static_cast<int64_t>(p.watch_count())},
+      {"min_latency", std::max<int64_t>(latency.min, 0)},
+      {"max_latency", latency.max},
       {"max_file_descriptor_count", env.max_fds},
       {"open_file_descriptor_count", env.open_fds},
-      {"approximate_data_size", static_cast<int64_t>(tree_.approximate_data_size())},
+      {"approximate_data_size", static_cast<int64_t>(tree.approximate_data_size())},
       {"uptime", env.uptime_ms},
-      {"auth_failed_count", counters_.auth_failed},
-      {"non_mtls_local_conn_count", counters_.non_mtls_local},
-      {"non_mtls_remote_conn_count", counters_.non_mtls_remote},
-      {"unsuccessful_handshake", counters_.unsuccessful_handshake},
-      {"tls_handshake_exceeded", counters_.tls_handshake_exceeded},
-      {"last_client_response_size", counters_.client_response.last},
-      {"min_client_response_size", counters_.client_response.min},
-      {"max_client_response_size", counters_.client_response.max},
+      {"auth_failed_count", counters.auth_failed},
+      {"non_mtls_local_conn_count", counters.non_mtls_local},
+      {"non_mtls_remote_conn_count", counters.non_mtls_remote},
+      {"unsuccessful_handshake", counters.unsuccessful_handshake},
+      {"tls_handshake_exceeded", counters.tls_handshake_exceeded},
+      {"last_client_response_size", counters.client_response.last},
+      {"min_client_response_size", counters.client_response.min},
+      {"max_client_response_size", counters.client_response.max},
   };
   if (!env.peer_state.empty()) m.emplace_back("peer_state", env.peer_state);
   if (env.mode == "leader") {
     m.emplace_back("followers", env.followers);
     m.emplace_back("synced_followers", env.synced_followers);
     m.emplace_back("pending_syncs", env.pending_syncs);
-    m.emplace_back("last_proposal_size", counters_.proposals.last);
-    m.emplace_back("min_proposal_size", counters_.proposals.min);
-    m.emplace_back("max_proposal_size", counters_.proposals.max);
+    m.emplace_back("last_proposal_size", counters.proposals.last);
+    m.emplace_back("min_proposal_size", counters.proposals.min);
+    m.emplace_back("max_proposal_size", counters.proposals.max);
   }
-  m.emplace_back("proposal_count", counters_.proposals.count);
-  metrics_.list(m);
+  m.emplace_back("proposal_count", counters.proposals.count);
+  p.metrics().list(m);
   for (const auto& kv : env.metrics) m.push_back(kv);
   return m;
 }
 
-std::vector<std::pair<std::string, Json>> RequestPipeline::monitor_keys(const FourLetterEnv& env) {
-  auto values = monitor_values(env);
-  admin::add_monitor_keys(values, summaries(env));
-  admin::add_monitor_keys(values, admin::set_entries(summary_sets()));
+std::vector<std::pair<std::string, metrics::Json>> admin::monitor_keys(RequestPipeline& p, const FourLetterEnv& env) {
+  auto values = monitor_values(p, env);
+  metrics::add_monitor_keys(values, summaries(p, env));
+  metrics::add_monitor_keys(values, metrics::set_entries(p.summary_sets()));
   return values;
 }
 
-admin::NamedSummaries RequestPipeline::summaries(const FourLetterEnv& env) {
-  admin::NamedSummaries all = metrics_.summaries_with_unfed();
+metrics::NamedSummaries admin::summaries(RequestPipeline& p, const FourLetterEnv& env) {
+  metrics::NamedSummaries all = p.summaries();
   all.insert(all.end(), env.summaries.begin(), env.summaries.end());
   return all;
 }
 
 namespace {
-Json buffer_stats(const BufferStats& b) {
-  Json j = Json::object();
+metrics::Json buffer_stats(const BufferStats& b) {
+  metrics::Json j = metrics::Json::object();
   j.set("last_buffer_size", b.last);
   j.set("min_buffer_size", b.min);
   j.set("max_buffer_size", b.max);
@@ -170,23 +174,17 @@ std::optional<int64_t> java_long(const std::string& s) {
     return std::nullopt;
   }
 }
-}  // namespace
-
-std::pair<Json, Json> RequestPipeline::connection_infos(bool brief) const {
-  // ZooKeeper's connection info (ServerCnxn.getConnectionInfo), plaintext and TLS apart; brief
-  // (stats) stops before the session's part.
-  std::vector<ConnId> ids;
-  for (const auto& [id, c] : conns_) ids.push_back(id);
-  std::sort(ids.begin(), ids.end());
-  Json plain = Json::array(), secure = Json::array();
-  for (ConnId id : ids) {
-    const Conn& c = conns_.at(id);
-    const auto& st = c.stats;
-    Json info = Json::object();
+// ZooKeeper's connection info (ServerCnxn.getConnectionInfo), plaintext and TLS apart; brief
+// (stats) stops before the session's part.
+std::pair<metrics::Json, metrics::Json> connection_infos(const RequestPipeline& p, bool brief) {
+  metrics::Json plain = metrics::Json::array(), secure = metrics::Json::array();
+  for (const auto& c : p.connections()) {
+    const auto& st = *c.stats;
+    metrics::Json info = metrics::Json::object();
     std::string endpoint = c.link->peer_endpoint();
     info.set("remote_socket_address", endpoint.empty() || endpoint[0] != '/' ? endpoint : endpoint.substr(1));
     info.set("interest_ops", int64_t{1});  // reading, as a ZooKeeper connection not throttled
-    info.set("outstanding_requests", static_cast<int64_t>(c.held.size()));
+    info.set("outstanding_requests", static_cast<int64_t>(c.held));
     info.set("packets_received", st.received);
     info.set("packets_sent", st.sent);
     if (c.attached && !brief) {
@@ -207,59 +205,37 @@ std::pair<Json, Json> RequestPipeline::connection_infos(bool brief) const {
   return {std::move(plain), std::move(secure)};
 }
 
-std::pair<int, std::string> RequestPipeline::admin_authorized(std::string_view authorization, const std::string& peer,
-                                                       const std::string& path, int32_t perms) const {
-  if (authorization.empty()) return {401, "Auth info is missing for the command"};
-  // "scheme" or "scheme data", as ZooKeeper splits it on one space.
-  auto space = authorization.find(' ');
-  std::string scheme(authorization.substr(0, space));
-  std::string_view data = space == std::string_view::npos ? std::string_view() : authorization.substr(space + 1);
-  AuthIds ids;
-  if (scheme == "digest" && !data.empty() && data.find(' ') == std::string_view::npos &&
-      data.find(':') != std::string_view::npos) {
-    std::string id = digest_id(data);
-    if (!opts_.super_digest.empty() && id == opts_.super_digest) add_auth_id(ids, wire::Id{"super", ""});
-    add_auth_id(ids, wire::Id{"digest", id});
-  } else if (scheme == "ip" && data.empty() && !peer.empty()) {
-    add_auth_id(ids, wire::Id{"ip", peer});
-  } else {
-    return {401, "Not authenticated"};
-  }
-  const Node* n = tree_.find(path);
-  if (!n) return {403, "Not authorized"};
-  for (int32_t bit = 1; bit <= perms; bit <<= 1)
-    if ((perms & bit) && !allows_(*tree_.acl_of(*n), bit, ids)) return {403, "Not authorized"};
-  return {200, ""};
-}
-
-Json RequestPipeline::server_stats_json(const FourLetterEnv& env) const {
-  // ZooKeeper's ServerStats as Jackson writes it (its getters, in its order).
-  Json s = Json::object();
-  s.set("packets_sent", packets_sent_);
-  s.set("packets_received", packets_received_);
+// ZooKeeper's ServerStats as Jackson writes it (its getters, in its order).
+metrics::Json server_stats_json(const RequestPipeline& p, const FourLetterEnv& env) {
+  const auto& latency = p.latency();
+  metrics::Json s = metrics::Json::object();
+  s.set("packets_sent", p.packets_sent());
+  s.set("packets_received", p.packets_received());
   s.set("fsync_threshold_exceed_count", env.fsync_threshold_exceeded);
-  s.set("client_response_stats", buffer_stats(counters_.client_response));
+  s.set("client_response_stats", buffer_stats(p.counters().client_response));
   s.set("provider_null", false);
   s.set("data_dir_size", env.data_dir_bytes);
   s.set("log_dir_size", env.log_dir_bytes);
   s.set("server_state", env.mode);
-  s.set("last_processed_zxid", static_cast<int64_t>(tree_.last_applied()));
-  s.set("outstanding_requests", static_cast<int64_t>(pending_.size()));
-  s.set("avg_latency", latency_.avg());
-  s.set("max_latency", latency_.max);
-  s.set("min_latency", std::max<int64_t>(latency_.min, 0));
-  s.set("num_alive_client_connections", static_cast<int64_t>(conns_.size()));
+  s.set("last_processed_zxid", static_cast<int64_t>(p.tree().last_applied()));
+  s.set("outstanding_requests", static_cast<int64_t>(p.proposals_in_flight()));
+  s.set("avg_latency", latency.avg());
+  s.set("max_latency", latency.max);
+  s.set("min_latency", std::max<int64_t>(latency.min, 0));
+  s.set("num_alive_client_connections", static_cast<int64_t>(p.connection_count()));
   s.set("uptime", env.uptime_ms);
-  s.set("auth_failed_count", counters_.auth_failed);
-  s.set("non_mtlsremote_conn_count", counters_.non_mtls_remote);
-  s.set("non_mtlslocal_conn_count", counters_.non_mtls_local);
+  s.set("auth_failed_count", p.counters().auth_failed);
+  s.set("non_mtlsremote_conn_count", p.counters().non_mtls_remote);
+  s.set("non_mtlslocal_conn_count", p.counters().non_mtls_local);
   return s;
 }
 
-Json RequestPipeline::admin_command(std::string_view name, const FourLetterEnv& env, std::string_view query) {
+}  // namespace
+
+metrics::Json admin::command_answer(RequestPipeline& p, std::string_view name, const FourLetterEnv& env, std::string_view query) {
   std::string primary = admin::primary_name(name);
-  Json r = Json::object();
-  auto done = [&](Json error = nullptr) {
+  metrics::Json r = metrics::Json::object();
+  auto done = [&](metrics::Json error = nullptr) {
     r.set("command", primary.empty() ? std::string(name) : primary);
     r.set("error", std::move(error));
     return r;
@@ -277,25 +253,25 @@ Json RequestPipeline::admin_command(std::string_view name, const FourLetterEnv& 
   } else if (primary == "observer_connection_stat_reset") {
     // The host reset its per-observer counters before asking (Runtime's admin_command).
   } else if (primary == "ruok" || primary == "connection_stat_reset" || primary == "stat_reset") {
-    if (primary != "ruok") four_letter(primary == "stat_reset" ? "srst" : "crst", 0, env);  // one reset, two doors
+    if (primary != "ruok") four_letter_text(p, primary == "stat_reset" ? "srst" : "crst", 0, env);  // one reset, two doors
   } else if (primary == "is_read_only") {
-    r.set("read_only", read_only());
+    r.set("read_only", p.read_only());
   } else if (primary == "stats" || primary == "server_stats") {
     r.set("version", four_letter_version());
-    r.set("read_only", read_only());
-    r.set("server_stats", server_stats_json(env));
-    r.set("client_response", buffer_stats(counters_.client_response));
-    if (env.mode == "leader") r.set("proposal_stats", buffer_stats(counters_.proposals));
-    r.set("node_count", static_cast<int64_t>(tree_.size() + 1));  // the root twice, as ZooKeeper
+    r.set("read_only", p.read_only());
+    r.set("server_stats", server_stats_json(p, env));
+    r.set("client_response", buffer_stats(p.counters().client_response));
+    if (env.mode == "leader") r.set("proposal_stats", buffer_stats(p.counters().proposals));
+    r.set("node_count", static_cast<int64_t>(p.tree().size() + 1));  // the root twice, as ZooKeeper
     if (primary == "stats") {
-      auto [plain, secure] = connection_infos(true);
+      auto [plain, secure] = connection_infos(p, true);
       r.set("connections", std::move(plain));
       r.set("secure_connections", std::move(secure));
     }
   } else if (primary == "hash") {
-    Json digests = Json::array();
-    for (const auto& [zxid, digest] : digest_log_) {
-      Json d = Json::object();
+    metrics::Json digests = metrics::Json::array();
+    for (const auto& [zxid, digest] : p.digests()) {
+      metrics::Json d = metrics::Json::object();
       d.set("zxid", static_cast<int64_t>(zxid));
       d.set("digest_version", int64_t{2});  // ZooKeeper's DigestCalculator version
       d.set("digest", static_cast<int64_t>(digest));
@@ -303,18 +279,18 @@ Json RequestPipeline::admin_command(std::string_view name, const FourLetterEnv& 
     }
     r.set("digests", std::move(digests));
   } else if (primary == "get_trace_mask") {
-    r.set("tracemask", trace_mask_);
+    r.set("tracemask", p.trace_mask());
   } else if (primary == "set_trace_mask") {
     auto text = query_value(query, "traceMask");
     auto mask = text ? java_long(*text) : std::nullopt;
     if (!mask) {  // ZooKeeper's answer: no "error": null after it, the error first
-      Json e = Json::object();
+      metrics::Json e = metrics::Json::object();
       e.set("error", "setTraceMask requires long traceMask argument" + (text ? ", got " + *text : std::string()));
       e.set("command", primary);
       return e;
     }
-    trace_mask_ = *mask;
-    r.set("tracemask", trace_mask_);
+    p.set_trace_mask(*mask);
+    r.set("tracemask", p.trace_mask());
   } else if (primary == "last_snapshot") {
     r.set("zxid", fmt::format("{:x}", static_cast<uint64_t>(env.last_snapshot_zxid)));
     r.set("timestamp", env.last_snapshot_seconds);
@@ -326,7 +302,7 @@ Json RequestPipeline::admin_command(std::string_view name, const FourLetterEnv& 
   } else if (primary == "watch_summary") {
     std::set<ConnId> watching;
     int64_t total = 0;
-    auto watches = watches_.data_watches();
+    auto watches = p.watches().data_watches();
     for (const auto& [p, ids] : watches) {
       watching.insert(ids.begin(), ids.end());
       total += static_cast<int64_t>(ids.size());
@@ -337,31 +313,27 @@ Json RequestPipeline::admin_command(std::string_view name, const FourLetterEnv& 
   } else if (primary == "environment") {
     for (const auto& [k, v] : env.environment) r.set(k, secrets::shown_value(k, v));
   } else if (primary == "configuration") {
-    for (const auto& [k, v] : env.admin_conf) r.set(k, secrets::secret_key(k) ? Json(std::string(secrets::mask)) : v);
+    for (const auto& [k, v] : env.admin_conf) r.set(k, secrets::secret_key(k) ? metrics::Json(std::string(secrets::mask)) : v);
   } else if (primary == "initial_configuration") {
     r.set("initial_configuration", secrets::redacted_text(env.initial_configuration));
   } else if (primary == "monitor") {
-    for (auto& [k, v] : monitor_keys(env)) r.set(k, std::move(v));
+    for (auto& [k, v] : monitor_keys(p, env)) r.set(k, std::move(v));
   } else if (primary == "watches" || primary == "watches_by_path") {
     // ZooKeeper's maps: session id (its decimal text) -> watched paths, and path -> session ids.
-    auto session_of = [&](ConnId id) {
-      auto it = conns_.find(id);
-      return it == conns_.end() ? SessionId{0} : it->second.session;
-    };
     std::map<SessionId, std::vector<std::string>> by_session;
-    Json by_path = Json::object();
-    for (const auto& [path, ids] : watches_.data_watches()) {
-      Json sessions = Json::array();
+    metrics::Json by_path = metrics::Json::object();
+    for (const auto& [path, ids] : p.watches().data_watches()) {
+      metrics::Json sessions = metrics::Json::array();
       for (ConnId id : ids) {
-        by_session[session_of(id)].push_back(path);
-        sessions.push(static_cast<int64_t>(session_of(id)));
+        by_session[p.session_of(id)].push_back(path);
+        sessions.push(static_cast<int64_t>(p.session_of(id)));
       }
       by_path.set(path, std::move(sessions));
     }
     if (primary == "watches") {
-      Json m = Json::object();
+      metrics::Json m = metrics::Json::object();
       for (const auto& [sid, paths] : by_session) {
-        Json list = Json::array();
+        metrics::Json list = metrics::Json::array();
         for (const auto& p : paths) list.push(p);
         m.set(std::to_string(sid), std::move(list));
       }
@@ -370,22 +342,22 @@ Json RequestPipeline::admin_command(std::string_view name, const FourLetterEnv& 
       r.set("path_to_session_ids", std::move(by_path));
     }
   } else if (primary == "dump") {
-    Json expiry = Json::object();
-    for (const auto& [deadline, ids] : sessions_.expiry_sets()) {
-      Json list = Json::array();
+    metrics::Json expiry = metrics::Json::object();
+    for (const auto& [deadline, ids] : p.sessions().expiry_sets()) {
+      metrics::Json list = metrics::Json::array();
       for (SessionId id : ids) list.push(static_cast<int64_t>(id));
       expiry.set(std::to_string(deadline), std::move(list));
     }
-    Json eph = Json::object();
-    for (const auto& [sid, paths] : tree_.ephemerals()) {
-      Json list = Json::array();
+    metrics::Json eph = metrics::Json::object();
+    for (const auto& [sid, paths] : p.tree().ephemerals()) {
+      metrics::Json list = metrics::Json::array();
       for (const auto& p : paths) list.push(p);
       eph.set(std::to_string(sid), std::move(list));
     }
     r.set("expiry_time_to_session_ids", std::move(expiry));
     r.set("session_id_to_ephemeral_paths", std::move(eph));
   } else if (primary == "connections") {
-    auto [plain, secure] = connection_infos(false);
+    auto [plain, secure] = connection_infos(p, false);
     r.set("connections", std::move(plain));
     r.set("secure_connections", std::move(secure));
   } else if (primary == "zabstate") {
@@ -412,11 +384,11 @@ Json RequestPipeline::admin_command(std::string_view name, const FourLetterEnv& 
     }
     r.set("zabstate", zab);
   } else if (primary == "voting_view") {
-    Json view = Json::object();
+    metrics::Json view = metrics::Json::object();
     for (const auto& m : env.voting_view) {
-      Json entry = Json::object();
-      entry.set("server_addresses", Json::array({m.host + ":" + std::to_string(m.quorum_port)}));
-      entry.set("election_addresses", Json::array({m.host + ":" + std::to_string(m.election_port)}));
+      metrics::Json entry = metrics::Json::object();
+      entry.set("server_addresses", metrics::Json::array({m.host + ":" + std::to_string(m.quorum_port)}));
+      entry.set("election_addresses", metrics::Json::array({m.host + ":" + std::to_string(m.election_port)}));
       entry.set("client_address", m.client_address);
       entry.set("learner_type", m.learner_type);
       view.set(std::to_string(m.id), std::move(entry));
@@ -424,7 +396,7 @@ Json RequestPipeline::admin_command(std::string_view name, const FourLetterEnv& 
     r.set("current_config", std::move(view));
   } else if (primary == "leader") {
     if (env.mode == "standalone") {  // ZooKeeper's answer for a server outside a quorum
-      Json only = Json::object();
+      metrics::Json only = metrics::Json::object();
       only.set("error", "server is not initialized");
       only.set("command", primary);
       return only;

@@ -11,8 +11,9 @@
 #include <utility>
 #include <vector>
 
-#include "server/admin/json.hpp"
-#include "server/admin/summary.hpp"
+#include "server/metrics/json.hpp"
+#include "server/state/watch_manager.hpp"
+#include "server/metrics/summary.hpp"
 #include "wire/four_letter_words.hpp"
 
 namespace warden::server {
@@ -38,7 +39,7 @@ struct FourLetterEnv {
   std::string peer_state;  // mntr's zk_peer_state, e.g. "leading - broadcast"; empty standalone
   int64_t followers = 0, synced_followers = 0, pending_syncs = 0;  // a leader's
   // For the AdminServer: configuration's typed keys, the configuration file's text, the leader.
-  std::vector<std::pair<std::string, admin::Json>> admin_conf;
+  std::vector<std::pair<std::string, metrics::Json>> admin_conf;
   std::string initial_configuration;
   int64_t leader_id = -1;
   std::string leader_ip;
@@ -65,20 +66,20 @@ struct FourLetterEnv {
   std::vector<std::pair<std::string, std::string>> system_properties;
   // ServerMetrics kept outside the pipeline (the log, snapshots, elections, syncs): summaries
   // and counters under ZooKeeper's names, for monitor and mntr (srst resets the summaries).
-  admin::NamedSummaries summaries;
-  std::vector<std::pair<std::string, admin::Json>> metrics;
+  metrics::NamedSummaries summaries;
+  std::vector<std::pair<std::string, metrics::Json>> metrics;
   // A leader's synced observers, each as ZooKeeper's LearnerHandler info (the observers command).
-  admin::Json observers = admin::Json::array();
+  metrics::Json observers = metrics::Json::array();
   int64_t synced_observers = 0;
 };
 
 // What ZooKeeper answers for a word that needs a serving server when it does not serve.
 inline constexpr std::string_view not_serving_text = "This ZooKeeper instance is not currently serving requests\n";
 
-// The version string 4lw output carries, in ZooKeeper's form "X.Y.Z-..., built on ..." so
-// that tools that parse it (zktop) read it.
-std::string four_letter_version();
-// Warden's version (CMake's project version): --version, srvr's line, the package's.
-std::string warden_version();
+class RequestPipeline;
+// A four-letter word's text (one of four_letter_words()) as ZooKeeper 3.8 formats it, from the
+// pipeline's operator view and `env`; `self` is the connection that asked. crst and srst reset
+// the statistics (srst `env`'s summaries too).
+std::string four_letter_text(RequestPipeline& p, std::string_view word, ConnId self, const FourLetterEnv& env);
 
 }  // namespace warden::server

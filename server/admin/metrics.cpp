@@ -9,7 +9,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "server/admin/server_metrics.hpp"
+#include "server/metrics/pipeline_metrics.hpp"
 
 namespace warden::server::admin {
 
@@ -90,7 +90,7 @@ std::string prometheus_gauges(const std::string& name, const std::string& help,
 }
 
 namespace {
-void summary_lines(std::string& out, const std::string& name, const std::string& labels, const Summary& s,
+void summary_lines(std::string& out, const std::string& name, const std::string& labels, const metrics::Summary& s,
                    double unit) {
   auto v = s.view();
   std::vector<double> qs{0.5};
@@ -106,13 +106,13 @@ void summary_lines(std::string& out, const std::string& name, const std::string&
 }  // namespace
 
 std::string prometheus_summaries(const std::string& name, const std::string& help,
-                                 const std::vector<std::pair<std::string, Summary*>>& series, double unit) {
+                                 const std::vector<std::pair<std::string, metrics::Summary*>>& series, double unit) {
   std::string out = fmt::format("# HELP {} {}\n# TYPE {} summary\n", name, help, name);
   for (const auto& [labels, s] : series) summary_lines(out, name, labels, *s, unit);
   return out;
 }
 
-std::string prometheus_histogram(const std::string& name, const std::string& help, const Summary& s, double unit,
+std::string prometheus_histogram(const std::string& name, const std::string& help, const metrics::Summary& s, double unit,
                                  const std::vector<double>& bounds) {
   auto v = s.view();
   std::string out = fmt::format("# HELP {} {}\n# TYPE {} histogram\n", name, help, name);
@@ -128,7 +128,7 @@ namespace {
 std::string help_of(const std::string& name) {
   static const std::map<std::string, std::string, std::less<>> unfed = [] {
     std::map<std::string, std::string, std::less<>> m;
-    for (const auto& u : unfed_metrics()) m.emplace(u.name, std::string("never fed: ") + u.why);
+    for (const auto& u : metrics::unfed_metrics()) m.emplace(u.name, std::string("never fed: ") + u.why);
     return m;
   }();
   auto it = unfed.find(name);
@@ -136,13 +136,13 @@ std::string help_of(const std::string& name) {
 }
 }  // namespace
 
-std::string prometheus_text(const std::vector<std::pair<std::string, Json>>& values,
-                            const NamedSummaries& summaries, const NamedSummarySets& sets, const std::string& extra) {
+std::string prometheus_text(const std::vector<std::pair<std::string, metrics::Json>>& values,
+                            const metrics::NamedSummaries& summaries, const metrics::NamedSummarySets& sets, const std::string& extra) {
   std::string out;
   for (const auto& [name, v] : values) {
     auto n = v.number();
     if (!n || !valid_name(name)) continue;  // version and server_state are text: no metric
-    metric(out, name, zookeeper_counter(name) ? "counter" : "gauge", help_of(name), *n);
+    metric(out, name, metrics::zookeeper_counter(name) ? "counter" : "gauge", help_of(name), *n);
   }
   for (const auto& [name, s] : summaries) {
     out += fmt::format("# HELP {} {}\n# TYPE {} summary\n", name, help_of(name), name);
@@ -150,16 +150,16 @@ std::string prometheus_text(const std::vector<std::pair<std::string, Json>>& val
   }
   // A set's family is served with no series until it has one, as ZooKeeper's provider does.
   for (const auto& [name, set] : sets) {
-    std::vector<std::pair<std::string, Summary*>> series;
+    std::vector<std::pair<std::string, metrics::Summary*>> series;
     for (const auto& [key, s] : set->entries()) series.emplace_back(fmt::format("key=\"{}\"", label_value(key)), s);
     out += prometheus_summaries(name, name, series, 1);
   }
-  for (const auto& u : unfed_metrics()) {
-    if (u.kind == UnfedMetric::Kind::summary_set)
+  for (const auto& u : metrics::unfed_metrics()) {
+    if (u.kind == metrics::UnfedMetric::Kind::summary_set)
       out += fmt::format("# HELP {} {}\n# TYPE {} summary\n", u.name, help_of(u.name), u.name);
-    if (u.kind == UnfedMetric::Kind::gauge_set)
+    if (u.kind == metrics::UnfedMetric::Kind::gauge_set)
       out += fmt::format("# HELP {} {}\n# TYPE {} gauge\n", u.name, help_of(u.name), u.name);
-    if (u.kind == UnfedMetric::Kind::counter_set)
+    if (u.kind == metrics::UnfedMetric::Kind::counter_set)
       out += fmt::format("# HELP {} {}\n# TYPE {} counter\n", u.name, help_of(u.name), u.name);
   }
   out += extra;

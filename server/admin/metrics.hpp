@@ -10,27 +10,27 @@
 #include <utility>
 #include <vector>
 
-#include "server/admin/json.hpp"
-#include "server/admin/summary.hpp"
+#include "server/metrics/json.hpp"
+#include "server/metrics/summary.hpp"
 
 namespace warden::server::admin {
 
 // `values` as gauges, `summaries` as ZooKeeper's Prometheus provider writes its summaries
 // (quantile 0.5, or 0.5, 0.9 and 0.99 for an advanced one; _count and _sum), then `extra` (text
 // already in the format), then the process metrics.
-// `sets`: each a summary family labelled key="<key>", as ZooKeeper's provider writes a SummarySet.
-std::string prometheus_text(const std::vector<std::pair<std::string, Json>>& values,
-                            const NamedSummaries& summaries, const NamedSummarySets& sets, const std::string& extra);
+// `sets`: each a summary family labelled key="<key>", as ZooKeeper's provider writes a metrics::SummarySet.
+std::string prometheus_text(const std::vector<std::pair<std::string, metrics::Json>>& values,
+                            const metrics::NamedSummaries& summaries, const metrics::NamedSummarySets& sets, const std::string& extra);
 
 // One metric family of labelled series ("server_id=\"2\"" -> value) in the text format.
 std::string prometheus_gauges(const std::string& name, const std::string& help,
                               const std::vector<std::pair<std::string, double>>& series);
 // Summaries under one name, one per label set, their values multiplied by `unit` (1e-6: us to s).
 std::string prometheus_summaries(const std::string& name, const std::string& help,
-                                 const std::vector<std::pair<std::string, Summary*>>& series, double unit);
+                                 const std::vector<std::pair<std::string, metrics::Summary*>>& series, double unit);
 // A histogram from a summary's buckets: the count at or below each bound (in the summary's
 // values times `unit`), within the summary's bucket precision.
-std::string prometheus_histogram(const std::string& name, const std::string& help, const Summary& s, double unit,
+std::string prometheus_histogram(const std::string& name, const std::string& help, const metrics::Summary& s, double unit,
                                  const std::vector<double>& bounds);
 
 }  // namespace warden::server::admin

@@ -6,7 +6,7 @@
 
 namespace warden::server::admin {
 
-PauseMonitor::PauseMonitor(const PauseSettings& settings, Summary& pauses)
+PauseMonitor::PauseMonitor(const PauseSettings& settings, metrics::Summary& pauses)
     : settings_(settings), pauses_(pauses), thread_([this] { run(); }) {}
 
 PauseMonitor::~PauseMonitor() {

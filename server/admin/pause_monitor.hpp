@@ -11,15 +11,15 @@
 #include <mutex>
 #include <thread>
 
-#include "server/admin/pause_settings.hpp"
-#include "server/admin/summary.hpp"
+#include "server/config/pause_settings.hpp"
+#include "server/metrics/summary.hpp"
 
 namespace warden::server::admin {
 
 class PauseMonitor {
  public:
   // Starts the thread; `pauses` (shared between threads) receives each sleep's overshoot.
-  PauseMonitor(const PauseSettings& settings, Summary& pauses);
+  PauseMonitor(const PauseSettings& settings, metrics::Summary& pauses);
   ~PauseMonitor();  // stops and joins the thread at once, mid-sleep included
   PauseMonitor(const PauseMonitor&) = delete;
   PauseMonitor& operator=(const PauseMonitor&) = delete;
@@ -27,7 +27,7 @@ class PauseMonitor {
  private:
   void run();
   const PauseSettings settings_;
-  Summary& pauses_;
+  metrics::Summary& pauses_;
   std::mutex mu_;
   std::condition_variable wake_;
   bool stop_ = false;  // guarded by mu_

@@ -174,4 +174,6 @@ ConfigResult load_config(const std::string& file_name) {
   return parsed;
 }
 
+std::string log_dir_of(const std::string& data_dir) { return (std::filesystem::path(data_dir) / "log").string(); }
+
 }  // namespace warden::server

@@ -13,12 +13,12 @@
 #include <variant>
 #include <vector>
 
-#include "server/admin/admin_settings.hpp"
-#include "server/admin/pause_settings.hpp"
+#include "server/config/admin_settings.hpp"
+#include "server/config/pause_settings.hpp"
 #include "server/config/jvm_flags.hpp"
 #include "server/config/text.hpp"
-#include "server/logging.hpp"
-#include "server/tls/tls_settings.hpp"
+#include "server/base/logging.hpp"
+#include "server/config/tls_settings.hpp"
 
 namespace warden::server {
 
@@ -35,6 +35,9 @@ struct PeerEntry {
   bool observer() const { return role == "observer"; }
 };
 
+// The store's folder inside a data directory (or dataLogDir): DIR/log.
+std::string log_dir_of(const std::string& data_dir);
+
 struct Config {
   int32_t tick_time = 2000;
   int32_t init_limit = 10;
@@ -42,6 +45,8 @@ struct Config {
   std::string data_dir;
   std::string data_dir_origin;  // "FILE:LINE" of dataDir, for messages
   std::string data_log_dir;  // defaults to data_dir
+  // The store's folder: log_dir_of dataLogDir, or of dataDir without one.
+  std::string store_dir() const { return log_dir_of(data_log_dir.empty() ? data_dir : data_log_dir); }
   int32_t client_port = -1;
   // Where clientPort was set ("FILE:LINE", or the command-line option), for messages.
   std::string client_port_origin;

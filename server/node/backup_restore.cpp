@@ -19,13 +19,9 @@ void ServerRuntime::Impl::remove_backup_leftovers() const {
   }
 }
 
-std::string ServerRuntime::Impl::store_dir() const {
-  return log_dir_of(config.data_log_dir.empty() ? config.data_dir : config.data_log_dir);
-}
-
-admin::AdminReply ServerRuntime::Impl::json_reply(int status, const std::string& command, admin::Json error,
-                                                  std::vector<std::pair<std::string, admin::Json>> extra) {
-  admin::Json j = admin::Json::object();
+admin::AdminReply ServerRuntime::Impl::json_reply(int status, const std::string& command, metrics::Json error,
+                                                  std::vector<std::pair<std::string, metrics::Json>> extra) {
+  metrics::Json j = metrics::Json::object();
   for (auto& [k, v] : extra) j.set(k, std::move(v));
   j.set("command", command);
   j.set("error", std::move(error));
@@ -130,7 +126,7 @@ void ServerRuntime::Impl::write_backup(const admin::AdminRequest& req, std::func
 }
 
 void ServerRuntime::Impl::restore_backup(const admin::AdminRequest& req, std::function<void(admin::AdminReply)> done) {
-  auto paths = backup::restore_paths(store_dir());
+  auto paths = backup::restore_paths(config.store_dir());
   std::error_code size_ec;
   spdlog::warn("AdminServer: restoring a backup from {} ({} bytes)", req.peer,
                std::filesystem::file_size(req.body_file, size_ec));

@@ -158,7 +158,7 @@ void ServerRuntime::Impl::add_replication_hooks(consensus::EnsembleReplicator::H
   h.note = [](const std::string& n) { spdlog::error("{}", n); };
   h.acked = [this](int64_t voter, int64_t micros) {
     auto& s = metrics.ack_micros[voter];
-    if (!s) s = std::make_unique<admin::Summary>(true);
+    if (!s) s = std::make_unique<metrics::Summary>(true);
     s->add(micros);
   };
   h.quorum_acked = [this](int64_t micros) { metrics.quorum_ack_latency.add(micros / 1000); };

@@ -5,15 +5,15 @@
 
 namespace warden::server {
 
-admin::Json ServerRuntime::Impl::observer_infos(int64_t& synced) const {
-  admin::Json all = admin::Json::array();
+metrics::Json ServerRuntime::Impl::observer_infos(int64_t& synced) const {
+  metrics::Json all = metrics::Json::array();
   synced = 0;
   if (!ensemble || !ensemble->leading()) return all;
   for (const auto& l : ensemble->link_views()) {
     if (!l.observer || !l.synced) continue;
     ++synced;
     auto st = learner_stats.count(l.id) ? learner_stats.at(l.id) : LearnerStats{};
-    admin::Json info = admin::Json::object();
+    metrics::Json info = metrics::Json::object();
     auto it = config.servers.find(l.id);
     // The observer's configured quorum address (ZooKeeper shows its socket's remote end).
     info.set("remote_socket_address", it == config.servers.end()
@@ -39,7 +39,7 @@ FourLetterEnv ServerRuntime::Impl::four_letter_env(std::string_view word) const 
   std::string data_dir = config.in_memory ? std::string() : config.data_dir;
   std::string log_dir = config.in_memory
                             ? std::string()
-                            : log_dir_of(config.data_log_dir.empty() ? config.data_dir : config.data_log_dir);
+                            : config.store_dir();
   if (word == "dirs" || word == "conf") {
     env.data_dir_bytes = directory_bytes(data_dir);
     env.log_dir_bytes = directory_bytes(log_dir);
@@ -194,7 +194,7 @@ std::string ServerRuntime::Impl::warden_metrics() const {
       {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5});
   // ZooKeeper's ack_latency: a voter's acknowledgement time in ms, keyed by its id, on the
   // leader (a family with no series elsewhere, as ZooKeeper registers it on every member).
-  std::vector<std::pair<std::string, admin::Summary*>> by_sid;
+  std::vector<std::pair<std::string, metrics::Summary*>> by_sid;
   if (ensemble && ensemble->leading())
     for (const auto& [id, s] : metrics.ack_micros) by_sid.emplace_back(fmt::format("key=\"{}\"", id), s.get());
   out += admin::prometheus_summaries("ack_latency", "ack_latency", by_sid, 1e-3);
@@ -212,7 +212,7 @@ std::string ServerRuntime::Impl::warden_metrics() const {
                                   "Txns the leader proposed that a learner has not acknowledged (voters) or been "
                                   "sent committed (observers).",
                                   lag);
-  std::vector<std::pair<std::string, admin::Summary*>> acks;
+  std::vector<std::pair<std::string, metrics::Summary*>> acks;
   for (const auto& [id, s] : metrics.ack_micros) acks.emplace_back(fmt::format("server_id=\"{}\"", id), s.get());
   out +=
       admin::prometheus_summaries("warden_learner_ack_latency_seconds",
@@ -254,7 +254,7 @@ std::string ServerRuntime::Impl::admin_command(std::string_view name, std::strin
       }
       if (key == "data_dir_size" || key == "data_log_size" || key == "secure_client_port") continue;
       bool number = !v.empty() && v.find_first_not_of("-0123456789") == std::string::npos;
-      env.admin_conf.emplace_back(key, number ? admin::Json(static_cast<int64_t>(std::stoll(v))) : admin::Json(v));
+      env.admin_conf.emplace_back(key, number ? metrics::Json(static_cast<int64_t>(std::stoll(v))) : metrics::Json(v));
     }
   env.initial_configuration = config.config_text;
   for (const auto& [id, e] : config.servers) {  // ZooKeeper's QuorumServer, as its voting_view shows it
@@ -280,7 +280,7 @@ std::string ServerRuntime::Impl::admin_command(std::string_view name, std::strin
     env.leader_id = ensemble->leader();
     if (auto it = config.servers.find(env.leader_id); it != config.servers.end()) env.leader_ip = it->second.host;
   }
-  return server->admin_command(name, env, query).dump();
+  return admin::command_answer(*server, name, env, query).dump();
 }
 
 std::string ServerRuntime::Impl::secure_port_text() const {

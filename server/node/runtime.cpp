@@ -77,7 +77,7 @@ ServerRuntime::Impl::Impl(const Config& c) : config(c) {
   if (config.in_memory) {
     log = std::make_unique<storage::MemoryLogStore>();
   } else {
-    auto dir = std::filesystem::path(log_dir_of(config.data_log_dir.empty() ? config.data_dir : config.data_log_dir));
+    auto dir = std::filesystem::path(config.store_dir());
     std::error_code ec;
     // A restore (POST /commands/restore) put its store in place and started this process
     // again, or was cut short by a crash: settled before the store opens (restore_swap.hpp).
@@ -129,7 +129,7 @@ ServerRuntime::Impl::Impl(const Config& c) : config(c) {
       if (!config.ensemble() || dynamic_cast<const storage::DiskFullError*>(&e) || std::getenv(set_aside_env) ||
           restart_argv().empty())
         throw;
-      set_aside(store_dir(), e.what());
+      set_aside(config.store_dir(), e.what());
       setenv(set_aside_env, "1", 1);
       restart_in_place("on an empty store");
     }
@@ -191,7 +191,7 @@ void ServerRuntime::Impl::recover(const storage::SnapshotStore& snapshots) {
     throw storage::StorageError(
         fmt::format("{}: the log starts after 0x{:x}, but {}: the txns up to 0x{:x} are in no file; refusing to start "
                     "(restore a backup, or move the directory aside to have this member synced from its peers)",
-                    store_dir(), static_cast<uint64_t>(durable.base()),
+                    config.store_dir(), static_cast<uint64_t>(durable.base()),
                     from ? fmt::format("the newest snapshot that loads is at 0x{:x}", static_cast<uint64_t>(from))
                          : std::string("no complete snapshot loads"),
                     static_cast<uint64_t>(durable.base())));
@@ -364,7 +364,7 @@ void ServerRuntime::bind() {
         impl_->io, c.metrics, [i](admin::AdminRequest, std::function<void(admin::AdminReply)> done) {
           auto env = i->four_letter_env("mntr");
           admin::AdminReply r;
-          r.body = admin::prometheus_text(i->server->monitor_values(env), i->server->summaries(env),
+          r.body = admin::prometheus_text(admin::monitor_values(*i->server, env), admin::summaries(*i->server, env),
                                           i->server->summary_sets(), i->warden_metrics());
           done(std::move(r));
         });

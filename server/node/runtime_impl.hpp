@@ -47,6 +47,7 @@
 #include "server/auth/sasl_server.hpp"
 #include "server/backup/backup.hpp"
 #include "server/backup/restore_swap.hpp"
+#include "server/base/version.hpp"
 #include "server/network/accept_thread.hpp"
 #include "server/network/client_connections.hpp"
 #include "server/network/listeners.hpp"
@@ -55,7 +56,6 @@
 #include "server/reconfig/config_txn.hpp"
 #include "server/state/snapshot_walk.hpp"
 #include "server/tls/tls_context.hpp"
-#include "server/tools.hpp"
 #include "storage/damage/set_aside.hpp"
 #include "storage/group_commit.hpp"
 #include "storage/log_store.hpp"
@@ -194,26 +194,26 @@ struct ServerRuntime::Impl {
   // ZooKeeper's ServerMetrics that live outside the pipeline (ms, as ZooKeeper's), and
   // Warden's own for /metrics. The summaries may be fed from the committer's thread.
   struct Metrics {
-    admin::Summary fsynctime, sync_processor_batch_size, snapshottime, dbinittime, election_time, follower_sync_time,
+    metrics::Summary fsynctime, sync_processor_batch_size, snapshottime, dbinittime, election_time, follower_sync_time,
         observer_sync_time, unavailable_time, leader_unavailable_time;
-    admin::Summary quorum_ack_latency{true};
+    metrics::Summary quorum_ack_latency{true};
     // The group committer as ZooKeeper's SyncRequestProcessor: txns waiting at each submit, each
     // txn's wait before its write began and to its write's end, each write's time.
-    admin::Summary sync_processor_queue_size{false, admin::Access::one_thread};  // the server's thread only
-    admin::Summary sync_processor_queue_time{true}, sync_processor_flush_time{true},
+    metrics::Summary sync_processor_queue_size{false, metrics::Access::one_thread};  // the server's thread only
+    metrics::Summary sync_processor_queue_time{true}, sync_processor_flush_time{true},
         sync_processor_queue_and_flush_time{true};
     int64_t sync_processor_queued = 0;
-    admin::Summary startup_snap_load_time, startup_txns_load_time, startup_txns_loaded;
-    admin::Summary inflight_snap_count, inflight_diff_count;           // a leader's syncs running as one starts
+    metrics::Summary startup_snap_load_time, startup_txns_load_time, startup_txns_loaded;
+    metrics::Summary inflight_snap_count, inflight_diff_count;           // a leader's syncs running as one starts
     int64_t connection_rejected = 0;                                   // over maxClientCnxns
     int64_t learner_proposals = 0;                                     // learner_proposal_received_count
-    admin::Summary proposal_latency{true, admin::Access::one_thread};  // fed and read on the server's thread
+    metrics::Summary proposal_latency{true, metrics::Access::one_thread};  // fed and read on the server's thread
     // unavailable_time: from looking until this member serves again (as ZooKeeper, from its
     // LOOKING to its BROADCAST).
     std::optional<std::chrono::steady_clock::time_point> unavailable_since;
-    admin::Summary log_write_micros{true};  // Warden: each group-commit write (a histogram in /metrics)
-    admin::Summary jvm_pause_time{true};    // the pause monitor's overshoots (jvm.pause.monitor)
-    std::map<int64_t, std::unique_ptr<admin::Summary>> ack_micros;  // Warden: per voter, on the leader
+    metrics::Summary log_write_micros{true};  // Warden: each group-commit write (a histogram in /metrics)
+    metrics::Summary jvm_pause_time{true};    // the pause monitor's overshoots (jvm.pause.monitor)
+    std::map<int64_t, std::unique_ptr<metrics::Summary>> ack_micros;  // Warden: per voter, on the leader
     int64_t looking_count = 0, snap_count = 0, diff_count = 0, digest_mismatches = 0;
     std::optional<std::chrono::steady_clock::time_point> looking_since, syncing_since, leading_since;
     std::chrono::steady_clock::time_point snapshot_started;
@@ -233,11 +233,11 @@ struct ServerRuntime::Impl {
 
   void note_learner_links();
 
-  admin::Json observer_infos(int64_t& synced) const;
+  metrics::Json observer_infos(int64_t& synced) const;
   bool throttling = false;
   FourLetterHandler four_letter = [this](std::string_view word, ConnId id) {
     if (!four_letter_allowed(config.four_letter_whitelist, word)) return four_letter_refusal(word);
-    return server->four_letter(word, id, four_letter_env(word));
+    return four_letter_text(*server, word, id, four_letter_env(word));
   };
   bool stopping = false;
   bool failed = false;  // stopped because the log could not be written
@@ -338,10 +338,9 @@ struct ServerRuntime::Impl {
   // them again (their names carry the old PID).
   void remove_backup_leftovers() const;
 
-  std::string store_dir() const;
 
-  static admin::AdminReply json_reply(int status, const std::string& command, admin::Json error,
-                                      std::vector<std::pair<std::string, admin::Json>> extra = {});
+  static admin::AdminReply json_reply(int status, const std::string& command, metrics::Json error,
+                                      std::vector<std::pair<std::string, metrics::Json>> extra = {});
 
   // ZooKeeper 3.9's snapshot and restore commands: checked (on, serving, authorized, a store,
   // a leader for a restore, the rate limit), then run off the server's thread.

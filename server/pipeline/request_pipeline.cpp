@@ -1300,6 +1300,31 @@ std::string RequestPipeline::describe(ConnId id) const {
   return it == conns_.end() ? std::string("a closed connection") : who(it->second);
 }
 
+std::vector<RequestPipeline::ConnectionView> RequestPipeline::connections() const {
+  std::vector<ConnectionView> out;
+  out.reserve(conns_.size());
+  for (const auto& [id, c] : conns_)
+    out.push_back({id, &c.stats, c.link, c.session, c.attached, c.negotiated_timeout, c.held.size()});
+  std::sort(out.begin(), out.end(), [](const ConnectionView& a, const ConnectionView& b) { return a.id < b.id; });
+  return out;
+}
+
+SessionId RequestPipeline::session_of(ConnId id) const {
+  auto it = conns_.find(id);
+  return it == conns_.end() ? SessionId{0} : it->second.session;
+}
+
+void RequestPipeline::reset_connection_stats() {
+  for (auto& [id, c] : conns_) c.stats = ConnStats{0, 0, c.stats.established_ms, 0, 0, -1, -1, "NA", {}};
+}
+
+void RequestPipeline::reset_stats() {
+  packets_received_ = packets_sent_ = 0;
+  latency_ = Latency{};
+  counters_.client_response = BufferStats{};
+  metrics_.reset();  // ZooKeeper resets its metrics too (ServerMetrics.resetAll)
+}
+
 void RequestPipeline::reply_write(const Pending& p, const Txn& txn, const ApplyResult& r, Zxid zxid) {
   if (std::holds_alternative<CloseSessionTxn>(txn.body)) {
     if (p.kind == Kind::internal) spdlog::info("session 0x{:x} expired", txn.session);
@@ -1461,6 +1486,31 @@ void RequestPipeline::peer_progress() {
     if (w.link == p.link && conn(w.conn)) send_reply(w.conn, w.xid, last, Err::ok);
     ping_waiters_.pop_front();
   }
+}
+
+std::pair<int, std::string> RequestPipeline::admin_authorized(std::string_view authorization, const std::string& peer,
+                                                       const std::string& path, int32_t perms) const {
+  if (authorization.empty()) return {401, "Auth info is missing for the command"};
+  // "scheme" or "scheme data", as ZooKeeper splits it on one space.
+  auto space = authorization.find(' ');
+  std::string scheme(authorization.substr(0, space));
+  std::string_view data = space == std::string_view::npos ? std::string_view() : authorization.substr(space + 1);
+  AuthIds ids;
+  if (scheme == "digest" && !data.empty() && data.find(' ') == std::string_view::npos &&
+      data.find(':') != std::string_view::npos) {
+    std::string id = digest_id(data);
+    if (!opts_.super_digest.empty() && id == opts_.super_digest) add_auth_id(ids, wire::Id{"super", ""});
+    add_auth_id(ids, wire::Id{"digest", id});
+  } else if (scheme == "ip" && data.empty() && !peer.empty()) {
+    add_auth_id(ids, wire::Id{"ip", peer});
+  } else {
+    return {401, "Not authenticated"};
+  }
+  const Node* n = tree_.find(path);
+  if (!n) return {403, "Not authorized"};
+  for (int32_t bit = 1; bit <= perms; bit <<= 1)
+    if ((perms & bit) && !allows_(*tree_.acl_of(*n), bit, ids)) return {403, "Not authorized"};
+  return {200, ""};
 }
 
 }  // namespace warden::server

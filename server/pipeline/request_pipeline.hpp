@@ -32,9 +32,7 @@
 #include <unordered_map>
 
 #include "consensus/replicator.hpp"
-#include "server/admin/four_letter.hpp"
-#include "server/admin/json.hpp"
-#include "server/admin/server_metrics.hpp"
+#include "server/metrics/pipeline_metrics.hpp"
 #include "server/auth/sasl_exchange.hpp"
 #include "server/pipeline/forward.hpp"
 #include "server/pipeline/prep.hpp"
@@ -256,36 +254,8 @@ class RequestPipeline {
   // Paths prep holds for txns in flight (bounded by them: see Prep).
   size_t prep_overlay_size() const { return prep_.overlay_size(); }
 
-  // A four-letter word's text (one of four_letter_words()), as ZooKeeper 3.8 formats it; `self`
-  // is the connection that asked. crst and srst reset the statistics.
-  std::string four_letter(std::string_view word, ConnId self, const FourLetterEnv& env);
-  // The AdminServer's /commands/NAME (server/admin/commands.cpp): ZooKeeper's JSON keys and
-  // types, from the same state as the four-letter words; "error" names an unknown command.
-  // `query`: the URL's query string ("traceMask=7" for set_trace_mask).
-  admin::Json admin_command(std::string_view name, const FourLetterEnv& env, std::string_view query = {});
-  // mntr's numbers, typed: the four-letter word prints them, the monitor command returns them.
-  std::vector<std::pair<std::string, admin::Json>> monitor_values(const FourLetterEnv& env) const;
-  // Every summary monitor and /metrics show: the pipeline's (request latencies) and `env`'s;
-  // and the summary sets (per namespace; `env`'s per member).
-  admin::NamedSummaries summaries(const FourLetterEnv& env);
-  admin::NamedSummarySets summary_sets() { return metrics_.summary_sets(); }
-  // monitor's and mntr's keys: monitor_values() and every summary's keys.
-  std::vector<std::pair<std::string, admin::Json>> monitor_keys(const FourLetterEnv& env);
-  // The AdminServer's check of a command that requires it (ZooKeeper 3.9's AuthRequest): the
-  // Authorization header ("digest user:password", or "ip" for the client's address) gives the
-  // ids, which need `perms` on `path`'s ACL. 200: allowed; 401 with the reason when the header
-  // is missing or authenticates nobody; 403 when the ids lack the permission.
-  std::pair<int, std::string> admin_authorized(std::string_view authorization, const std::string& peer,
-                                               const std::string& path, int32_t perms) const;
-  // server_stats' "server_stats" object (ZooKeeper's ServerStats), and the connections as
-  // ZooKeeper's connection info lists them: plaintext, TLS (brief: stats' five keys each).
-  admin::Json server_stats_json(const FourLetterEnv& env) const;
-  std::pair<admin::Json, admin::Json> connection_infos(bool brief) const;
-
- private:
-  // Puts opts_.config_node into /zookeeper/config, outside the log (ZooKeeper's
-  // initConfigInZKDatabase): mzxid the configuration's version, mtime now, version -1.
-  void write_config_node();
+  // ---- What operators read: server/admin/ makes the four-letter words, the AdminServer's
+  // commands, mntr, monitor and /metrics of these (and of what the node adds, FourLetterEnv) ----
   // Request latencies in ms, as the four-letter words report them.
   struct Latency {
     int64_t min = -1, max = 0, total = 0, count = 0;
@@ -305,6 +275,49 @@ class RequestPipeline {
     const char* last_op = "NA";
     Latency latency;
   };
+  // One client connection as operators see it: valid until the pipeline next runs.
+  struct ConnectionView {
+    ConnId id = 0;
+    const ConnStats* stats = nullptr;
+    const ClientLink* link = nullptr;
+    SessionId session = 0;
+    bool attached = false;
+    int32_t negotiated_timeout = 0;
+    size_t held = 0;  // frames waiting behind this connection's writes
+  };
+  std::vector<ConnectionView> connections() const;  // by id
+  // The session a connection is attached to; 0 for none (or a connection gone).
+  SessionId session_of(ConnId id) const;
+  const SessionTable& sessions() const { return sessions_; }
+  const WatchManager& watches() const { return watches_; }
+  const Latency& latency() const { return latency_; }
+  int64_t packets_sent() const { return packets_sent_; }
+  size_t proposals_in_flight() const { return pending_.size(); }
+  const ServerCounters& counters() const { return counters_; }
+  const metrics::PipelineMetrics& metrics() const { return metrics_; }
+  // Every summary the pipeline keeps (request latencies), fed or not; and its summary sets.
+  metrics::NamedSummaries summaries() { return metrics_.summaries_with_unfed(); }
+  metrics::NamedSummarySets summary_sets() { return metrics_.summary_sets(); }
+  // The tree's digest every 128 zxids (the newest 1024), for the AdminServer's hash command.
+  const std::deque<std::pair<Zxid, uint64_t>>& digests() const { return digest_log_; }
+  int64_t now() const { return clock_(); }  // ms since the Unix epoch, by the injected clock
+  int64_t trace_mask() const { return trace_mask_; }
+  void set_trace_mask(int64_t mask) { trace_mask_ = mask; }
+  // crst: every connection's statistics start again (each keeps when it was established).
+  void reset_connection_stats();
+  // srst: packets, latencies, response sizes and the pipeline's metrics start again.
+  void reset_stats();
+  // The AdminServer's check of a command that requires it (ZooKeeper 3.9's AuthRequest): the
+  // Authorization header ("digest user:password", or "ip" for the client's address) gives the
+  // ids, which need `perms` on `path`'s ACL. 200: allowed; 401 with the reason when the header
+  // is missing or authenticates nobody; 403 when the ids lack the permission.
+  std::pair<int, std::string> admin_authorized(std::string_view authorization, const std::string& peer,
+                                               const std::string& path, int32_t perms) const;
+
+ private:
+  // Puts opts_.config_node into /zookeeper/config, outside the log (ZooKeeper's
+  // initConfigInZKDatabase): mzxid the configuration's version, mtime now, version -1.
+  void write_config_node();
   struct Conn {
     ConnStats stats;
     ClientLink* link = nullptr;
@@ -466,7 +479,7 @@ class RequestPipeline {
   // `timer`, the time it took from `started` (the request's time; the clock is read as little
   // as may be: on a busy server its readings were a measurable share of a write's cost).
   template <class F>
-  auto staged(F&& prepare, admin::Summary* timer = nullptr, int64_t started = 0) {
+  auto staged(F&& prepare, metrics::Summary* timer = nullptr, int64_t started = 0) {
     size_t before = prep_.overlay_size();
     if (timer && started == 0) started = clock_();
     auto txn = prepare();
@@ -546,7 +559,7 @@ class RequestPipeline {
   ServerCounters counters_;
   int64_t trace_mask_ = trace_mask::initial;
   // ZooKeeper's metrics this pipeline feeds (readlatency and updatelatency among them).
-  admin::PipelineMetrics metrics_;
+  metrics::PipelineMetrics metrics_;
   // ZooKeeper's digest log (DataTree.digestLog): (zxid, tree digest) for live commits whose zxid
   // is a multiple of the interval; not for a start's replay (a fuzzy snapshot's digest is not
   // the tree's until the replay passes it), as ZooKeeper logs none while fuzzy.

@@ -4,7 +4,7 @@
 
 #include "server/state/snapshot_walk.hpp"
 #include "server/state/txn.hpp"
-#include "server/tools.hpp"
+#include "server/config/config.hpp"
 #include "storage/rocksdb_log_store.hpp"
 
 namespace warden::server {

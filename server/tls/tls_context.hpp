@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "server/tls/tls_settings.hpp"
+#include "server/config/tls_settings.hpp"
 
 namespace boost::asio::ssl {
 class context;

@@ -17,7 +17,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "server/tls/tls_settings.hpp"
+#include "server/config/tls_settings.hpp"
 
 namespace warden::test {
 

@@ -101,7 +101,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   server::ConnId id = zk.open(&link);
 
   if (size >= 4 && server::is_four_letter_word(in.substr(0, 4))) {
-    static_cast<void>(zk.four_letter(in.substr(0, 4), id, server::FourLetterEnv{}));
+    static_cast<void>(server::four_letter_text(zk, in.substr(0, 4), id, server::FourLetterEnv{}));
     return 0;
   }
   size_t off = 0;
@@ -117,7 +117,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
   }
   for (const char* word : {"stat", "cons", "dump", "wchc", "mntr"})
-    static_cast<void>(zk.four_letter(word, id, server::FourLetterEnv{}));
+    static_cast<void>(server::four_letter_text(zk, word, id, server::FourLetterEnv{}));
   zk.closed(id);
   return 0;
 }

@@ -1,6 +1,6 @@
 """docs/operations.md lists every zoo.cfg key Warden reads: the keys are taken from the parser's
 table itself (server/config/keys.cpp, each `{"key", ...}` line; the ssl.* names of
-server/tls/tls_settings.cpp, the warden.log.* names of server/logging.cpp), so a key added
+server/config/tls_settings.cpp, the warden.log.* names of server/base/logging.cpp), so a key added
 without its line in the docs fails here. A `zookeeper.`-prefixed spelling counts as its plain
 key. Where the docs give a key its own row, its Warden default is the one the server reports
 (`warden-server config-keys`, read from Config's initialisers): the docs cannot drift from the
@@ -27,10 +27,10 @@ doc = source("docs/operations.md")
 table = re.findall(r'^\s+\{"([^"]+)", ', source("server/config/keys.cpp"), re.M)
 keys = {k for k in table if not k.endswith(".")}  # the prefixes' keys are named below
 c.check(len(keys) > 40, f"the parser's keys were found ({len(keys)})")
-tls_names = set(re.findall(r'\bk == "([^"]+)"', source("server/tls/tls_settings.cpp")))
+tls_names = set(re.findall(r'\bk == "([^"]+)"', source("server/config/tls_settings.cpp")))
 c.check(len(tls_names) >= 8, f"the TLS keys were found ({sorted(tls_names)})")
 keys |= {"ssl." + n for n in tls_names}
-log_names = set(re.findall(r'name == "([^"]+)"', source("server/logging.cpp")))
+log_names = set(re.findall(r'name == "([^"]+)"', source("server/base/logging.cpp")))
 c.check(log_names >= {"level", "file", "format"}, f"the log keys were found ({sorted(log_names)})")
 keys |= {"warden.log." + n for n in log_names}
 for key in sorted(keys):

@@ -4,9 +4,10 @@
 #include <random>
 
 #include "server/admin/metrics.hpp"
-#include "server/admin/summary.hpp"
+#include "server/metrics/summary.hpp"
 
 using namespace warden::server::admin;
+using namespace warden::server::metrics;
 
 TEST_CASE("a summary's count, sum, extremes and quantiles") {
   Summary s(true);

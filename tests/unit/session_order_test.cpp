@@ -6,6 +6,8 @@
 
 #include <random>
 
+#include "server/admin/commands.hpp"
+
 using namespace test;
 
 namespace {
@@ -136,7 +138,7 @@ TEST_CASE("reads behind writes a dropped connection left are answered with them 
 TEST_CASE("read_commitproc_time_ms counts each read with its wait, and no ConnectRequest") {
   Harness h;
   auto count = [&] {
-    for (const auto& [name, s] : h.server.summaries(server::FourLetterEnv{}))
+    for (const auto& [name, s] : server::admin::summaries(h.server, server::FourLetterEnv{}))
       if (name == "read_commitproc_time_ms") return s->view().count;
     FAIL("no read_commitproc_time_ms");
     return int64_t{-1};
@@ -161,7 +163,7 @@ TEST_CASE("read_commitproc_time_ms counts each read with its wait, and no Connec
   CHECK(a.next_reply().err() == Err::ok);
   CHECK(count() == 2);
   int64_t waited = 0;
-  for (const auto& [name, s] : h.server.summaries(server::FourLetterEnv{}))
+  for (const auto& [name, s] : server::admin::summaries(h.server, server::FourLetterEnv{}))
     if (name == "read_commitproc_time_ms") waited = s->view().max;
   CHECK(waited >= 300);
 }

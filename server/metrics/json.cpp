@@ -1,12 +1,12 @@
-#include "server/admin/json.hpp"
+#include "server/metrics/json.hpp"
 
 #include <fmt/format.h>
 
 #include <cmath>
 
-#include "server/logging.hpp"
+#include "server/base/logging.hpp"
 
-namespace warden::server::admin {
+namespace warden::server::metrics {
 
 std::string java_double(double v) {
   if (!std::isfinite(v)) return "0.0";
@@ -89,4 +89,4 @@ void Json::write(std::string& out, int indent) const {
   }
 }
 
-}  // namespace warden::server::admin
+}  // namespace warden::server::metrics

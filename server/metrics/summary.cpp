@@ -1,10 +1,10 @@
-#include "server/admin/summary.hpp"
+#include "server/metrics/summary.hpp"
 
 #include <algorithm>
 #include <bit>
 #include <cmath>
 
-namespace warden::server::admin {
+namespace warden::server::metrics {
 
 namespace {
 // Values below 32 have a bucket each; above, each power of two is cut into 32 buckets.
@@ -154,4 +154,4 @@ void add_monitor_keys(std::vector<std::pair<std::string, Json>>& out, const Name
   }
 }
 
-}  // namespace warden::server::admin
+}  // namespace warden::server::metrics

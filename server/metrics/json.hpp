@@ -10,7 +10,7 @@
 #include <variant>
 #include <vector>
 
-namespace warden::server::admin {
+namespace warden::server::metrics {
 
 class Json {
  public:
@@ -52,4 +52,4 @@ class Json {
 // rounds its averages).
 std::string java_double(double v);
 
-}  // namespace warden::server::admin
+}  // namespace warden::server::metrics

@@ -1,6 +1,6 @@
 // The build's version and time, from CMake (WARDEN_VERSION, WARDEN_BUILD_TIME): kept to this
 // file so that a new configure's time recompiles nothing else.
-#include "server/admin/four_letter.hpp"
+#include "server/base/version.hpp"
 
 namespace warden::server {
 

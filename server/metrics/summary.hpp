@@ -19,9 +19,9 @@
 #include <utility>
 #include <vector>
 
-#include "server/admin/json.hpp"
+#include "server/metrics/json.hpp"
 
-namespace warden::server::admin {
+namespace warden::server::metrics {
 
 enum class Access { any_thread, one_thread };
 
@@ -97,4 +97,4 @@ void add_monitor_keys(std::vector<std::pair<std::string, Json>>& out, const Name
 // A set's entries as ZooKeeper's default provider names them: "<key>_<name>".
 NamedSummaries set_entries(const NamedSummarySets& sets);
 
-}  // namespace warden::server::admin
+}  // namespace warden::server::metrics

@@ -1,10 +1,10 @@
-#include "server/admin/server_metrics.hpp"
+#include "server/metrics/pipeline_metrics.hpp"
 
 #include <set>
 
 #include "wire/records.hpp"
 
-namespace warden::server::admin {
+namespace warden::server::metrics {
 
 const std::vector<UnfedMetric>& unfed_metrics() {
   using K = UnfedMetric::Kind;
@@ -197,4 +197,4 @@ void PipelineMetrics::reset() {
   for (auto& [name, s] : summary_sets()) s->reset();
 }
 
-}  // namespace warden::server::admin
+}  // namespace warden::server::metrics

@@ -1,4 +1,4 @@
-#include "server/logging.hpp"
+#include "server/base/logging.hpp"
 
 #include <spdlog/pattern_formatter.h>
 #include <spdlog/sinks/rotating_file_sink.h>

@@ -21,10 +21,10 @@
 #include <utility>
 #include <vector>
 
-#include "server/admin/json.hpp"
-#include "server/admin/summary.hpp"
+#include "server/metrics/json.hpp"
+#include "server/metrics/summary.hpp"
 
-namespace warden::server::admin {
+namespace warden::server::metrics {
 
 // ZooKeeper 3.8's metrics for parts Warden does not have: each is listed under its name and
 // kind, so that whatever reads ZooKeeper's monitor, mntr or /metrics finds every key, and reads
@@ -114,4 +114,4 @@ struct PipelineMetrics {
   static void add_namespace(SummarySet& set, const std::string& path, int64_t bytes);
 };
 
-}  // namespace warden::server::admin
+}  // namespace warden::server::metrics

@@ -1,4 +1,4 @@
-#include "server/tls/tls_settings.hpp"
+#include "server/config/tls_settings.hpp"
 
 #include <charconv>
 
