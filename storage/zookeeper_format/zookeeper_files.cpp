@@ -1,3 +1,6 @@
+// One file: ZooKeeper's snapshots, logs and epoch files share the jute reader below (offsets in
+// every refusal, Adler-32 seals, bounded lengths) and the txn decoding both the log and a
+// snapshot's digest check use; split, each part would carry that reader again.
 #include "storage/zookeeper_format/zookeeper_files.hpp"
 
 #include <fmt/format.h>

@@ -5,10 +5,11 @@ folders (wire/, storage/, consensus/, recipes/) with everything under it. The ma
 ("## Modules") lists the rooms as layers, the lowest first: a file may include its own room's
 headers and those of rooms in rows before its own, never those of a room in a later row. So the map
 is the layer order, an include that runs upward fails here naming the file and line, and a room
-the map does not name (or a row naming a folder that is gone) fails too.
+the map does not name (or a row naming a folder that is gone) fails too. Files over 800 lines
+say at their top why they are one file ("One file: ...").
 
-The checker is first run on a made-up tree with an upward include and a room missing from the
-map, and must find each: a checker that finds nothing fails."""
+The checker is first run on a made-up tree with an upward include, a room missing from the map
+and a long file without its reason, and must find each: a checker that finds nothing fails."""
 import os
 import re
 
@@ -17,6 +18,7 @@ import support
 c = support.Checks("layers")
 ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 TOPS = ("wire", "storage", "consensus", "recipes", "server")
+LONG = 800
 
 
 def room_of(path):
@@ -62,6 +64,9 @@ def problems(files, rows):
                 continue
             if order[dst] > order[src]:
                 out.append(f"{path}:{n} includes {m.group(1)}: {dst} is in a later row of the map than {src}")
+        lines = text.count("\n")
+        if lines > LONG and "One file:" not in "\n".join(text.split("\n")[:20]):
+            out.append(f"{path} has {lines} lines and does not say at its top why it is one file")
     return out
 
 
@@ -80,6 +85,11 @@ c.check(any("server/node/" in p for p in found) and any("storage/" in p for p in
         f"rooms missing from the map are found ({found})")
 found = problems(sound, made_up_rows + ["server/gone/"])
 c.check(any("server/gone/" in p for p in found), f"a row naming no file is found ({found})")
+long_file = dict(sound, **{"server/state/big.cpp": "x\n" * (LONG + 5)})
+found = problems(long_file, made_up_rows)
+c.check(any("big.cpp" in p for p in found), f"a long file without its reason is found ({found})")
+reasoned = dict(sound, **{"server/state/big.cpp": "// One file: because.\n" + "x\n" * (LONG + 5)})
+c.equal(problems(reasoned, made_up_rows), [], "a long file that says why passes")
 garbage = dict(sound, **{"server/state/g.cpp": '#include "\x00\xff"\n#include ""\n#include "../../etc/passwd"\n'})
 c.equal(problems(garbage, made_up_rows), [], "garbage includes are not rooms")
 
