@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "consensus/host_loop.hpp"
 #include "consensus/peer_codec.hpp"
 #include "consensus/zab_peer.hpp"
 
@@ -99,7 +100,8 @@ EnsembleReplicator::EnsembleReplicator(storage::LogStore& store, Settings settin
     : store_(store),
       settings_(std::move(settings)),
       hooks_(std::move(hooks)),
-      core_(new Core{TailView(store_, store_.snapshots(), recent_, hooks_.live_snapshot, unread_snapshots_), nullptr}) {}
+      core_(new Core{TailView(store_, store_.snapshots(), recent_, hooks_.live_snapshot, unread_snapshots_), nullptr}),
+      steps_(std::make_unique<HostSteps>(host_steps())) {}
 
 EnsembleReplicator::~EnsembleReplicator() = default;
 
@@ -323,23 +325,10 @@ void EnsembleReplicator::forget_digests() {
 }
 
 void EnsembleReplicator::apply_upto(Zxid committed) {
-  if (committed <= applied_) return;
-  // What the store held before this replicator appended anything (a restart's tail), then what
-  // it appended since.
-  Zxid store_upto = recent_.empty() ? committed : std::min(committed, recent_.front().zxid - 1);
-  if (store_upto > applied_)
-    store_.for_each_in(applied_, store_upto, SIZE_MAX, [&](const storage::LogEntry& e) {
-      applied_ = e.zxid;
-      if (on_commit_) on_commit_(e.zxid, e.payload);
-      if (hooks_.digest) note_applied_digest(e.zxid);
-    });
-  for (const auto& e : recent_) {
-    if (e.zxid > committed) break;
-    if (e.zxid <= applied_) continue;
-    applied_ = e.zxid;
+  apply_committed(store_, recent_, applied_, committed, [this](const storage::LogEntry& e) {
     if (on_commit_) on_commit_(e.zxid, e.payload);
     if (hooks_.digest) note_applied_digest(e.zxid);
-  }
+  });
   if (hooks_.digest && !digests_.empty() && digests_.back().first == applied_)
     core_->peer->note_digest(applied_, digests_.back().second);
 }
@@ -348,83 +337,100 @@ void EnsembleReplicator::process() {
   // The pipeline proposes from inside the commit and request hooks.
   loop_.run([this] {
     Ready r = core_->peer->ready();
-    bool work = !r.empty();
-    if (r.epochs) save_state(true);
-    if (r.synced) {
-      store_.set_synced(*r.synced);
-      if (hooks_.synced_changed) hooks_.synced_changed(*r.synced, false);
-    }
-    if (r.config && hooks_.config_changed)
-      hooks_.config_changed(r.config->version, r.config->voters, r.config->observers, r.config->members);
-    if (r.pending && hooks_.pending_members) hooks_.pending_members(r.pending->members);
-    for (const auto& n : r.notes)
+    return carry_out(r, *steps_);
+  });
+}
+
+HostSteps EnsembleReplicator::host_steps() {
+  HostSteps h;
+  h.notes = [this](const std::vector<std::string>& notes) {
+    for (const auto& n : notes)
       if (hooks_.note) hooks_.note(n);
-    if (r.reset) {
-      // Synced from nothing: what this member held (a restored state, a diverged history) goes.
-      if (!hooks_.reset_tree) throw std::logic_error("an ensemble member cannot empty its tree");
-      if (hooks_.finish_writes) hooks_.finish_writes();
-      store_.truncate_after(0);
-      recent_.clear();
-      forget_digests();
-      digests_from_ = 0;
-      durable_ = applied_ = 0;
-      hooks_.reset_tree();
-      save_state(true);
+  };
+  h.save_epochs = [this] { save_state(true); };
+  h.synced = [this](bool synced) {
+    store_.set_synced(synced);
+    if (hooks_.synced_changed) hooks_.synced_changed(synced, false);
+  };
+  h.config = [this](const Ensemble& c) {
+    if (hooks_.config_changed) hooks_.config_changed(c.version, c.voters, c.observers, c.members);
+  };
+  h.pending = [this](const Ensemble& p) {
+    if (hooks_.pending_members) hooks_.pending_members(p.members);
+  };
+  h.reset = [this] {
+    // Synced from nothing: what this member held (a restored state, a diverged history) goes.
+    if (!hooks_.reset_tree) throw std::logic_error("an ensemble member cannot empty its tree");
+    if (hooks_.finish_writes) hooks_.finish_writes();
+    store_.truncate_after(0);
+    recent_.clear();
+    forget_digests();
+    digests_from_ = 0;
+    durable_ = applied_ = 0;
+    hooks_.reset_tree();
+    save_state(true);
+  };
+  h.truncate = [this](Zxid after) {
+    if (hooks_.finish_writes) hooks_.finish_writes();
+    store_.truncate_after(after);
+    while (!recent_.empty() && recent_.back().zxid > after) recent_.pop_back();
+    durable_ = std::min(durable_, after);
+  };
+  h.snapshot = [this](Zxid at, bool streamed) {
+    // A SNAP: the snapshot came before the Sync (receive() checked it is whole); it replaces
+    // the log and the tree. Writes in flight finish first: they belong to the old log.
+    if (!streamed || !hooks_.install_snapshot)
+      throw std::logic_error("an ensemble member got a snapshot it cannot install");
+    if (hooks_.finish_writes) hooks_.finish_writes();
+    recent_.clear();
+    forget_digests();
+    // Its tree is fuzzy until the replay passes where the leader's walk ended: no digest is
+    // taken before (they would differ from the leader's, and the member be synced again, and
+    // again while writes go on: it_sync "diff wiped" was synced 5 times).
+    digests_from_ = snapshot_digest_from_.first == at ? snapshot_digest_from_.second : 0;
+    hooks_.install_snapshot(at);
+    applied_ = at;
+    durable_ = at;
+    save_state(true);
+    // Durable now: the core may acknowledge the sync (a SNAP with no entries after it has
+    // nothing else to report durability; without this the ack waited for the next write).
+    core_->peer->durable(at);
+  };
+  h.append = [this](Entry e) {
+    recent_.push_back(storage::LogEntry{e.zxid, e.payload});
+    hooks_.persist(storage::LogEntry{e.zxid, std::move(e.payload)});
+  };
+  h.send = [this](PeerId to, pb::PeerMessage& m) {
+    if (m.has_sync() && m.sync().streamed()) {
+      const auto& sy = m.sync();
+      SyncPlan plan{to, m.link(), m.epoch(), sy.mode() == pb::Sync::SNAP ? sy.snapshot_zxid() : 0, sy.trunc_after(),
+                    sy.sync_last(), encode_peer_message(m)};
+      hooks_.stream(std::move(plan));
+      return;
     }
-    if (r.truncate_after) {
-      if (hooks_.finish_writes) hooks_.finish_writes();
-      store_.truncate_after(*r.truncate_after);
-      while (!recent_.empty() && recent_.back().zxid > *r.truncate_after) recent_.pop_back();
-      durable_ = std::min(durable_, *r.truncate_after);
-    }
-    if (r.snapshot) {
-      // A SNAP: the snapshot came before the Sync (receive() checked it is whole); it replaces
-      // the log and the tree. Writes in flight finish first: they belong to the old log.
-      if (!r.snapshot_streamed || !hooks_.install_snapshot)
-        throw std::logic_error("an ensemble member got a snapshot it cannot install");
-      if (hooks_.finish_writes) hooks_.finish_writes();
-      recent_.clear();
-      forget_digests();
-      Zxid at = r.snapshot->first;
-      // Its tree is fuzzy until the replay passes where the leader's walk ended: no digest is
-      // taken before (they would differ from the leader's, and the member be synced again, and
-      // again while writes go on: it_sync "diff wiped" was synced 5 times).
-      digests_from_ = snapshot_digest_from_.first == at ? snapshot_digest_from_.second : 0;
-      hooks_.install_snapshot(at);
-      applied_ = at;
-      durable_ = at;
-      save_state(true);
-      // Durable now: the core may acknowledge the sync (a SNAP with no entries after it has
-      // nothing else to report durability; without this the ack waited for the next write).
-      core_->peer->durable(at);
-    }
-    for (auto& e : r.append) {
-      recent_.push_back(storage::LogEntry{e.zxid, e.payload});
-      hooks_.persist(storage::LogEntry{e.zxid, std::move(e.payload)});
-    }
-    for (auto& [to, m] : r.messages) {
-      if (m.has_sync() && m.sync().streamed()) {
-        const auto& sy = m.sync();
-        SyncPlan plan{to, m.link(), m.epoch(), sy.mode() == pb::Sync::SNAP ? sy.snapshot_zxid() : 0, sy.trunc_after(),
-                      sy.sync_last(), encode_peer_message(m)};
-        hooks_.stream(std::move(plan));
-        continue;
-      }
-      hooks_.send(to, encode_peer_message(m), m.has_vote(), m.link());
-    }
-    apply_upto(r.committed);
-    if (r.leader_digest && hooks_.digest) compare_digest(r.leader_digest->first, r.leader_digest->second);
+    hooks_.send(to, encode_peer_message(m), m.has_vote(), m.link());
+  };
+  h.apply = [this](Zxid committed) { apply_upto(committed); };
+  h.leader_digest = [this](Zxid at, uint64_t digest) {
+    if (hooks_.digest) compare_digest(at, digest);
+  };
+  h.after_commits = [this] {
+    bool more = false;
     if (resync_) {
       resync_ = false;
       core_->peer->resync();
-      work = true;
+      more = true;
     }
     while (!recent_.empty() && recent_.front().zxid <= std::min(applied_, durable_)) recent_.pop_front();
-    if (r.role_changed && hooks_.role_changed) hooks_.role_changed();
-    for (auto& [from, payload] : r.requests)
-      if (hooks_.request) hooks_.request(from, std::move(payload));
-    return work;
-  });
+    return more;
+  };
+  h.role_changed = [this] {
+    if (hooks_.role_changed) hooks_.role_changed();
+  };
+  h.request = [this](PeerId from, std::string payload) {
+    if (hooks_.request) hooks_.request(from, std::move(payload));
+  };
+  return h;
 }
 
 }  // namespace warden::consensus

@@ -172,7 +172,8 @@ class EnsembleReplicator final : public Replicator {
 
  private:
   struct Core;
-  void process();
+  void process();  // carries out the core's Ready (host_loop.hpp), until it holds none
+  HostSteps host_steps();
   void save_state(bool epochs_changed);
   void apply_upto(Zxid committed);
   // Leader: turns acks and commits that moved since the last call into ack latencies.
@@ -207,6 +208,7 @@ class EnsembleReplicator final : public Replicator {
   std::deque<std::pair<Zxid, std::chrono::steady_clock::time_point>> proposed_at_;
   std::map<PeerId, Zxid> measured_acks_;
   Zxid measured_commit_ = 0;
+  std::unique_ptr<HostSteps> steps_;  // what this host does with each part of a Ready
   OutermostLoop loop_;
 };
 

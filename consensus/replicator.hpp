@@ -77,6 +77,8 @@ class Replicator {
   virtual void durable(Zxid upto) = 0;
 };
 
+struct HostSteps;  // host_loop.hpp
+
 class ZabReplicator final : public Replicator {
  public:
   using Persist = std::function<void(storage::LogEntry)>;
@@ -110,7 +112,8 @@ class ZabReplicator final : public Replicator {
   // protobuf, and of the simulator's planted copy of the core).
   struct Core;
   void elect();
-  void process();
+  void process();  // carries out the core's Ready (host_loop.hpp), until it holds none
+  HostSteps host_steps();
   void save_state();
 
   storage::LogStore& store_;
@@ -120,6 +123,7 @@ class ZabReplicator final : public Replicator {
   std::deque<storage::LogEntry> unacked_;  // proposed, not yet committed; ascending zxids
   Zxid last_committed_ = 0;
   uint32_t max_counter_;
+  std::unique_ptr<HostSteps> steps_;  // what this host does with each part of a Ready
   OutermostLoop loop_;
 };
 

@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "consensus/host_loop.hpp"
 #include "consensus/replicator.hpp"
 #include "consensus/zab_peer.hpp"
 
@@ -43,7 +44,8 @@ ZabReplicator::ZabReplicator(storage::LogStore& store, Persist persist, uint32_t
     : store_(store),
       persist_(std::move(persist)),
       core_(new Core{LogStoreView(store_, unacked_), nullptr}),
-      max_counter_(max_counter) {}
+      max_counter_(max_counter),
+      steps_(std::make_unique<HostSteps>(host_steps())) {}
 
 void ZabReplicator::start(Zxid applied) {
   last_committed_ = applied;
@@ -113,33 +115,32 @@ size_t ZabReplicator::abort() {
 void ZabReplicator::process() {
   loop_.run([this] {
     Ready r = core_->peer->ready();
-    bool work = !r.empty();
-    // A lone voter whose epochs ran out cannot lead: it stops, saying why, instead of hanging.
-    if (!r.notes.empty()) throw std::runtime_error(r.notes.front());
-    if (r.epochs) save_state();  // before anything that follows from them
-    if (r.committed > last_committed_) {
-      // The history this server led with, committed at establishment: what the store holds
-      // before its own proposals.
-      Zxid upto = unacked_.empty() ? r.committed : std::min(r.committed, unacked_.front().zxid - 1);
-      if (upto > last_committed_)
-        store_.for_each_after(last_committed_, [&](const storage::LogEntry& e) {
-          if (e.zxid > upto || e.zxid <= last_committed_) return;
-          last_committed_ = e.zxid;
-          if (on_commit_) on_commit_(e.zxid, e.payload);
-        });
-    }
-    for (auto& e : r.append) {
-      unacked_.push_back(storage::LogEntry{e.zxid, e.payload});
-      persist_(storage::LogEntry{e.zxid, std::move(e.payload)});
-    }
-    while (!unacked_.empty() && unacked_.front().zxid <= r.committed) {
-      storage::LogEntry e = std::move(unacked_.front());
-      unacked_.pop_front();
-      last_committed_ = e.zxid;
-      if (on_commit_) on_commit_(e.zxid, e.payload);
-    }
-    return work;
+    return carry_out(r, *steps_);
   });
+}
+
+HostSteps ZabReplicator::host_steps() {
+  HostSteps h;
+  // A lone voter whose epochs ran out cannot lead: it stops, saying why, instead of hanging.
+  h.notes = [](const std::vector<std::string>& notes) { throw std::runtime_error(notes.front()); };
+  h.save_epochs = [this] { save_state(); };  // before anything that follows from them
+  // Its configuration is its own and it is always synced: nothing to persist or to reach.
+  h.synced = [](bool) {};
+  h.config = [](const Ensemble&) {};
+  h.pending = [](const Ensemble&) {};
+  h.append = [this](Entry e) {
+    unacked_.push_back(storage::LogEntry{e.zxid, e.payload});
+    persist_(storage::LogEntry{e.zxid, std::move(e.payload)});
+  };
+  // The history this server led with is committed at establishment, from the store; then its
+  // own proposals, once durable.
+  h.apply = [this](Zxid committed) {
+    apply_committed(store_, unacked_, last_committed_, committed, [this](const storage::LogEntry& e) {
+      if (on_commit_) on_commit_(e.zxid, e.payload);
+    });
+    while (!unacked_.empty() && unacked_.front().zxid <= last_committed_) unacked_.pop_front();
+  };
+  return h;
 }
 
 }  // namespace warden::consensus
