@@ -1,11 +1,14 @@
 // The AdminServer's commands (ZooKeeper 3.8's /commands/NAME), answered from the same state
 // and the same numbers as the four-letter words (four_letter.cpp).
+#include "server/admin/commands.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
+#include <optional>
 #include <set>
 
-#include "server/admin/commands.hpp"
 #include "server/base/version.hpp"
 #include "server/pipeline/request_pipeline.hpp"
 #include "server/secrets/redaction.hpp"
@@ -79,7 +82,8 @@ std::string admin::primary_name(std::string_view name) {
   return {};
 }
 
-std::vector<std::pair<std::string, metrics::Json>> admin::monitor_values(const RequestPipeline& p, const FourLetterEnv& env) {
+std::vector<std::pair<std::string, metrics::Json>> admin::monitor_values(const RequestPipeline& p,
+                                                                         const FourLetterEnv& env) {
   const DataTree& tree = p.tree();
   const auto& latency = p.latency();
   const auto& counters = p.counters();
@@ -232,7 +236,279 @@ metrics::Json server_stats_json(const RequestPipeline& p, const FourLetterEnv& e
 
 }  // namespace
 
-metrics::Json admin::command_answer(RequestPipeline& p, std::string_view name, const FourLetterEnv& env, std::string_view query) {
+namespace {
+// One command's answer: it fills `r` (the common "command" and "error" keys are added after),
+// or returns a whole answer of its own (ZooKeeper's few answers without "error": null).
+struct Ask {
+  RequestPipeline& p;
+  const FourLetterEnv& env;
+  std::string_view query;
+  const std::string& primary;
+  Json& r;
+};
+using Answer = std::optional<Json> (*)(Ask& a);
+
+std::optional<Json> answer_observers(Ask& a) {
+  // A leader's observers (a follower serves no observers here: Warden has no observer masters).
+  a.r.set("synced_observers", a.env.synced_observers);
+  a.r.set("observers", a.env.observers);
+  return std::nullopt;
+}
+
+std::optional<Json> answer_observer_connection_stat_reset(Ask&) {
+  // The host reset its per-observer counters before asking (Runtime's admin_command).
+  return std::nullopt;
+}
+
+std::optional<Json> answer_ruok_or_reset(Ask& a) {
+  if (a.primary != "ruok")
+    four_letter_text(a.p, a.primary == "stat_reset" ? "srst" : "crst", 0, a.env);  // one reset, two doors
+  return std::nullopt;
+}
+
+std::optional<Json> answer_is_read_only(Ask& a) {
+  a.r.set("read_only", a.p.read_only());
+  return std::nullopt;
+}
+
+std::optional<Json> answer_stats(Ask& a) {
+  a.r.set("version", four_letter_version());
+  a.r.set("read_only", a.p.read_only());
+  a.r.set("server_stats", server_stats_json(a.p, a.env));
+  a.r.set("client_response", buffer_stats(a.p.counters().client_response));
+  if (a.env.mode == "leader") a.r.set("proposal_stats", buffer_stats(a.p.counters().proposals));
+  a.r.set("node_count", static_cast<int64_t>(a.p.tree().size() + 1));  // the root twice, as ZooKeeper
+  if (a.primary == "stats") {
+    auto [plain, secure] = connection_infos(a.p, true);
+    a.r.set("connections", std::move(plain));
+    a.r.set("secure_connections", std::move(secure));
+  }
+  return std::nullopt;
+}
+
+std::optional<Json> answer_hash(Ask& a) {
+  metrics::Json digests = metrics::Json::array();
+  for (const auto& [zxid, digest] : a.p.digests()) {
+    metrics::Json d = metrics::Json::object();
+    d.set("zxid", static_cast<int64_t>(zxid));
+    d.set("digest_version", int64_t{2});  // ZooKeeper's DigestCalculator version
+    d.set("digest", static_cast<int64_t>(digest));
+    digests.push(std::move(d));
+  }
+  a.r.set("digests", std::move(digests));
+  return std::nullopt;
+}
+
+std::optional<Json> answer_get_trace_mask(Ask& a) {
+  a.r.set("tracemask", a.p.trace_mask());
+  return std::nullopt;
+}
+
+std::optional<Json> answer_set_trace_mask(Ask& a) {
+  auto text = query_value(a.query, "traceMask");
+  auto mask = text ? java_long(*text) : std::nullopt;
+  if (!mask) {  // ZooKeeper's answer: no "error": null after it, the error first
+    metrics::Json e = metrics::Json::object();
+    e.set("error", "setTraceMask requires long traceMask argument" + (text ? ", got " + *text : std::string()));
+    e.set("command", a.primary);
+    return e;
+  }
+  a.p.set_trace_mask(*mask);
+  a.r.set("tracemask", a.p.trace_mask());
+  return std::nullopt;
+}
+
+std::optional<Json> answer_last_snapshot(Ask& a) {
+  a.r.set("zxid", fmt::format("{:x}", static_cast<uint64_t>(a.env.last_snapshot_zxid)));
+  a.r.set("timestamp", a.env.last_snapshot_seconds);
+  return std::nullopt;
+}
+
+std::optional<Json> answer_system_properties(Ask& a) {
+  for (const auto& [k, v] : a.env.system_properties) a.r.set(k, secrets::shown_value(k, v));
+  return std::nullopt;
+}
+
+std::optional<Json> answer_dirs(Ask& a) {
+  a.r.set("datadir_size", a.env.data_dir_bytes);
+  a.r.set("logdir_size", a.env.log_dir_bytes);
+  return std::nullopt;
+}
+
+std::optional<Json> answer_watch_summary(Ask& a) {
+  std::set<ConnId> watching;
+  int64_t total = 0;
+  auto watches = a.p.watches().data_watches();
+  for (const auto& [p, ids] : watches) {
+    watching.insert(ids.begin(), ids.end());
+    total += static_cast<int64_t>(ids.size());
+  }
+  a.r.set("num_connections", static_cast<int64_t>(watching.size()));
+  a.r.set("num_paths", static_cast<int64_t>(watches.size()));
+  a.r.set("num_total_watches", total);
+  return std::nullopt;
+}
+
+std::optional<Json> answer_environment(Ask& a) {
+  for (const auto& [k, v] : a.env.environment) a.r.set(k, secrets::shown_value(k, v));
+  return std::nullopt;
+}
+
+std::optional<Json> answer_configuration(Ask& a) {
+  for (const auto& [k, v] : a.env.admin_conf)
+    a.r.set(k, secrets::secret_key(k) ? metrics::Json(std::string(secrets::mask)) : v);
+  return std::nullopt;
+}
+
+std::optional<Json> answer_initial_configuration(Ask& a) {
+  a.r.set("initial_configuration", secrets::redacted_text(a.env.initial_configuration));
+  return std::nullopt;
+}
+
+std::optional<Json> answer_monitor(Ask& a) {
+  for (auto& [k, v] : admin::monitor_keys(a.p, a.env)) a.r.set(k, std::move(v));
+  return std::nullopt;
+}
+
+std::optional<Json> answer_watches(Ask& a) {
+  // ZooKeeper's maps: session id (its decimal text) -> watched paths, and path -> session ids.
+  std::map<SessionId, std::vector<std::string>> by_session;
+  metrics::Json by_path = metrics::Json::object();
+  for (const auto& [path, ids] : a.p.watches().data_watches()) {
+    metrics::Json sessions = metrics::Json::array();
+    for (ConnId id : ids) {
+      by_session[a.p.session_of(id)].push_back(path);
+      sessions.push(static_cast<int64_t>(a.p.session_of(id)));
+    }
+    by_path.set(path, std::move(sessions));
+  }
+  if (a.primary == "watches") {
+    metrics::Json m = metrics::Json::object();
+    for (const auto& [sid, paths] : by_session) {
+      metrics::Json list = metrics::Json::array();
+      for (const auto& p : paths) list.push(p);
+      m.set(std::to_string(sid), std::move(list));
+    }
+    a.r.set("session_id_to_watched_paths", std::move(m));
+  } else {
+    a.r.set("path_to_session_ids", std::move(by_path));
+  }
+  return std::nullopt;
+}
+
+std::optional<Json> answer_dump(Ask& a) {
+  metrics::Json expiry = metrics::Json::object();
+  for (const auto& [deadline, ids] : a.p.sessions().expiry_sets()) {
+    metrics::Json list = metrics::Json::array();
+    for (SessionId id : ids) list.push(static_cast<int64_t>(id));
+    expiry.set(std::to_string(deadline), std::move(list));
+  }
+  metrics::Json eph = metrics::Json::object();
+  for (const auto& [sid, paths] : a.p.tree().ephemerals()) {
+    metrics::Json list = metrics::Json::array();
+    for (const auto& p : paths) list.push(p);
+    eph.set(std::to_string(sid), std::move(list));
+  }
+  a.r.set("expiry_time_to_session_ids", std::move(expiry));
+  a.r.set("session_id_to_ephemeral_paths", std::move(eph));
+  return std::nullopt;
+}
+
+std::optional<Json> answer_connections(Ask& a) {
+  auto [plain, secure] = connection_infos(a.p, false);
+  a.r.set("connections", std::move(plain));
+  a.r.set("secure_connections", std::move(secure));
+  return std::nullopt;
+}
+
+std::optional<Json> answer_zabstate(Ask& a) {
+  // ZooKeeper 3.8's answer: on a member, who it is, its addresses (as Java's MultipleAddresses
+  // serialises), its last zxid and its ZabState in lower case (election, discovery,
+  // synchronization, broadcast); a standalone server does not vote and has none.
+  std::string zab;
+  if (a.env.mode != "standalone") {
+    auto dash = a.env.peer_state.rfind(" - ");
+    zab = dash == std::string::npos ? std::string() : a.env.peer_state.substr(dash + 3);
+  }
+  if (a.env.self) {
+    a.r.set("myid", a.env.self->id);
+    a.r.set("is_leader", a.env.mode == "leader");
+    a.r.set("quorum_address", multiple_addresses(a.env.self->host, a.env.self->quorum_port));
+    a.r.set("election_address", multiple_addresses(a.env.self->host, a.env.self->election_port));
+    a.r.set("client_address", a.env.self->client_address);
+  }
+  a.r.set("voting", a.env.mode != "standalone" && a.env.mode != "observer");
+  if (a.env.self) {
+    a.r.set("last_zxid", fmt::format("0x{:x}", static_cast<uint64_t>(a.env.last_zxid)));
+    a.r.set("zab_epoch", static_cast<int64_t>(static_cast<uint64_t>(a.env.last_zxid) >> 32));
+    a.r.set("zab_counter", static_cast<int64_t>(a.env.last_zxid & 0xffffffff));
+  }
+  a.r.set("zabstate", zab);
+  return std::nullopt;
+}
+
+std::optional<Json> answer_voting_view(Ask& a) {
+  metrics::Json view = metrics::Json::object();
+  for (const auto& m : a.env.voting_view) {
+    metrics::Json entry = metrics::Json::object();
+    entry.set("server_addresses", metrics::Json::array({m.host + ":" + std::to_string(m.quorum_port)}));
+    entry.set("election_addresses", metrics::Json::array({m.host + ":" + std::to_string(m.election_port)}));
+    entry.set("client_address", m.client_address);
+    entry.set("learner_type", m.learner_type);
+    view.set(std::to_string(m.id), std::move(entry));
+  }
+  a.r.set("current_config", std::move(view));
+  return std::nullopt;
+}
+
+std::optional<Json> answer_leader(Ask& a) {
+  if (a.env.mode == "standalone") {  // ZooKeeper's answer for a server outside a quorum
+    metrics::Json only = metrics::Json::object();
+    only.set("error", "server is not initialized");
+    only.set("command", a.primary);
+    return only;
+  }
+  a.r.set("is_leader", a.env.mode == "leader");
+  a.r.set("leader_id", a.env.leader_id);
+  a.r.set("leader_ip", a.env.leader_ip);
+  return std::nullopt;
+}
+
+const std::map<std::string, Answer>& answers() {
+  static const std::map<std::string, Answer> all{
+      {"observers", answer_observers},
+      {"observer_connection_stat_reset", answer_observer_connection_stat_reset},
+      {"ruok", answer_ruok_or_reset},
+      {"connection_stat_reset", answer_ruok_or_reset},
+      {"stat_reset", answer_ruok_or_reset},
+      {"is_read_only", answer_is_read_only},
+      {"stats", answer_stats},
+      {"server_stats", answer_stats},
+      {"hash", answer_hash},
+      {"get_trace_mask", answer_get_trace_mask},
+      {"set_trace_mask", answer_set_trace_mask},
+      {"last_snapshot", answer_last_snapshot},
+      {"system_properties", answer_system_properties},
+      {"dirs", answer_dirs},
+      {"watch_summary", answer_watch_summary},
+      {"environment", answer_environment},
+      {"configuration", answer_configuration},
+      {"initial_configuration", answer_initial_configuration},
+      {"monitor", answer_monitor},
+      {"watches", answer_watches},
+      {"watches_by_path", answer_watches},
+      {"dump", answer_dump},
+      {"connections", answer_connections},
+      {"zabstate", answer_zabstate},
+      {"voting_view", answer_voting_view},
+      {"leader", answer_leader},
+  };
+  return all;
+}
+}  // namespace
+
+metrics::Json admin::command_answer(RequestPipeline& p, std::string_view name, const FourLetterEnv& env,
+                                    std::string_view query) {
   std::string primary = admin::primary_name(name);
   metrics::Json r = metrics::Json::object();
   auto done = [&](metrics::Json error = nullptr) {
@@ -243,168 +519,12 @@ metrics::Json admin::command_answer(RequestPipeline& p, std::string_view name, c
   if (primary.empty()) return done("Unknown command: " + std::string(name));
   // As ZooKeeper: a command that needs a serving server says so when it does not serve.
   bool needs_server = primary != "environment" && primary != "ruok" && primary != "is_read_only" &&
-                      primary != "configuration" && primary != "initial_configuration" &&
-                      primary != "get_trace_mask" && primary != "system_properties";
+                      primary != "configuration" && primary != "initial_configuration" && primary != "get_trace_mask" &&
+                      primary != "system_properties";
   if (needs_server && !env.serving) return done("This ZooKeeper instance is not currently serving requests");
-  if (primary == "observers") {
-    // A leader's observers (a follower serves no observers here: Warden has no observer masters).
-    r.set("synced_observers", env.synced_observers);
-    r.set("observers", env.observers);
-  } else if (primary == "observer_connection_stat_reset") {
-    // The host reset its per-observer counters before asking (Runtime's admin_command).
-  } else if (primary == "ruok" || primary == "connection_stat_reset" || primary == "stat_reset") {
-    if (primary != "ruok") four_letter_text(p, primary == "stat_reset" ? "srst" : "crst", 0, env);  // one reset, two doors
-  } else if (primary == "is_read_only") {
-    r.set("read_only", p.read_only());
-  } else if (primary == "stats" || primary == "server_stats") {
-    r.set("version", four_letter_version());
-    r.set("read_only", p.read_only());
-    r.set("server_stats", server_stats_json(p, env));
-    r.set("client_response", buffer_stats(p.counters().client_response));
-    if (env.mode == "leader") r.set("proposal_stats", buffer_stats(p.counters().proposals));
-    r.set("node_count", static_cast<int64_t>(p.tree().size() + 1));  // the root twice, as ZooKeeper
-    if (primary == "stats") {
-      auto [plain, secure] = connection_infos(p, true);
-      r.set("connections", std::move(plain));
-      r.set("secure_connections", std::move(secure));
-    }
-  } else if (primary == "hash") {
-    metrics::Json digests = metrics::Json::array();
-    for (const auto& [zxid, digest] : p.digests()) {
-      metrics::Json d = metrics::Json::object();
-      d.set("zxid", static_cast<int64_t>(zxid));
-      d.set("digest_version", int64_t{2});  // ZooKeeper's DigestCalculator version
-      d.set("digest", static_cast<int64_t>(digest));
-      digests.push(std::move(d));
-    }
-    r.set("digests", std::move(digests));
-  } else if (primary == "get_trace_mask") {
-    r.set("tracemask", p.trace_mask());
-  } else if (primary == "set_trace_mask") {
-    auto text = query_value(query, "traceMask");
-    auto mask = text ? java_long(*text) : std::nullopt;
-    if (!mask) {  // ZooKeeper's answer: no "error": null after it, the error first
-      metrics::Json e = metrics::Json::object();
-      e.set("error", "setTraceMask requires long traceMask argument" + (text ? ", got " + *text : std::string()));
-      e.set("command", primary);
-      return e;
-    }
-    p.set_trace_mask(*mask);
-    r.set("tracemask", p.trace_mask());
-  } else if (primary == "last_snapshot") {
-    r.set("zxid", fmt::format("{:x}", static_cast<uint64_t>(env.last_snapshot_zxid)));
-    r.set("timestamp", env.last_snapshot_seconds);
-  } else if (primary == "system_properties") {
-    for (const auto& [k, v] : env.system_properties) r.set(k, secrets::shown_value(k, v));
-  } else if (primary == "dirs") {
-    r.set("datadir_size", env.data_dir_bytes);
-    r.set("logdir_size", env.log_dir_bytes);
-  } else if (primary == "watch_summary") {
-    std::set<ConnId> watching;
-    int64_t total = 0;
-    auto watches = p.watches().data_watches();
-    for (const auto& [p, ids] : watches) {
-      watching.insert(ids.begin(), ids.end());
-      total += static_cast<int64_t>(ids.size());
-    }
-    r.set("num_connections", static_cast<int64_t>(watching.size()));
-    r.set("num_paths", static_cast<int64_t>(watches.size()));
-    r.set("num_total_watches", total);
-  } else if (primary == "environment") {
-    for (const auto& [k, v] : env.environment) r.set(k, secrets::shown_value(k, v));
-  } else if (primary == "configuration") {
-    for (const auto& [k, v] : env.admin_conf) r.set(k, secrets::secret_key(k) ? metrics::Json(std::string(secrets::mask)) : v);
-  } else if (primary == "initial_configuration") {
-    r.set("initial_configuration", secrets::redacted_text(env.initial_configuration));
-  } else if (primary == "monitor") {
-    for (auto& [k, v] : monitor_keys(p, env)) r.set(k, std::move(v));
-  } else if (primary == "watches" || primary == "watches_by_path") {
-    // ZooKeeper's maps: session id (its decimal text) -> watched paths, and path -> session ids.
-    std::map<SessionId, std::vector<std::string>> by_session;
-    metrics::Json by_path = metrics::Json::object();
-    for (const auto& [path, ids] : p.watches().data_watches()) {
-      metrics::Json sessions = metrics::Json::array();
-      for (ConnId id : ids) {
-        by_session[p.session_of(id)].push_back(path);
-        sessions.push(static_cast<int64_t>(p.session_of(id)));
-      }
-      by_path.set(path, std::move(sessions));
-    }
-    if (primary == "watches") {
-      metrics::Json m = metrics::Json::object();
-      for (const auto& [sid, paths] : by_session) {
-        metrics::Json list = metrics::Json::array();
-        for (const auto& p : paths) list.push(p);
-        m.set(std::to_string(sid), std::move(list));
-      }
-      r.set("session_id_to_watched_paths", std::move(m));
-    } else {
-      r.set("path_to_session_ids", std::move(by_path));
-    }
-  } else if (primary == "dump") {
-    metrics::Json expiry = metrics::Json::object();
-    for (const auto& [deadline, ids] : p.sessions().expiry_sets()) {
-      metrics::Json list = metrics::Json::array();
-      for (SessionId id : ids) list.push(static_cast<int64_t>(id));
-      expiry.set(std::to_string(deadline), std::move(list));
-    }
-    metrics::Json eph = metrics::Json::object();
-    for (const auto& [sid, paths] : p.tree().ephemerals()) {
-      metrics::Json list = metrics::Json::array();
-      for (const auto& p : paths) list.push(p);
-      eph.set(std::to_string(sid), std::move(list));
-    }
-    r.set("expiry_time_to_session_ids", std::move(expiry));
-    r.set("session_id_to_ephemeral_paths", std::move(eph));
-  } else if (primary == "connections") {
-    auto [plain, secure] = connection_infos(p, false);
-    r.set("connections", std::move(plain));
-    r.set("secure_connections", std::move(secure));
-  } else if (primary == "zabstate") {
-    // ZooKeeper 3.8's answer: on a member, who it is, its addresses (as Java's MultipleAddresses
-    // serialises), its last zxid and its ZabState in lower case (election, discovery,
-    // synchronization, broadcast); a standalone server does not vote and has none.
-    std::string zab;
-    if (env.mode != "standalone") {
-      auto dash = env.peer_state.rfind(" - ");
-      zab = dash == std::string::npos ? std::string() : env.peer_state.substr(dash + 3);
-    }
-    if (env.self) {
-      r.set("myid", env.self->id);
-      r.set("is_leader", env.mode == "leader");
-      r.set("quorum_address", multiple_addresses(env.self->host, env.self->quorum_port));
-      r.set("election_address", multiple_addresses(env.self->host, env.self->election_port));
-      r.set("client_address", env.self->client_address);
-    }
-    r.set("voting", env.mode != "standalone" && env.mode != "observer");
-    if (env.self) {
-      r.set("last_zxid", fmt::format("0x{:x}", static_cast<uint64_t>(env.last_zxid)));
-      r.set("zab_epoch", static_cast<int64_t>(static_cast<uint64_t>(env.last_zxid) >> 32));
-      r.set("zab_counter", static_cast<int64_t>(env.last_zxid & 0xffffffff));
-    }
-    r.set("zabstate", zab);
-  } else if (primary == "voting_view") {
-    metrics::Json view = metrics::Json::object();
-    for (const auto& m : env.voting_view) {
-      metrics::Json entry = metrics::Json::object();
-      entry.set("server_addresses", metrics::Json::array({m.host + ":" + std::to_string(m.quorum_port)}));
-      entry.set("election_addresses", metrics::Json::array({m.host + ":" + std::to_string(m.election_port)}));
-      entry.set("client_address", m.client_address);
-      entry.set("learner_type", m.learner_type);
-      view.set(std::to_string(m.id), std::move(entry));
-    }
-    r.set("current_config", std::move(view));
-  } else if (primary == "leader") {
-    if (env.mode == "standalone") {  // ZooKeeper's answer for a server outside a quorum
-      metrics::Json only = metrics::Json::object();
-      only.set("error", "server is not initialized");
-      only.set("command", primary);
-      return only;
-    }
-    r.set("is_leader", env.mode == "leader");
-    r.set("leader_id", env.leader_id);
-    r.set("leader_ip", env.leader_ip);
-  }
+  Ask ask{p, env, query, primary, r};
+  if (auto it = answers().find(primary); it != answers().end())
+    if (auto whole = it->second(ask)) return *whole;
   return done();
 }
 
