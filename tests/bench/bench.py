@@ -53,25 +53,55 @@ def measure(binary, server, op, args, port=None, extra=()):
     }
 
 
-def table(title, ops, results):
-    print(f"\n### {title}\n")
-    print("| op | server | ops/s | p50 us | p99 us | p999 us | server CPU us/req | loadgen CPU us/req | errors |")
-    print("|" + "---|" * 9)
-    for op in ops:
-        for s in ("zk", "warden"):
-            r = results[(s, op)]
-            name = "ZooKeeper 3.8" if s == "zk" else "Warden"
-            print(f"| {op} | {name} | {r['ops_s']:.0f} | {r['p50']} | {r['p99']} | {r['p999']} | "
-                  f"{r['cpu_us']:.1f} | {r['client_cpu_us']:.2f} | {r['errors']} |")
-    print("\nWarden against ZooKeeper (throughput: higher is better; p99 and CPU: lower is better)\n")
+SERVER_NAMES = {"zk": "ZooKeeper 3.8", "warden": "Warden", "before": "Warden before (--before)"}
+
+
+def servers(args):
+    """The servers each cell runs on: ZooKeeper, this build, and with --before another build."""
+    return ("zk", "warden") + (("before",) if args.before else ())
+
+
+class Binary:
+    """Runs the Warden servers started inside it from `path` (--before), WARDEN_SERVER after."""
+
+    def __init__(self, path):
+        self.path, self.saved = path, None
+
+    def __enter__(self):
+        if self.path:
+            self.saved = os.environ["WARDEN_SERVER"]
+            os.environ["WARDEN_SERVER"] = self.path
+
+    def __exit__(self, *exc):
+        if self.saved:
+            os.environ["WARDEN_SERVER"] = self.saved
+
+
+def ratios(title, ops, results, num, den):
+    print(f"\n{title} (throughput: higher is better; p99 and CPU: lower is better)\n")
     print("| op | throughput x | p99 x | server CPU/req x |")
     print("|---|---|---|---|")
     for op in ops:
-        z, w = results[("zk", op)], results[("warden", op)]
+        z, w = results[(den, op)], results[(num, op)]
         tput = w["ops_s"] / z["ops_s"] if z["ops_s"] else float("nan")
         p99 = w["p99"] / z["p99"] if z["p99"] else float("nan")
         cpu = w["cpu_us"] / z["cpu_us"] if z["cpu_us"] else float("nan")
         print(f"| {op} | {tput:.2f} | {p99:.2f} | {cpu:.2f} |")
+
+
+def table(title, ops, results):
+    print(f"\n### {title}\n")
+    print("| op | server | ops/s | p50 us | p99 us | p999 us | server CPU us/req | loadgen CPU us/req | errors |")
+    print("|" + "---|" * 9)
+    names = [n for n in SERVER_NAMES if any(k[0] == n for k in results)]
+    for op in ops:
+        for s in names:
+            r = results[(s, op)]
+            print(f"| {op} | {SERVER_NAMES[s]} | {r['ops_s']:.0f} | {r['p50']} | {r['p99']} | {r['p999']} | "
+                  f"{r['cpu_us']:.1f} | {r['client_cpu_us']:.2f} | {r['errors']} |")
+    ratios("Warden against ZooKeeper", ops, results, "warden", "zk")
+    if "before" in names:
+        ratios("Warden against the build before (--before), same run", ops, results, "warden", "before")
 
 
 def run_mode(args, ops, sync):
@@ -81,9 +111,10 @@ def run_mode(args, ops, sync):
                                  heap_mb=args.zk_heap_mb) as zk:
         for op in ops:
             results[("zk", op)] = measure(args.loadgen, zk, op, args)
-    with support.start_warden(flag) as w:
-        for op in ops:
-            results[("warden", op)] = measure(args.loadgen, w, op, args)
+    for name in servers(args)[1:]:
+        with Binary(args.before if name == "before" else None), support.start_warden(flag) as w:
+            for op in ops:
+                results[(name, op)] = measure(args.loadgen, w, op, args)
     return results
 
 
@@ -478,9 +509,10 @@ def ensemble_run(args, ops):
     import signal
     import time
     results, rss, failover = {}, {}, {}
-    for name in ("zk", "warden"):
-        ens = (support.ZkEnsemble(3, args.ensemble_tick_ms, args.zk_heap_mb) if name == "zk"
-               else WardenEnsemble(3, args.ensemble_tick_ms)).start()
+    for name in servers(args):
+        with Binary(args.before if name == "before" else None):
+            ens = (support.ZkEnsemble(3, args.ensemble_tick_ms, args.zk_heap_mb) if name == "zk"
+                   else WardenEnsemble(3, args.ensemble_tick_ms)).start()
         try:
             ports = [m["client_port"] for m in ens.members]
             # Memory with the same tree on both: a fixed number of znodes, then RSS 2 s later.
@@ -507,7 +539,8 @@ def ensemble_run(args, ops):
                 leader["proc"].send_signal(signal.SIGKILL)
                 leader["proc"].wait()
                 times.append(first_write_after(survivors))
-                ens.start_member(leader)
+                with Binary(args.before if name == "before" else None):
+                    ens.start_member(leader)
                 support.wait_until_serving(leader["client_port"], leader["proc"], "the restarted leader", timeout=120)
                 time.sleep(1)
             failover[name] = times
@@ -519,13 +552,16 @@ def ensemble_run(args, ops):
           "| median |")
     print("|---|---|---|---|")
     med = {}
-    for name in ("zk", "warden"):
+    for name in servers(args):
         t = sorted(failover[name])
         med[name] = t[len(t) // 2] if t else float("nan")
-        print(f"| {'ZooKeeper 3.8' if name == 'zk' else 'Warden'} | {', '.join(f'{x:.0f}' for x in rss[name])} | "
+        print(f"| {SERVER_NAMES[name]} | {', '.join(f'{x:.0f}' for x in rss[name])} | "
               f"{', '.join(f'{x:.3f}' for x in failover[name])} | {med[name]:.3f} |")
     print(f"\nWarden against ZooKeeper: member RSS x{max(rss['warden']) / max(rss['zk']):.3f} (largest member), "
           f"fail-over x{med['warden'] / med['zk']:.2f} (median; lower is better)")
+    if args.before:
+        print(f"Warden against the build before: member RSS x{max(rss['warden']) / max(rss['before']):.3f}, "
+              f"fail-over x{med['warden'] / med['before']:.2f}")
 
 
 class Writers:
@@ -1311,6 +1347,9 @@ def main():
     p.add_argument("--mix-depth", type=int, default=64, help="requests each mixed session keeps in flight")
     p.add_argument("--observed-ops", default="get,set,mix", help="the observed run's ops (empty skips it)")
     p.add_argument("--observed-rounds", type=int, default=3, help="rounds of each, plain and observed")
+    p.add_argument("--before", default="",
+                   help="another warden-server binary (a build before a change): the standalone and "
+                        "3-member runs measure it too, in the same run, with its ratios")
     p.add_argument("--first-run-rounds", type=int, default=1,
                    help="rounds of scripts/run from a fresh copy with no compiler cache (0 skips it)")
     p.add_argument("--first-run-limit-s", type=float, default=1200, help="how long one such round may take")
