@@ -9,6 +9,7 @@ code's number.
 The README stays a newcomer's page (the two commands, connecting, an ensemble, the client and
 command line, then pointers), every relative link of the README and docs/ names a file that
 exists, and operations.md covers what an operator looks for there."""
+import glob
 import os
 import re
 import subprocess
@@ -72,6 +73,17 @@ for path in docs:
     for target in re.findall(r"\]\(([^)#:]+)(?:#[^)]*)?\)", source(path)):
         resolved = os.path.normpath(os.path.join(ROOT, os.path.dirname(path), target))
         c.check(os.path.exists(resolved), f"{path}: the link to {target} names a file")
+# A source file or folder the docs name in backticks exists (the map and the write path name files
+# by path: a move without its doc fails here). `name.*` and a name without its extension match
+# any file so named.
+named = 0
+for path in docs + ["consensus/README.md"]:
+    for target in re.findall(r"`((?:server|consensus|storage|wire|recipes|tests|scripts)/[A-Za-z0-9_./-]*)`",
+                             source(path)):
+        base = os.path.join(ROOT, target.rstrip("*").rstrip("."))
+        c.check(os.path.exists(base) or bool(glob.glob(base + ".*")), f"{path}: `{target}` names a file or folder")
+        named += 1
+c.check(named >= 50, f"the docs' source paths were found ({named})")
 for doc_name in ("operations.md", "security.md", "features.md", "benchmarks.md", "architecture.md", "client.md",
                  "testing.md"):
     c.check(f"(docs/{doc_name})" in readme, f"the README points to docs/{doc_name}")
