@@ -28,6 +28,7 @@
 
 #include "consensus/link_view.hpp"
 #include "consensus/peer.pb.h"
+#include "consensus/quorum.hpp"
 #include "consensus/replicator.hpp"
 
 namespace warden::consensus {
@@ -65,7 +66,7 @@ struct Ensemble {
   // The host's description of the members (the server's: their server.N lines, with the
   // addresses a member that missed the reconfig needs to reach them); opaque to the core.
   std::string members;
-  size_t quorum() const { return voters.size() / 2 + 1; }
+  size_t quorum() const { return majority_of(voters.size()); }
   bool is_voter(PeerId p) const;
   bool is_observer(PeerId p) const;
   bool is_member(PeerId p) const { return is_voter(p) || is_observer(p); }

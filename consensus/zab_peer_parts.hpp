@@ -50,8 +50,7 @@ inline Ensemble from_pb(const pb::Config& c) {
 template <class F>
 bool ZabPeer::quorum_of(F counted, bool with_pending) const {
   auto enough = [&](const Ensemble& e) {
-    size_t n = 0;
-    for (PeerId p : e.voters) n += counted(p) ? 1 : 0;
+    size_t n = count_of(e.voters, counted);
 #ifdef WARDEN_PLANTS
     if (PLANT(count_removed_member))
       for (PeerId p : removed_) n += !e.is_member(p) && counted(p) ? 1 : 0;

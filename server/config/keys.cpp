@@ -156,12 +156,10 @@ Error connection_factory(Config&, const Line& l) {
 Error auth_provider(Config& c, const Line& l) {
   constexpr std::string_view base = "org.apache.zookeeper.server.auth.";
   std::string_view v = l.value;
-  if (v == std::string(base) + "SASLAuthenticationProvider") c.sasl_provider = true;
-  bool known = v.substr(0, base.size()) == base &&
-               (v.substr(base.size()) == "X509AuthenticationProvider" ||
-                v.substr(base.size()) == "DigestAuthenticationProvider" ||
-                v.substr(base.size()) == "IPAuthenticationProvider" ||
-                v.substr(base.size()) == "SASLAuthenticationProvider");
+  std::string_view name = v.substr(0, base.size()) == base ? v.substr(base.size()) : std::string_view{};
+  if (name == "SASLAuthenticationProvider") c.sasl_provider = true;
+  bool known = name == "X509AuthenticationProvider" || name == "DigestAuthenticationProvider" ||
+               name == "IPAuthenticationProvider" || name == "SASLAuthenticationProvider";
   if (!known)
     c.warnings.push_back(l.where + std::string(l.key) + ": authentication provider '" + shown(v) +
                          "' is not supported by Warden: ignored");

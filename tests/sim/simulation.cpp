@@ -311,7 +311,7 @@ bool World::may_wipe(const Replica& r) const {
     std::vector<const consensus::Ensemble*> configs{&o.config};
     if (o.peer && o.peer->pending_config()) configs.push_back(&o.peer->pending_config()->second);
     for (const auto* e : configs)
-      if (static_cast<size_t>(std::count_if(e->voters.begin(), e->voters.end(), intact)) < e->quorum()) return false;
+      if (consensus::count_of(e->voters, intact) < e->quorum()) return false;
   }
   return true;
 }

@@ -217,6 +217,23 @@ TEST_CASE("zoo.cfg: bad input names the file, the line and the key") {
         "DigestAuthenticationProvider's output)");
   CHECK(std::get<Config>(parse_config("dataDir=/d\nclientPort=1\nDigestAuthenticationProvider.superDigest=su:abc=\n",
                                       "f")).super_digest == "su:abc=");
+  // authProvider.N: SASL's provider turns sasl ids on; ZooKeeper's other three are accepted;
+  // anything else, a bare package or garbage, is a warning naming the line, never an error.
+  auto providers = [](const std::string& v) {
+    return std::get<Config>(parse_config("dataDir=/d\nclientPort=1\nauthProvider.1=" + v + "\n", "p.cfg"));
+  };
+  const std::string pkg = "org.apache.zookeeper.server.auth.";
+  CHECK(providers(pkg + "SASLAuthenticationProvider").sasl_provider);
+  for (const char* known : {"X509AuthenticationProvider", "DigestAuthenticationProvider", "IPAuthenticationProvider"}) {
+    CHECK_FALSE(providers(pkg + known).sasl_provider);
+    CHECK(providers(pkg + known).warnings.empty());
+  }
+  for (std::string odd : {pkg, std::string("SASLAuthenticationProvider"), pkg + "Nope", std::string("\x01\xff")}) {
+    Config c = providers(odd);
+    CHECK_FALSE(c.sasl_provider);
+    REQUIRE(c.warnings.size() == 1);
+    CHECK(c.warnings[0].rfind("p.cfg:3: authProvider.1: authentication provider", 0) == 0);
+  }
   CHECK(err("clientPort=1\n") == "my.cfg: dataDir is not set");
   CHECK(err("dataDir=/d\n") == "my.cfg: clientPort is not set");
   CHECK(err("dataDir=/d\nclientPort=1\nminSessionTimeout=9000\nmaxSessionTimeout=100\n") ==
