@@ -134,9 +134,8 @@ void ZabPeer::adopt(Ensemble e) {
 
 bool ZabPeer::quorum_synced(const Ensemble& e) const {
   if (role_ != Role::leading || !established_) return false;
-  size_t n = 0;
-  for (PeerId p : e.voters) n += p == cfg_.id || linked_voter(p, Link::Phase::synced);
-  return n >= e.quorum();
+  auto synced = [&](PeerId p) { return p == cfg_.id || linked_voter(p, Link::Phase::synced); };
+  return count_of(e.voters, synced) >= e.quorum();
 }
 
 Zxid ZabPeer::commit_point(const Ensemble& e) const {
@@ -154,9 +153,7 @@ Zxid ZabPeer::commit_point(const Ensemble& e) const {
       if (!e.is_member(p)) add(p);
 #endif
   size_t q = PLANT(commit_minority) ? 1 : e.quorum();
-  if (acks.size() < q) return 0;
-  std::nth_element(acks.begin(), acks.begin() + static_cast<std::ptrdiff_t>(q - 1), acks.end(), std::greater<>());
-  return acks[q - 1];
+  return reached_by_quorum(std::move(acks), q);
 }
 
 Zxid ZabPeer::last_durable() const { return std::min(durable_, log_.last_zxid()); }
