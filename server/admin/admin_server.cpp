@@ -12,6 +12,7 @@
 #include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <functional>
 #include <optional>
 
 #include "server/admin/commands.hpp"
@@ -28,11 +29,16 @@ constexpr size_t max_header = 8 * 1024;
 std::string_view to_std(beast::string_view s) { return {s.data(), s.size()}; }
 constexpr size_t max_body = 64 * 1024;
 
+// One handler type for every read and write of a connection: Beast's operations are then
+// instantiated once a body type rather than once a lambda (this file was the longest compile of
+// a first build; docs/benchmarks.md, "Build time").
+using Done = std::function<void(beast::error_code, size_t)>;
+
 // One client's connection: requests in turn, each answered before the next is read.
 class Session : public std::enable_shared_from_this<Session> {
  public:
   Session(tcp::socket s, AdminSettings settings, AdminServer::Run run)
-      : stream_(std::move(s)), settings_(std::move(settings)), run_(std::move(run)) {}
+      : socket_(std::move(s)), deadline_(socket_.get_executor()), settings_(std::move(settings)), run_(std::move(run)) {}
   ~Session() { drop_upload(); }
   void start() { read(); }
 
@@ -40,13 +46,12 @@ class Session : public std::enable_shared_from_this<Session> {
   void read() {
     head_.emplace();
     head_->header_limit(max_header);
-    stream_.expires_after(std::chrono::milliseconds(settings_.idle_timeout_ms));
-    http::async_read_header(stream_, buffer_, *head_, [self = shared_from_this()](beast::error_code ec, size_t) {
-      if (ec == http::error::end_of_stream || ec == beast::error::timeout || ec == asio::error::operation_aborted)
-        return self->close();
+    expires_after(std::chrono::milliseconds(settings_.idle_timeout_ms));
+    http::async_read_header(socket_, buffer_, *head_, Done([self = shared_from_this()](beast::error_code ec, size_t) {
+      if (ec == http::error::end_of_stream || ec == asio::error::operation_aborted) return self->close();
       if (ec) return self->bad_request(ec.message());
       self->read_body();
-    });
+    }));
   }
 
   // The command a target names under the command URL ("" when it names none).
@@ -66,8 +71,8 @@ class Session : public std::enable_shared_from_this<Session> {
                   std::find(settings_.uploads.begin(), settings_.uploads.end(), name) != settings_.uploads.end() &&
                   (!settings_.upload_allowed ||
                    settings_.upload_allowed(name, to_std(h[http::field::authorization]), peer_address()));
-    auto done = [self = shared_from_this()](beast::error_code ec, size_t) {
-      if (ec == beast::error::timeout || ec == asio::error::operation_aborted) return self->close();
+    Done done = [self = shared_from_this()](beast::error_code ec, size_t) {
+      if (ec == asio::error::operation_aborted) return self->close();
       if (ec) return self->bad_request(ec.message());
       self->answer();
     };
@@ -76,7 +81,7 @@ class Session : public std::enable_shared_from_this<Session> {
       if (auto n = head_->content_length(); n && *n > max_body) return bad_request("body too large");
       text_.emplace(std::move(*head_));
       text_->body_limit(max_body);
-      return http::async_read(stream_, buffer_, *text_, std::move(done));
+      return http::async_read(socket_, buffer_, *text_, std::move(done));
     }
     static std::atomic<uint64_t> uploads{0};
     upload_path_ = settings_.upload_dir + "/admin-upload-" + std::to_string(getpid()) + "-" + std::to_string(++uploads);
@@ -89,16 +94,16 @@ class Session : public std::enable_shared_from_this<Session> {
       upload_path_.clear();
       return bad_request("cannot store the body");
     }
-    stream_.expires_after(std::chrono::milliseconds(settings_.upload_timeout_ms));
-    auto read = [self = shared_from_this(), done = std::move(done)]() mutable {
-      http::async_read(self->stream_, self->buffer_, *self->file_, std::move(done));
+    expires_after(std::chrono::milliseconds(settings_.upload_timeout_ms));
+    std::function<void()> read = [self = shared_from_this(), done = std::move(done)]() {
+      http::async_read(self->socket_, self->buffer_, *self->file_, Done(done));
     };
     if (!beast::iequals(file_->get()[http::field::expect], "100-continue")) return read();
     // curl and others wait for this before they send a large body.
-    auto cont = std::make_shared<http::response<http::empty_body>>(http::status::continue_, 11);
-    http::async_write(stream_, *cont, [cont, read = std::move(read)](beast::error_code ec, size_t) mutable {
+    auto cont = std::make_shared<http::response<http::string_body>>(http::status::continue_, 11);
+    http::async_write(socket_, *cont, Done([cont, read = std::move(read)](beast::error_code ec, size_t) {
       if (!ec) read();
-    });
+    }));
   }
 
   void drop_upload() {
@@ -199,19 +204,19 @@ class Session : public std::enable_shared_from_this<Session> {
       return finish(head, false, std::move(reply.after));
     }
     res->prepare_payload();
-    stream_.expires_never();  // bounded by the client's reading, and the socket's own timeouts
-    http::async_write(stream_, *res, [self = shared_from_this(), res, file, after = std::move(reply.after)](
-                                         beast::error_code, size_t) {
+    expires_never();  // bounded by the client's reading, and the socket's own timeouts
+    http::async_write(socket_, *res, Done([self = shared_from_this(), res, file, after = std::move(reply.after)](
+                                              beast::error_code, size_t) {
       std::error_code rm;
       std::filesystem::remove(file, rm);
       self->close();
       if (after) after();
-    });
+    }));
   }
 
   std::string peer_address() {
     beast::error_code ec;
-    auto ep = stream_.socket().remote_endpoint(ec);
+    auto ep = socket_.remote_endpoint(ec);
     return ec ? std::string() : ep.address().to_string();
   }
 
@@ -230,9 +235,9 @@ class Session : public std::enable_shared_from_this<Session> {
   // would reset the connection, and the client might lose the answer).
   void write(std::shared_ptr<http::response<http::string_body>> res, bool then_close, bool unread = false,
              std::function<void()> after = {}) {
-    stream_.expires_after(std::chrono::milliseconds(settings_.idle_timeout_ms));
-    http::async_write(stream_, *res, [self = shared_from_this(), res, then_close, unread, after = std::move(after)](
-                                         beast::error_code ec, size_t) {
+    expires_after(std::chrono::milliseconds(settings_.idle_timeout_ms));
+    http::async_write(socket_, *res, Done([self = shared_from_this(), res, then_close, unread, after = std::move(after)](
+                                              beast::error_code ec, size_t) {
       self->drop_upload();
       if (after) after();
       if (!ec && unread) return self->drain_then_close();
@@ -240,15 +245,15 @@ class Session : public std::enable_shared_from_this<Session> {
       self->text_.reset();
       self->file_.reset();
       self->read();
-    });
+    }));
   }
 
   void drain_then_close() {
     beast::error_code ec;
-    stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
-    stream_.expires_after(std::chrono::seconds(1));
+    socket_.shutdown(tcp::socket::shutdown_send, ec);
+    expires_after(std::chrono::seconds(1));
     auto sink = std::make_shared<std::array<char, 4096>>();
-    stream_.async_read_some(asio::buffer(*sink), [self = shared_from_this(), sink](beast::error_code e, size_t) {
+    socket_.async_read_some(asio::buffer(*sink), [self = shared_from_this(), sink](beast::error_code e, size_t) {
       if (e) return self->close();
       self->drain_then_close();
     });
@@ -256,17 +261,30 @@ class Session : public std::enable_shared_from_this<Session> {
 
   std::string peer() {
     beast::error_code ec;
-    auto ep = stream_.socket().remote_endpoint(ec);
+    auto ep = socket_.remote_endpoint(ec);
     return ec ? std::string("?") : ep.address().to_string() + ":" + std::to_string(ep.port());
   }
 
   void close() {
     beast::error_code ec;
-    stream_.socket().shutdown(tcp::socket::shutdown_both, ec);
-    stream_.close();
+    socket_.shutdown(tcp::socket::shutdown_both, ec);
+    socket_.close(ec);
+    deadline_.cancel();
   }
 
-  beast::tcp_stream stream_;
+  // The idle and upload timeouts: once `after` passes, the connection closes and what is pending
+  // on it completes with operation_aborted. Setting it again replaces the one before.
+  void expires_after(std::chrono::milliseconds after) {
+    deadline_.expires_after(after);
+    deadline_.async_wait([self = shared_from_this()](beast::error_code ec) {
+      // A wait that completed just before the deadline moved must not close the connection.
+      if (!ec && self->deadline_.expiry() <= std::chrono::steady_clock::now()) self->close();
+    });
+  }
+  void expires_never() { deadline_.expires_at(std::chrono::steady_clock::time_point::max()); }
+
+  tcp::socket socket_;
+  asio::steady_timer deadline_;
   beast::flat_buffer buffer_{max_header + max_body};
   std::optional<http::request_parser<http::empty_body>> head_;
   std::optional<http::request_parser<http::string_body>> text_;

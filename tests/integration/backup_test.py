@@ -42,6 +42,35 @@ def http(port, path, auth=None, data=None, timeout=60):
         return e.code, dict(e.headers), e.read()
 
 
+def expect_continue(port, path, auth, body):
+    """A POST as curl sends a large one: the headers with Expect: 100-continue, and the body only
+    once the server answered 100 Continue. (the interim answer, the final status, its body)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
+        s.sendall((f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: {auth}\r\n"
+                   f"Content-Length: {len(body)}\r\nExpect: 100-continue\r\n\r\n").encode())
+        got = b""
+        while b"\r\n\r\n" not in got:
+            chunk = s.recv(4096)
+            if not chunk:
+                return got, 0, b""
+            got += chunk
+        interim, _, got = got.partition(b"\r\n\r\n")
+        s.sendall(body)
+        while b"\r\n\r\n" not in got:
+            chunk = s.recv(4096)
+            if not chunk:
+                return interim, 0, got
+            got += chunk
+        head, _, rest = got.partition(b"\r\n\r\n")
+        length = re.search(rb"(?im)^content-length:\s*(\d+)", head)
+        while length and len(rest) < int(length.group(1)):
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            rest += chunk
+        return interim, int(head.split()[1]), rest
+
+
 def tree(hosts, auth=True):
     """Every node (but /zookeeper's own) with its data, Stat and ACL."""
     zk = KazooClient(hosts=hosts)
@@ -116,7 +145,9 @@ def refusals(work):
         except OSError as e:  # the server may close before the client has sent it all
             status, body = 400, str(e).encode()
         c.check(status in (400, 403), f"an unauthorized 1 MB upload is refused unread ({status} {body[:80]!r})")
-        status, _, body = http(port, "/commands/restore", auth="digest admin:admin-secret", data=b"GARBAGE" * 1000)
+        interim, status, body = expect_continue(port, "/commands/restore", "digest admin:admin-secret",
+                                                b"GARBAGE" * 1000)
+        c.check(interim == b"HTTP/1.1 100 Continue", f"an upload that expects 100-continue gets it ({interim!r})")
         c.check(status == 500 and b"not a Warden backup" in body and b"offset" in body,
                 f"garbage uploaded is refused with the offset and why ({status} {body[:300]!r})")
         c.equal(http(port, "/commands/rest", auth="digest admin:admin-secret", data=b"x")[0], 429,
