@@ -156,10 +156,10 @@ MultiOp MultiOp::check(std::string path, int32_t version) {
   return make_op(Kind::check, std::move(path), {}, version, CreateMode::persistent);
 }
 
-Client::Impl::Impl(Options o) : opts(std::move(o)), cs(ConnectString::parse(opts.connect_string)) {
-  rng.seed(opts.seed ? *opts.seed : std::random_device{}());
-  for (size_t i = 0; i < cs.hosts.size(); ++i) order.push_back(i);
-  std::shuffle(order.begin(), order.end(), rng);
+Client::Impl::Impl(Options o)
+    : opts(std::move(o)),
+      cs(ConnectString::parse(opts.connect_string)),
+      host_order(cs.hosts.size(), opts.seed ? *opts.seed : std::random_device{}()) {
   auth = opts.auth;
   if (opts.tls.enabled) tls_context = make_tls_context(opts.tls);
   if (opts.session_id) {
@@ -212,7 +212,7 @@ void Client::Impl::read_some(Handler h) {
 }
 
 void Client::Impl::watch_config() {
-  if (!opts.follow_config || follow == Follow::no || config_watching || ended) return;
+  if (!opts.follow_config || follow == Follow::no || config_watching || states.ended()) return;
   config_watching = true;
   get_data(
       config_node, config_node,
@@ -243,12 +243,9 @@ void Client::Impl::follow_members(const std::string& text) {
   if (now == before) return;
   bool stays = named(current_host);
   cs.hosts = std::move(hosts);
-  order.clear();
-  for (size_t i = 0; i < cs.hosts.size(); ++i) order.push_back(i);
-  std::shuffle(order.begin(), order.end(), rng);
-  next_host = 0;
+  host_order.reset(cs.hosts.size());
   // A server that left the ensemble: the session moves on, as updateServerList moves it.
-  if (connected && !stays) broken("the server left the ensemble's configuration");
+  if (states.connected() && !stays) broken("the server left the ensemble's configuration");
 }
 
 void Client::Impl::get_data(std::string server_path, std::string path, Watcher watcher,
@@ -346,8 +343,8 @@ void Client::close() {
   auto done = std::make_shared<std::promise<void>>();
   auto fut = done->get_future();
   asio::post(impl_->io, [i = impl_.get(), done] {
-    if (i->ended) return done->set_value();
-    if (!i->connected) {
+    if (i->states.ended()) return done->set_value();
+    if (!i->states.connected()) {
       i->end(State::closed, Err::sessionExpired);
       return done->set_value();
     }
@@ -411,7 +408,7 @@ std::string Client::last_connection_error() const {
 }
 void Client::drop_connection() {
   asio::post(impl_->io, [i = impl_.get()] {
-    if (i->connected) i->broken("dropped by the user");
+    if (i->states.connected()) i->broken("dropped by the user");
   });
 }
 
@@ -587,7 +584,7 @@ void Client::multi_async(std::vector<MultiOp> ops, Callback<std::vector<MultiRes
 void Client::add_auth_async(std::string scheme, std::string credentials, Callback<> cb) {
   asio::post(impl_->io, [i = impl_.get(), scheme, credentials, cb = std::move(cb)]() mutable {
     i->auth.emplace_back(scheme, credentials);
-    if (!i->connected) return cb(Err::ok);  // sent with the next connection's handshake
+    if (!i->states.connected()) return cb(Err::ok);  // sent with the next connection's handshake
     i->auth_waiting.push_back(std::move(cb));
     i->send_raw(request_frame(wire::xid::auth, OpCode::auth, wire::AuthPacket{0, scheme, credentials}));
   });

@@ -5,9 +5,9 @@
 namespace warden::client {
 
 void Client::Impl::connect() {
-  if (ended) return;
+  if (states.ended()) return;
   uint64_t gen = ++generation;
-  current_host = cs.hosts[order[next_host++ % order.size()]];
+  current_host = cs.hosts[host_order.next()];
   auto [host, port] = current_host;
   {
     std::lock_guard<std::mutex> l(mu);
@@ -17,7 +17,7 @@ void Client::Impl::connect() {
   int32_t share = std::max<int32_t>(1000, opts.session_timeout_ms / static_cast<int32_t>(cs.hosts.size()));
   connect_timer.expires_after(std::chrono::milliseconds(share));
   connect_timer.async_wait([self = this, gen](boost::system::error_code ec) {
-    if (!ec && gen == self->generation && !self->connected) self->broken("connect timed out");
+    if (!ec && gen == self->generation && !self->states.connected()) self->broken("connect timed out");
   });
   auto server_name = host + ":" + std::to_string(port);
   resolver.async_resolve(host, std::to_string(port),
@@ -137,7 +137,7 @@ void Client::Impl::arm_read_timer() {
   uint64_t gen = generation;
   read_timer.expires_after(std::chrono::milliseconds(t * 2 / 3));
   read_timer.async_wait([self = this, gen](boost::system::error_code ec) {
-    if (!ec && gen == self->generation && self->connected) self->broken("nothing heard from the server");
+    if (!ec && gen == self->generation && self->states.connected()) self->broken("nothing heard from the server");
   });
 }
 
@@ -147,7 +147,7 @@ void Client::Impl::schedule_ping() {
   auto now = Clock::now();
   ping_timer.expires_after(due > now ? due - now : Clock::duration::zero());
   ping_timer.async_wait([self = this, gen](boost::system::error_code ec) {
-    if (ec || gen != self->generation || !self->connected) return;
+    if (ec || gen != self->generation || !self->states.connected()) return;
     if (Clock::now() >= self->clock.ping_due(self->negotiated_)) {
       self->clock.ping_sent(Clock::now());
       self->send_raw(framed(wire::encode(wire::RequestHeader{wire::xid::ping, static_cast<int32_t>(OpCode::ping)})));
@@ -157,7 +157,7 @@ void Client::Impl::schedule_ping() {
 }
 
 void Client::Impl::frame(const std::string& payload) {
-  if (!connected) return on_connect_response(payload);
+  if (!states.connected()) return on_connect_response(payload);
   wire::Reader r(payload);
   wire::ReplyHeader h;
   h.visit(r);
@@ -207,7 +207,7 @@ void Client::Impl::on_connect_response(const std::string& payload) {
     negotiated_ = resp->timeOut;
     last_error_.clear();
   }
-  connected = true;
+  states.handshake_answered();
   lost_timer.cancel();
   arm_read_timer();
   schedule_ping();
@@ -260,29 +260,29 @@ void Client::Impl::ready() {
   for (const auto& [scheme, cred] : auth)
     send_raw(request_frame(wire::xid::auth, OpCode::auth, wire::AuthPacket{0, scheme, cred}));
   send_set_watches();
-  bool again = ever_connected;
-  ever_connected = true;
-  set_state(again ? State::reconnected : State::connected);
-  while (requests.any_queued() && connected) send_request(requests.pop_queued());
-  if (connected) watch_config();
+  if (auto s = states.ready()) set_state(*s);
+  while (requests.any_queued() && states.connected()) send_request(requests.pop_queued());
+  if (states.connected()) watch_config();
 }
 
 void Client::Impl::broken(const std::string& why) {
-  if (ended) return;
+  if (states.ended()) return;
   {
     std::lock_guard<std::mutex> l(mu);
     last_error_ = why;
   }
-  bool was = connected;
+  auto now = states.broken();
+  bool was = now.has_value();
   drop_socket();
   fail_in_flight(Err::connectionLoss);
   if (was) {
-    set_state(State::suspended);
+    set_state(*now);
     int32_t t = negotiated_ > 0 ? negotiated_ : opts.session_timeout_ms;
     lost_timer.expires_at(clock.lost_at(t));
     lost_timer.async_wait([self = this](boost::system::error_code ec) {
-      if (ec || self->connected || self->ended) return;
-      self->set_state(State::lost);
+      auto lost = ec ? std::nullopt : self->states.lost_deadline();
+      if (!lost) return;
+      self->set_state(*lost);
       // Nothing is waiting for a connection any more: what the session may no longer have
       // fails now (ConnectionLoss; it was never sent), as ZooKeeper's client fails its queue
       // when a connection attempt fails. Until a connection is back, new requests fail at
@@ -292,16 +292,15 @@ void Client::Impl::broken(const std::string& why) {
   }
   // The next server at once after a working connection; after a failed attempt a short pause
   // once every server was tried.
-  auto pause = was || next_host % order.size() != 0 ? std::chrono::milliseconds(0) : std::chrono::milliseconds(100);
-  retry_timer.expires_after(pause);
+  retry_timer.expires_after(host_order.pause(was));
   retry_timer.async_wait([self = this](boost::system::error_code ec) {
-    if (!ec && !self->ended && !self->connected) self->connect();
+    if (!ec && !self->states.ended() && !self->states.connected()) self->connect();
   });
 }
 
 void Client::Impl::drop_socket() {
   ++generation;
-  connected = false;
+  states.dropped();
   boost::system::error_code ec;
   sasl.reset();  // an exchange under way is begun again on the next connection
   sasl_phase = false;
@@ -336,14 +335,14 @@ void Client::Impl::fail_in_flight(Err e) {
 }
 
 void Client::Impl::end(State s, Err e) {
-  ended = true;
+  auto last = states.end(s);
   drop_socket();
   lost_timer.cancel();
   retry_timer.cancel();
   fail_in_flight(e);
   fail_queued(e);
   watches.clear();
-  set_state(s);
+  set_state(last);
 }
 
 void Client::Impl::send_raw(std::string frame) {
@@ -373,11 +372,11 @@ void Client::Impl::flush() {
 }
 
 void Client::Impl::send_request(Request q) {
-  if (ended) {
+  if (states.ended()) {
     if (q.done) q.done(get_state() == State::closed ? Err::sessionExpired : Err::sessionExpired, 0, {});
     return;
   }
-  if (!connected || sasl_phase) {
+  if (!states.connected() || sasl_phase) {
     // Lost, or too many waiting already: fails at once rather than waiting without bound.
     if (get_state() == State::lost || !requests.queue(q))
       if (q.done) q.done(Err::connectionLoss, 0, {});

@@ -75,7 +75,6 @@ struct Client::Impl {
   tcp::resolver resolver{io};
   asio::steady_timer connect_timer{io}, ping_timer{io}, read_timer{io}, lost_timer{io}, retry_timer{io};
   std::thread thread;
-  std::mt19937_64 rng;
 
   // Read from other threads (state(), session_id() ...): under `mu`.
   mutable std::mutex mu;
@@ -87,16 +86,15 @@ struct Client::Impl {
   std::string last_error_;
 
   // The client's thread only.
-  bool connected = false;  // the handshake of the current connection is done
-  bool ever_connected = false;
-  bool ended = false;  // expired, auth failed or closed: no more connections
+  // Whether the current connection's handshake is done, whether the session ended (expired,
+  // auth failed or closed: no more connections), and which state each event reports.
+  session::ConnectionStates states;
   // Invariant: every asynchronous callback (resolve, connect, read, write, timers) captures the
   // generation current when it was started and does nothing when it finds another; connect()
   // and drop_socket() bump it. So a callback of a connection that has ended never touches the
   // socket, buffers or requests of the one after it, whatever order Asio runs them in.
   uint64_t generation = 0;
-  size_t next_host = 0;
-  std::vector<size_t> order;
+  session::HostOrder host_order;
   std::pair<std::string, uint16_t> current_host;  // the latest one connect() tried
   // Options::follow_config: unknown until the first configuration is read; watching: a read of
   // /zookeeper/config is in flight or its watch is set (setWatches2 keeps it across connections).

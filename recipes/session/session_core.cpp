@@ -8,6 +8,48 @@ namespace warden::client::session {
 
 int32_t loss_margin_ms(int32_t timeout_ms) { return timeout_ms / 10; }
 
+void HostOrder::reset(size_t hosts) {
+  order_.clear();
+  for (size_t i = 0; i < hosts; ++i) order_.push_back(i);
+  std::shuffle(order_.begin(), order_.end(), rng_);
+  next_ = 0;
+}
+
+size_t HostOrder::next() {
+  if (order_.empty()) return 0;
+  return order_[next_++ % order_.size()];
+}
+
+std::chrono::milliseconds HostOrder::pause(bool was_connected) const {
+  if (was_connected || order_.empty() || next_ % order_.size() != 0) return std::chrono::milliseconds(0);
+  return round_pause;
+}
+
+std::optional<State> ConnectionStates::ready() {
+  if (ended_) return std::nullopt;
+  bool again = ever_ready_;
+  ever_ready_ = true;
+  return again ? State::reconnected : State::connected;
+}
+
+std::optional<State> ConnectionStates::broken() {
+  bool was = connected_;
+  connected_ = false;
+  if (ended_ || !was) return std::nullopt;
+  return State::suspended;
+}
+
+std::optional<State> ConnectionStates::lost_deadline() {
+  if (connected_ || ended_) return std::nullopt;
+  return State::lost;
+}
+
+State ConnectionStates::end(State last) {
+  connected_ = false;
+  ended_ = true;
+  return last;
+}
+
 void SessionClock::connected() {
   confirmed_ = std::max(confirmed_, handshake_sent_);
   confirming_sent_ = handshake_sent_;

@@ -10,8 +10,12 @@
 // - WatchRegistry: one-shot and persistent watches, which of them an event fires, and the
 //   setWatches2 frames that set them again on a new connection (at most
 //   max_set_watches_bytes of paths each, as ZooKeeper's client splits them).
-// Not here yet: the connection states and their listeners, the host order and the SASL phase
-// (client.cpp).
+// - HostOrder: the servers in a shuffled order, each tried in turn, and the pause before the
+//   next attempt.
+// - ConnectionStates: which state a connection's events make the client report (connected,
+//   reconnected, suspended, lost, and the last ones).
+// The shell (client.cpp, client_connection.cpp) keeps the sockets, timers, TLS, the SASL
+// exchange and the listeners' calls.
 
 #include <chrono>
 #include <cstdint>
@@ -19,6 +23,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <random>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -78,6 +83,56 @@ class SessionClock {
  private:
   Clock::time_point confirmed_, confirming_sent_, handshake_sent_;
   std::deque<Clock::time_point> pings_;  // send times of the pings not answered yet
+};
+
+// The order in which the servers of a connect string are tried, as ZooKeeper's client's
+// StaticHostProvider: shuffled once (so that clients spread over the servers), then in turn.
+class HostOrder {
+ public:
+  HostOrder(size_t hosts, uint64_t seed) : rng_(seed) { reset(hosts); }
+  // A new list of `hosts` servers (the ensemble's members changed): shuffled again, from the first.
+  void reset(size_t hosts);
+  // The index of the server to try next.
+  size_t next();
+  // How long to wait before the next attempt: none after a working connection broke, and after
+  // a failed attempt none until every server failed once in this round, then a short pause.
+  std::chrono::milliseconds pause(bool was_connected) const;
+  static constexpr std::chrono::milliseconds round_pause{100};
+
+ private:
+  std::mt19937_64 rng_;
+  std::vector<size_t> order_;
+  size_t next_ = 0;
+};
+
+// What the client reports of its connection (Curator's ConnectionState names): connected on
+// the first session established, reconnected on each later one, suspended when a working
+// connection breaks (the session may live on), lost once the SessionClock says the session may
+// have expired, and expired, auth_failed or closed at the end, after which no connection is made.
+// Each event returns the state to report, or nothing when the state stays.
+class ConnectionStates {
+ public:
+  // The server answered this connection's handshake (SASL may still follow).
+  void handshake_answered() { connected_ = true; }
+  // The session is usable on this connection.
+  std::optional<State> ready();
+  // The connection is gone, or an attempt failed: suspended when it was working.
+  std::optional<State> broken();
+  // The socket is closed (broken, ended, or dropped by the user): no handshake done on it.
+  void dropped() { connected_ = false; }
+  // The lost deadline passed: lost, unless a connection is back or the session ended.
+  std::optional<State> lost_deadline();
+  // No more connections: `last` (expired, auth_failed or closed). A close after the session
+  // expired reports closed, as before.
+  State end(State last);
+
+  bool connected() const { return connected_; }
+  bool ended() const { return ended_; }
+
+ private:
+  bool connected_ = false;  // the handshake of the current connection is done
+  bool ever_ready_ = false;
+  bool ended_ = false;
 };
 
 // Requests waiting for a connection, at most: past it a caller is issuing faster than any

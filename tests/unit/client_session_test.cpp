@@ -3,7 +3,9 @@
 // checked exactly.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <climits>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -223,4 +225,76 @@ TEST_CASE("setWatches2 records hold the watches in ZooKeeper's order, split by t
 
   WatchRegistry none;
   CHECK(none.set_watches(1, chroot).empty());
+}
+
+TEST_CASE("servers are tried in a shuffled order, in turn, pausing once a round failed", "[client_session]") {
+  HostOrder order(5, 42);
+  std::vector<size_t> round;
+  for (int i = 0; i < 5; ++i) {
+    // Within a round no pause after a failed attempt: the next server is tried at once.
+    if (i > 0) CHECK(order.pause(false) == milliseconds(0));
+    round.push_back(order.next());
+  }
+  std::vector<size_t> sorted = round;
+  std::sort(sorted.begin(), sorted.end());
+  CHECK(sorted == std::vector<size_t>{0, 1, 2, 3, 4});  // each server once
+  // Every server failed once: a short pause, unless a working connection just broke.
+  CHECK(order.pause(false) == HostOrder::round_pause);
+  CHECK(order.pause(true) == milliseconds(0));
+  for (size_t want : round) CHECK(order.next() == want);  // the same order, round after round
+  // The same seed, the same order; clients with other seeds spread over the servers.
+  HostOrder same(5, 42);
+  for (size_t want : round) CHECK(same.next() == want);
+  std::set<std::vector<size_t>> firsts;
+  for (uint64_t seed = 0; seed < 20; ++seed) {
+    HostOrder o(5, seed);
+    std::vector<size_t> r;
+    for (int i = 0; i < 5; ++i) r.push_back(o.next());
+    firsts.insert(r);
+  }
+  CHECK(firsts.size() > 1);
+  // A new member list starts a new shuffled round; an empty one (garbage in) never divides by 0.
+  order.next();
+  order.reset(3);
+  std::set<size_t> three;
+  for (int i = 0; i < 3; ++i) three.insert(order.next());
+  CHECK(three == std::set<size_t>{0, 1, 2});
+  HostOrder none(0, 1);
+  CHECK(none.next() == 0);
+  CHECK(none.pause(false) == milliseconds(0));
+}
+
+TEST_CASE("connection states: connected once, then suspended, reconnected, lost and the end", "[client_session]") {
+  ConnectionStates s;
+  // An attempt that failed before its handshake reports nothing.
+  CHECK_FALSE(s.broken().has_value());
+  CHECK_FALSE(s.connected());
+  s.handshake_answered();
+  CHECK(s.connected());
+  CHECK(s.ready() == State::connected);
+  CHECK(s.broken() == State::suspended);
+  CHECK_FALSE(s.connected());
+  CHECK_FALSE(s.broken().has_value());  // a second break while suspended changes nothing
+  s.handshake_answered();
+  // The lost deadline passing while a connection is back reports nothing.
+  CHECK_FALSE(s.lost_deadline().has_value());
+  CHECK(s.ready() == State::reconnected);
+  CHECK(s.broken() == State::suspended);
+  CHECK(s.lost_deadline() == State::lost);
+  s.handshake_answered();
+  CHECK(s.ready() == State::reconnected);
+  // The end: no more connections, and nothing after it reports a state but another end.
+  CHECK(s.end(State::expired) == State::expired);
+  CHECK(s.ended());
+  CHECK_FALSE(s.connected());
+  CHECK_FALSE(s.broken().has_value());
+  CHECK_FALSE(s.lost_deadline().has_value());
+  CHECK_FALSE(s.ready().has_value());
+  CHECK(s.end(State::closed) == State::closed);
+  // The socket dropped without a break (the user's drop, the end): no state of its own.
+  ConnectionStates d;
+  d.handshake_answered();
+  d.dropped();
+  CHECK_FALSE(d.connected());
+  CHECK_FALSE(d.broken().has_value());
 }
