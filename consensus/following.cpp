@@ -74,30 +74,7 @@ void ZabPeer::maybe_ack_new_leader() {
 
 void ZabPeer::follow_receive(PeerId from, const pb::PeerMessage& m) {
   (void)from;
-  if (m.has_leader_info()) {
-    if (fphase_ != FPhase::discovery || link_ != 0 || m.leader_info().nonce() != nonce_) return;
-    uint32_t e = m.leader_info().new_epoch();
-    if (e < epochs_.accepted || e != m.epoch() || e > max_epoch) {
-      become_looking();  // a leader of an epoch we already left behind
-      return;
-    }
-    link_ = m.link();
-    link_epoch_ = e;
-    received_seq_ = m.seq();
-    heard_ = now_;
-    if (e > epochs_.accepted) {
-      epochs_.accepted = e;
-      ready_.epochs = epochs_;  // persisted before the AckEpoch below leaves
-    }
-    pb::PeerMessage r;
-    r.mutable_ack_epoch()->set_current_epoch(epochs_.current);
-    // Committed txns count as held even before the disk has them: they are in every later
-    // leader's history, so the sync starts above them instead of cutting what was applied.
-    r.mutable_ack_epoch()->set_last_zxid(want_snapshot_ ? 0
-                                                        : std::max(last_durable(), std::min(committed_, log_.last_zxid())));
-    send_to_leader(std::move(r));
-    return;
-  }
+  if (m.has_leader_info()) return follow_leader_info(m);
   if (link_ == 0 || m.link() != link_ || m.epoch() != link_epoch_) return;
   if (m.has_sync_data() || m.has_snap_chunk()) return stream_received(m);
   if (m.seq() <= received_seq_) return;  // a duplicate
@@ -114,53 +91,7 @@ void ZabPeer::follow_receive(PeerId from, const pb::PeerMessage& m) {
     return;
   }
   if (m.has_sync()) {
-    if (fphase_ != FPhase::discovery) return;
-    const auto& s = m.sync();
-    if (s.has_config() && s.config().version() > cfg_.ensemble.version && !s.config().voters().empty()) {
-      adopt(from_pb(s.config()));  // committed; it may change this server's role
-      if (role_ == Role::looking) return;
-    }
-    Zxid from_zxid = s.trunc_after();
-    if (s.mode() == pb::Sync::TRUNC && from_zxid < std::max(committed_, log_.base())) {
-      // A restored member back after more elections than its label's gap, or a history that
-      // diverged: cutting would leave the applied tree ahead of the log (issue 45, point 5).
-      // As ZooKeeper's follower clears its database and reloads: a SNAP instead.
-      want_snapshot_ = true;
-      become_looking();
-      return;
-    }
-    if (want_snapshot_ && s.mode() != pb::Sync::SNAP) {
-      if (from_zxid != 0) {  // not from nothing: ask again
-        become_looking();
-        return;
-      }
-      want_snapshot_ = false;
-      ready_.reset = true;
-      set_synced(false);  // persisted before the store empties: a crash mid-sync leaves it unsynced
-      durable_ = committed_ = 0;
-    }
-    streamed_ = s.streamed();
-    if (pending_ && (pending_heard_ || s.mode() == pb::Sync::SNAP || (pending_->first > from_zxid && !PLANT(skip_trunc))))
-      pending_.reset();  // cut, replaced by the snapshot (whose configuration is the leader's), or only heard of
-    if (s.mode() == pb::Sync::SNAP) {
-      want_snapshot_ = false;
-      ready_.snapshot = std::make_pair(s.snapshot_zxid(), s.snapshot());
-      ready_.snapshot_streamed = s.streamed();
-      durable_ = s.snapshot_zxid();  // the host installs it synchronously
-      committed_ = std::max(committed_, s.snapshot_zxid());
-      received_upto_ = s.snapshot_zxid();
-    } else if (PLANT(skip_trunc) && s.mode() == pb::Sync::TRUNC) {
-      received_upto_ = last_durable();  // keeps what it was told to cut
-    } else {
-      ready_.truncate_after = from_zxid;
-      durable_ = std::min(durable_, from_zxid);
-      received_upto_ = from_zxid;
-    }
-    take_entries(s.entries());
-    sync_end_ = s.sync_last();
-    fphase_ = FPhase::syncing;
-    set_committed(s.committed());
-    maybe_ack_new_leader();
+    follow_sync(m.sync());
   } else if (m.has_proposal() || m.has_inform()) {
     if (fphase_ == FPhase::discovery) return;
     take_entries(m.has_proposal() ? m.proposal().entries() : m.inform().entries());
@@ -187,6 +118,83 @@ void ZabPeer::follow_receive(PeerId from, const pb::PeerMessage& m) {
     r.mutable_ping()->set_zxid(last_durable());
     send_to_leader(std::move(r));
   }
+}
+
+// LEADERINFO: the leader's new epoch. Accepted (persisted before the AckEpoch leaves) unless
+// this member already left it behind; the AckEpoch says how far this member's history goes.
+void ZabPeer::follow_leader_info(const pb::PeerMessage& m) {
+  if (fphase_ != FPhase::discovery || link_ != 0 || m.leader_info().nonce() != nonce_) return;
+  uint32_t e = m.leader_info().new_epoch();
+  if (e < epochs_.accepted || e != m.epoch() || e > max_epoch) {
+    become_looking();  // a leader of an epoch we already left behind
+    return;
+  }
+  link_ = m.link();
+  link_epoch_ = e;
+  received_seq_ = m.seq();
+  heard_ = now_;
+  if (e > epochs_.accepted) {
+    epochs_.accepted = e;
+    ready_.epochs = epochs_;  // persisted before the AckEpoch below leaves
+  }
+  pb::PeerMessage r;
+  r.mutable_ack_epoch()->set_current_epoch(epochs_.current);
+  // Committed txns count as held even before the disk has them: they are in every later
+  // leader's history, so the sync starts above them instead of cutting what was applied.
+  r.mutable_ack_epoch()->set_last_zxid(want_snapshot_ ? 0
+                                                      : std::max(last_durable(), std::min(committed_, log_.last_zxid())));
+  send_to_leader(std::move(r));
+}
+
+// SYNC: how the leader brings this member's history to its own (DIFF, TRUNC or SNAP, with the
+// configuration in force); entries may follow, streamed.
+void ZabPeer::follow_sync(const pb::Sync& s) {
+  if (fphase_ != FPhase::discovery) return;
+  if (s.has_config() && s.config().version() > cfg_.ensemble.version && !s.config().voters().empty()) {
+    adopt(from_pb(s.config()));  // committed; it may change this server's role
+    if (role_ == Role::looking) return;
+  }
+  Zxid from_zxid = s.trunc_after();
+  if (s.mode() == pb::Sync::TRUNC && from_zxid < std::max(committed_, log_.base())) {
+    // A restored member back after more elections than its label's gap, or a history that
+    // diverged: cutting would leave the applied tree ahead of the log (issue 45, point 5).
+    // As ZooKeeper's follower clears its database and reloads: a SNAP instead.
+    want_snapshot_ = true;
+    become_looking();
+    return;
+  }
+  if (want_snapshot_ && s.mode() != pb::Sync::SNAP) {
+    if (from_zxid != 0) {  // not from nothing: ask again
+      become_looking();
+      return;
+    }
+    want_snapshot_ = false;
+    ready_.reset = true;
+    set_synced(false);  // persisted before the store empties: a crash mid-sync leaves it unsynced
+    durable_ = committed_ = 0;
+  }
+  streamed_ = s.streamed();
+  if (pending_ && (pending_heard_ || s.mode() == pb::Sync::SNAP || (pending_->first > from_zxid && !PLANT(skip_trunc))))
+    pending_.reset();  // cut, replaced by the snapshot (whose configuration is the leader's), or only heard of
+  if (s.mode() == pb::Sync::SNAP) {
+    want_snapshot_ = false;
+    ready_.snapshot = std::make_pair(s.snapshot_zxid(), s.snapshot());
+    ready_.snapshot_streamed = s.streamed();
+    durable_ = s.snapshot_zxid();  // the host installs it synchronously
+    committed_ = std::max(committed_, s.snapshot_zxid());
+    received_upto_ = s.snapshot_zxid();
+  } else if (PLANT(skip_trunc) && s.mode() == pb::Sync::TRUNC) {
+    received_upto_ = last_durable();  // keeps what it was told to cut
+  } else {
+    ready_.truncate_after = from_zxid;
+    durable_ = std::min(durable_, from_zxid);
+    received_upto_ = from_zxid;
+  }
+  take_entries(s.entries());
+  sync_end_ = s.sync_last();
+  fphase_ = FPhase::syncing;
+  set_committed(s.committed());
+  maybe_ack_new_leader();
 }
 
 void ZabPeer::take_entries(const google::protobuf::RepeatedPtrField<pb::Entry>& entries) {

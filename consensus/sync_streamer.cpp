@@ -15,6 +15,15 @@ namespace warden::consensus {
 
 namespace {
 struct Cancelled {};
+
+// A message of a sync stream, on the plan's link.
+std::string frame(int64_t self, const EnsembleReplicator::SyncPlan& p, pb::PeerMessage& m) {
+  m.set_version(protocol_version);
+  m.set_from(self);
+  m.set_epoch(p.epoch);
+  m.set_link(p.link);
+  return encode_peer_message(m);
+}
 }  // namespace
 
 // Shared by the server's thread and the stream's reader.
@@ -84,138 +93,146 @@ void SyncStreamer::start(EnsembleReplicator::SyncPlan plan) {
                                  : fmt::format("the snapshot at 0x{:x}, then ", s->plan.snapshot),
                s->plan.after, s->plan.upto);
   // The reader holds the stream (shared) and this object's store; the destructor joins it.
-  s->reader = std::thread([this, s, live] {
-    const auto& p = s->plan;
-    auto frame = [&](pb::PeerMessage& m) {
-      m.set_version(protocol_version);
-      m.set_from(self_);
-      m.set_epoch(p.epoch);
-      m.set_link(p.link);
-      return encode_peer_message(m);
-    };
-    auto wake = [this, s, to = p.to] {
-      io_.post([this, s, to] {
-        auto it = streams_.find(to);
-        if (it != streams_.end() && it->second == s) pump(to);
-      });
-    };
-    try {
-      if (p.snapshot) {
-        using Part = storage::SnapshotStore::SnapshotPart;
-        uint64_t sent[2] = {0, 0};
-        // Records of one part into frames of about frame_bytes.
-        pb::PeerMessage m;
-        size_t bytes = 0;
-        Part part = Part::node;
-        auto flush = [&] {
-          if (m.snap_chunk().records_size() == 0) return;
-          m.mutable_snap_chunk()->set_zxid(p.snapshot);
-          m.mutable_snap_chunk()->set_part(static_cast<uint32_t>(part));
-          s->push(frame(m));
-          wake();
-          m.Clear();
-          bytes = 0;
-        };
-        auto add = [&](std::string_view k, std::string_view v) {
-          if (s->is_cancelled()) throw Cancelled{};
-          auto* r = m.mutable_snap_chunk()->add_records();
-          r->set_key(k.data(), k.size());
-          r->set_value(v.data(), v.size());
-          bytes += k.size() + v.size();
-          ++sent[part == Part::node ? 0 : 1];
-          if (bytes >= frame_bytes) flush();
-        };
-        if (live) {
-          auto sessions = live->sessions();
-          for (;;) {
-            auto recs = live->next([&] { return s->is_cancelled(); });
-            if (!recs) throw Cancelled{};
-            if (recs->empty()) break;
-            for (const auto& [k, v] : *recs) add(k, v);
-          }
-          flush();
-          if (!live->whole()) throw std::runtime_error("the walk of the live tree stopped before its end");
-          part = Part::session;
-          for (const auto& [k, v] : sessions) add(k, v);
-          flush();
-        } else {
-          for (Part each : {Part::node, Part::session}) {
-            part = each;
-            try {
-              snapshots_->for_each_snapshot_record(p.snapshot, part, add);
-            } catch (const std::exception&) {
-              s->snapshot_unread = true;  // read only by the server's thread once reader_done is set
-              throw;
-            }
-            flush();
-          }
-          // A snapshot that does not hold what its marker says is not sent as if it were whole.
-          if (auto want = snapshots_->snapshot_record_counts(p.snapshot);
-              want && (want->node != sent[0] || want->session != sent[1])) {
-            s->snapshot_unread = true;
-            throw std::runtime_error(fmt::format("the snapshot at 0x{:x} holds {} and {} records, its marker says {} and {}",
-                                                 p.snapshot, sent[0], sent[1], want->node, want->session));
-          }
-        }
-        pb::PeerMessage end;
-        auto* c = end.mutable_snap_chunk();
-        c->set_zxid(p.snapshot);
-        c->set_end(true);
-        c->set_node_records(sent[0]);
-        c->set_session_records(sent[1]);
-        c->set_digest_from(static_cast<int64_t>(log_.last_zxid()));
-        s->push(frame(end));
-      }
-      s->push(p.header);
-      wake();
-      if (p.upto > p.after) {
-        // The newest entries may still be with the group committer.
-        auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(write_wait_ms);
-        while (log_.last_zxid() < p.upto) {
-          if (s->is_cancelled()) throw Cancelled{};
-          if (std::chrono::steady_clock::now() > deadline)
-            throw std::runtime_error(fmt::format("the log did not reach 0x{:x} (it ends at 0x{:x})", p.upto,
-                                                 log_.last_zxid()));
-          std::this_thread::sleep_for(std::chrono::milliseconds(1));
-        }
-        pb::PeerMessage m;
-        size_t bytes = 0;
-        Zxid last = p.after;
-        auto flush = [&] {
-          if (m.sync_data().entries_size() == 0) return;
-          s->push(frame(m));
-          wake();
-          m.Clear();
-          bytes = 0;
-        };
-        log_.for_each_in(p.after, p.upto, SIZE_MAX, [&](const storage::LogEntry& e) {
-          if (s->is_cancelled()) throw Cancelled{};
-          if (m.sync_data().entries_size() > 0 &&
-              (bytes + e.payload.size() > frame_bytes ||
-               static_cast<size_t>(m.sync_data().entries_size()) >= frame_entries))
-            flush();
-          if (m.sync_data().entries_size() == 0) m.mutable_sync_data()->set_after(last);
-          auto* pe = m.mutable_sync_data()->add_entries();
-          pe->set_zxid(e.zxid);
-          pe->set_payload(e.payload);
-          bytes += e.payload.size();
-          last = e.zxid;
-        });
-        flush();
-        if (last != p.upto)
-          throw std::runtime_error(fmt::format("the log holds 0x{:x} to 0x{:x} only up to 0x{:x}", p.after, p.upto, last));
-      }
-    } catch (const Cancelled&) {
-    } catch (const std::exception& e) {
-      std::lock_guard<std::mutex> l(s->mu);
-      s->error = e.what();
-    }
-    {
-      std::lock_guard<std::mutex> l(s->mu);
-      s->reader_done = true;
-    }
-    wake();
+  s->reader = std::thread([this, s, live] { read(s, live.get()); });
+}
+
+// The reader's thread: the snapshot (a stored one, or the live tree's walk), the plan's header,
+// then the log's entries after it; an error is kept for the server's thread to report.
+void SyncStreamer::read(const std::shared_ptr<Stream>& s, LiveSnapshot* live) {
+  try {
+    if (s->plan.snapshot) read_snapshot(s, live);
+    s->push(s->plan.header);
+    wake(s);
+    if (s->plan.upto > s->plan.after) read_log(s);
+  } catch (const Cancelled&) {
+  } catch (const std::exception& e) {
+    std::lock_guard<std::mutex> l(s->mu);
+    s->error = e.what();
+  }
+  {
+    std::lock_guard<std::mutex> l(s->mu);
+    s->reader_done = true;
+  }
+  wake(s);
+}
+
+// Has the server's thread hand what the reader queued to the transport (if the stream is
+// still the link's).
+void SyncStreamer::wake(const std::shared_ptr<Stream>& s) {
+  io_.post([this, s, to = s->plan.to] {
+    auto it = streams_.find(to);
+    if (it != streams_.end() && it->second == s) pump(to);
   });
+}
+
+// The snapshot's records, nodes then sessions, in frames of about frame_bytes, and its end
+// with the counts the follower checks.
+void SyncStreamer::read_snapshot(const std::shared_ptr<Stream>& s, LiveSnapshot* live) {
+  const auto& p = s->plan;
+  using Part = storage::SnapshotStore::SnapshotPart;
+  uint64_t sent[2] = {0, 0};
+  // Records of one part into frames of about frame_bytes.
+  pb::PeerMessage m;
+  size_t bytes = 0;
+  Part part = Part::node;
+  auto flush = [&] {
+    if (m.snap_chunk().records_size() == 0) return;
+    m.mutable_snap_chunk()->set_zxid(p.snapshot);
+    m.mutable_snap_chunk()->set_part(static_cast<uint32_t>(part));
+    s->push(frame(self_, p, m));
+    wake(s);
+    m.Clear();
+    bytes = 0;
+  };
+  auto add = [&](std::string_view k, std::string_view v) {
+    if (s->is_cancelled()) throw Cancelled{};
+    auto* r = m.mutable_snap_chunk()->add_records();
+    r->set_key(k.data(), k.size());
+    r->set_value(v.data(), v.size());
+    bytes += k.size() + v.size();
+    ++sent[part == Part::node ? 0 : 1];
+    if (bytes >= frame_bytes) flush();
+  };
+  if (live) {
+    auto sessions = live->sessions();
+    for (;;) {
+      auto recs = live->next([&] { return s->is_cancelled(); });
+      if (!recs) throw Cancelled{};
+      if (recs->empty()) break;
+      for (const auto& [k, v] : *recs) add(k, v);
+    }
+    flush();
+    if (!live->whole()) throw std::runtime_error("the walk of the live tree stopped before its end");
+    part = Part::session;
+    for (const auto& [k, v] : sessions) add(k, v);
+    flush();
+  } else {
+    for (Part each : {Part::node, Part::session}) {
+      part = each;
+      try {
+        snapshots_->for_each_snapshot_record(p.snapshot, part, add);
+      } catch (const std::exception&) {
+        s->snapshot_unread = true;  // read only by the server's thread once reader_done is set
+        throw;
+      }
+      flush();
+    }
+    // A snapshot that does not hold what its marker says is not sent as if it were whole.
+    if (auto want = snapshots_->snapshot_record_counts(p.snapshot);
+        want && (want->node != sent[0] || want->session != sent[1])) {
+      s->snapshot_unread = true;
+      throw std::runtime_error(fmt::format("the snapshot at 0x{:x} holds {} and {} records, its marker says {} and {}",
+                                           p.snapshot, sent[0], sent[1], want->node, want->session));
+    }
+  }
+  pb::PeerMessage end;
+  auto* c = end.mutable_snap_chunk();
+  c->set_zxid(p.snapshot);
+  c->set_end(true);
+  c->set_node_records(sent[0]);
+  c->set_session_records(sent[1]);
+  c->set_digest_from(static_cast<int64_t>(log_.last_zxid()));
+  s->push(frame(self_, p, end));
+}
+
+// The log's entries after the plan's `after` up to its `upto`, in frames of at most frame_bytes
+// and frame_entries (the newest may still be with the group committer: waited for).
+void SyncStreamer::read_log(const std::shared_ptr<Stream>& s) {
+  const auto& p = s->plan;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(write_wait_ms);
+  while (log_.last_zxid() < p.upto) {
+    if (s->is_cancelled()) throw Cancelled{};
+    if (std::chrono::steady_clock::now() > deadline)
+      throw std::runtime_error(fmt::format("the log did not reach 0x{:x} (it ends at 0x{:x})", p.upto,
+                                           log_.last_zxid()));
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  pb::PeerMessage m;
+  size_t bytes = 0;
+  Zxid last = p.after;
+  auto flush = [&] {
+    if (m.sync_data().entries_size() == 0) return;
+    s->push(frame(self_, p, m));
+    wake(s);
+    m.Clear();
+    bytes = 0;
+  };
+  log_.for_each_in(p.after, p.upto, SIZE_MAX, [&](const storage::LogEntry& e) {
+    if (s->is_cancelled()) throw Cancelled{};
+    if (m.sync_data().entries_size() > 0 &&
+        (bytes + e.payload.size() > frame_bytes ||
+         static_cast<size_t>(m.sync_data().entries_size()) >= frame_entries))
+      flush();
+    if (m.sync_data().entries_size() == 0) m.mutable_sync_data()->set_after(last);
+    auto* pe = m.mutable_sync_data()->add_entries();
+    pe->set_zxid(e.zxid);
+    pe->set_payload(e.payload);
+    bytes += e.payload.size();
+    last = e.zxid;
+  });
+  flush();
+  if (last != p.upto)
+    throw std::runtime_error(fmt::format("the log holds 0x{:x} to 0x{:x} only up to 0x{:x}", p.after, p.upto, last));
 }
 
 bool SyncStreamer::hold(PeerId to, uint64_t link, std::string& bytes) {

@@ -98,6 +98,10 @@ class SyncStreamer {
  private:
   struct Stream;
   void finish(PeerId to, Stream& s);
+  void read(const std::shared_ptr<Stream>& s, LiveSnapshot* live);
+  void read_snapshot(const std::shared_ptr<Stream>& s, LiveSnapshot* live);
+  void read_log(const std::shared_ptr<Stream>& s);
+  void wake(const std::shared_ptr<Stream>& s);
 
   PeerId self_;
   const storage::LogStore& log_;

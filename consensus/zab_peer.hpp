@@ -335,6 +335,8 @@ class ZabPeer {
 
   // Follower and observer.
   void follow_receive(PeerId from, const pb::PeerMessage& m);
+  void follow_leader_info(const pb::PeerMessage& m);
+  void follow_sync(const pb::Sync& s);
   void send_to_leader(pb::PeerMessage m);
   void send_follower_info();
   void follower_tick();
