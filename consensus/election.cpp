@@ -32,7 +32,8 @@ bool ZabPeer::better(const Vote& a, const Vote& b) const {
 }
 
 void ZabPeer::send(PeerId to, pb::PeerMessage m) {
-  m.set_version(protocol_version);
+  m.set_version(cfg_.protocols.oldest);
+  if (speaks_newer(range_protocol)) m.set_speaks(cfg_.protocols.newest);
   m.set_from(cfg_.id);
   ready_.messages.emplace_back(to, std::move(m));
 }
@@ -55,7 +56,7 @@ void ZabPeer::send_vote(PeerId to) {
   }
   to_pb(cfg_.ensemble, v->mutable_config());
   if (pending_) to_pb(pending_->second, v->mutable_pending());
-  v->set_unsynced(!synced_);
+  if (speaks_newer(unsynced_votes_protocol)) v->set_unsynced(!synced_);
   send(to, std::move(m));
 }
 
@@ -227,11 +228,12 @@ bool ZabPeer::counts(PeerId from, const pb::Vote& v) {
   // it learns who leads and joins to be synced. An unsynced member that hears a synced voter
   // knows the ensemble exists and counts as the synced do: two wiped members must not elect
   // each other beside an intact one. It looks afresh, its round's unsynced votes uncounted.
-  if (!synced_ && !v.unsynced() && !ensemble_seen_) {
+  const bool unsynced = v.unsynced() && speaks_newer(unsynced_votes_protocol);
+  if (!synced_ && !unsynced && !ensemble_seen_) {
     ensemble_seen_ = true;
     if (role_ == Role::looking) become_looking();
   }
-  if ((synced_ || ensemble_seen_) && v.unsynced() && !PLANT(count_unsynced)) return false;
+  if ((synced_ || ensemble_seen_) && unsynced && !PLANT(count_unsynced)) return false;
   if (!synced_ && !ensemble_seen_) unsynced_heard_.insert(from);
   return true;
 }

@@ -268,6 +268,8 @@ EnsembleReplicator::PeerId EnsembleReplicator::leader() const { return core_->pe
 uint32_t EnsembleReplicator::epoch() const { return core_->peer->epoch(); }
 size_t EnsembleReplicator::followers() const { return core_->peer->linked(); }
 size_t EnsembleReplicator::synced_followers() const { return core_->peer->synced(); }
+ProtocolRange EnsembleReplicator::protocols() const { return core_->peer->protocols(); }
+uint32_t EnsembleReplicator::ensemble_version() const { return core_->peer->ensemble_version(); }
 std::vector<LinkView> EnsembleReplicator::link_views() const { return core_->peer->link_views(); }
 Zxid EnsembleReplicator::last_proposed() const { return core_->peer->last_proposed(); }
 EnsembleReplicator::LinkProgress EnsembleReplicator::link_progress() const {
@@ -411,6 +413,10 @@ HostSteps EnsembleReplicator::host_steps() {
     hooks_.send(to, encode_peer_message(m), m.has_vote(), m.link());
   };
   h.apply = [this](Zxid committed) { apply_upto(committed); };
+  h.ensemble_version = [this](uint32_t v) {
+    if (hooks_.ensemble_version) hooks_.ensemble_version(logged_ensemble_version_, v);
+    logged_ensemble_version_ = v;
+  };
   h.leader_digest = [this](Zxid at, uint64_t digest) {
     if (hooks_.digest) compare_digest(at, digest);
   };

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "consensus/link_view.hpp"
+#include "consensus/protocol.hpp"
 #include "consensus/replicator.hpp"
 #include "storage/log_store.hpp"
 
@@ -122,6 +123,8 @@ class EnsembleReplicator final : public Replicator {
     // Follower: its tree's digest after txn `zxid` is not the leader's: it is synced from nothing.
     std::function<void(Zxid zxid, uint64_t mine, uint64_t leaders)> digest_mismatch;
     std::function<void(int64_t micros)> quorum_acked;
+    // The ensemble version changed (ZabPeer::ensemble_version), from `was` to `now`.
+    std::function<void(uint32_t was, uint32_t now)> ensemble_version;
   };
 
   EnsembleReplicator(storage::LogStore& store, Settings settings, Hooks hooks);
@@ -156,6 +159,9 @@ class EnsembleReplicator final : public Replicator {
   // Leader: voters and observers linked to it, and those of them synchronised.
   size_t followers() const;
   size_t synced_followers() const;
+  // The peer protocol versions this member speaks, and the ensemble version (ZabPeer's).
+  ProtocolRange protocols() const;
+  uint32_t ensemble_version() const;
   std::vector<LinkView> link_views() const;  // leader: its links
   Zxid last_proposed() const;                          // leader: its last proposal
   // Reconfiguration: the version in force, whether a reconfig is pending, and (leader) whether
@@ -201,6 +207,7 @@ class EnsembleReplicator final : public Replicator {
   // the core sees it, and where commits are applied from.
   std::deque<storage::LogEntry> recent_;
   Zxid applied_ = 0;
+  uint32_t logged_ensemble_version_ = oldest_protocol;  // the ensemble version last reported
   Zxid durable_ = 0;
   Zxid saved_mark_ = 0;
   // Leader: when each proposal not yet acknowledged by every synced voter was made, and what

@@ -109,9 +109,11 @@ void ZabPeer::follow_receive(PeerId from, const pb::PeerMessage& m) {
     if (fphase_ != FPhase::broadcast || serving_) return;
     serving_ = true;
     ready_.role_changed = true;
+    take_ensemble_version(m, m.up_to_date().ensemble_version());
     set_committed(m.up_to_date().committed());
   } else if (m.has_ping()) {
     take_digest(m.ping().digest_zxid(), m.ping().digest());
+    take_ensemble_version(m, m.ping().ensemble_version());
     set_committed(m.ping().zxid());
     leader_received_ = std::max(leader_received_, m.ping().received());
     pb::PeerMessage r;

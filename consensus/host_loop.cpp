@@ -30,6 +30,7 @@ bool carry_out(Ready& r, const HostSteps& h) {
   if (r.leader_digest) step(h.leader_digest, "leader digest")(r.leader_digest->first, r.leader_digest->second);
   if (h.after_commits && h.after_commits()) work = true;
   if (r.role_changed && h.role_changed) h.role_changed();
+  if (r.ensemble_version && h.ensemble_version) h.ensemble_version(*r.ensemble_version);
   for (auto& [from, payload] : r.requests) step(h.request, "forwarded requests")(from, std::move(payload));
   return work;
 }

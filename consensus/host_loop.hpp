@@ -38,6 +38,8 @@ struct HostSteps {
   std::function<bool()> after_commits;
   std::function<void()> role_changed;
   std::function<void(PeerId from, std::string payload)> request;
+  // The ensemble version changed: for the host to log (optional, as role_changed).
+  std::function<void(uint32_t version)> ensemble_version;
 };
 
 // Carries out `r` with `steps`, in the order above. Returns whether `r` held work (or a step

@@ -168,6 +168,7 @@ void ZabPeer::maybe_establish() {
     if (l.phase != Link::Phase::synced) continue;
     pb::PeerMessage m;
     m.mutable_up_to_date()->set_committed(committed_);
+    announce_ensemble_version(*m.mutable_up_to_date());
     send_on_link(id, l, std::move(m));
   }
   inform_observers();
@@ -314,6 +315,7 @@ void ZabPeer::lead_receive(PeerId from, const pb::PeerMessage& m) {
     if (established_) {
       pb::PeerMessage r;
       r.mutable_up_to_date()->set_committed(committed_);
+      announce_ensemble_version(*r.mutable_up_to_date());
       send_on_link(from, l, std::move(r));
       inform_observers();
       advance_commit();
@@ -335,6 +337,7 @@ void ZabPeer::lead_receive(PeerId from, const pb::PeerMessage& m) {
 }
 
 void ZabPeer::lead_tick() {
+  update_ensemble_version();
   if (!established_) {
     if (now_ - lead_since_ > static_cast<uint64_t>(cfg_.init_limit)) become_looking();
     return;
@@ -354,6 +357,7 @@ void ZabPeer::lead_tick() {
       m.mutable_ping()->set_zxid(committed_);
       m.mutable_ping()->set_received(l.received);
       attach_digest(*m.mutable_ping());
+      announce_ensemble_version(*m.mutable_ping());
       send_on_link(it->first, l, std::move(m));
     }
     ++it;

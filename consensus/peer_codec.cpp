@@ -7,6 +7,16 @@
 
 namespace warden::consensus {
 
+std::string protocol_refusal(ProtocolRange theirs, ProtocolRange mine) {
+  if (theirs.oldest <= theirs.newest && theirs.oldest <= mine.newest && mine.oldest <= theirs.newest) return {};
+  return "it speaks peer protocol " + protocol_range_text(theirs) + ", this member " + protocol_range_text(mine);
+}
+
+void stamp_range(pb::PeerMessage& m, ProtocolRange r) {
+  m.set_version(r.oldest);
+  m.set_speaks(r.newest);
+}
+
 std::string encode_peer_message(const pb::PeerMessage& m) {
   std::string out;
   m.SerializeToString(&out);
@@ -98,9 +108,8 @@ DecodedPeerMessage decode_peer_message(std::string_view bytes) {
     out.error = "not a peer message";
     return out;
   }
-  if (m.version() != protocol_version) {
-    out.error = "peer protocol version " + std::to_string(m.version()) + ", this server speaks " +
-                std::to_string(protocol_version);
+  if (std::string why = protocol_refusal(sender_range(m), ProtocolRange{}); !why.empty()) {
+    out.error = why;
     return out;
   }
   if (std::string why = check(m); !why.empty()) {

@@ -18,7 +18,7 @@ struct Cancelled {};
 
 // A message of a sync stream, on the plan's link.
 std::string frame(int64_t self, const EnsembleReplicator::SyncPlan& p, pb::PeerMessage& m) {
-  m.set_version(protocol_version);
+  stamp_range(m, ProtocolRange{});
   m.set_from(self);
   m.set_epoch(p.epoch);
   m.set_link(p.link);

@@ -32,6 +32,7 @@ const char* role_name(Role r) {
 ZabPeer::ZabPeer(PeerConfig config, const LogView& log, Epochs epochs, Zxid committed)
     : cfg_(std::move(config)), log_(log), epochs_(epochs) {
   synced_ = cfg_.synced;
+  ensemble_version_ = cfg_.protocols.oldest;  // until the leader says more
   durable_ = log_.last_zxid();  // what a restart finds on disk is durable
   committed_ = std::min(committed, durable_);
   // A reconfig in the log above what is known committed is pending: the host persisted every
@@ -164,7 +165,36 @@ void ZabPeer::note_digest(Zxid applied, uint64_t digest) {
   digest_ = digest;
 }
 
+void ZabPeer::set_ensemble_version(uint32_t v) {
+  if (v == ensemble_version_) return;
+  ensemble_version_ = v;
+  ready_.ensemble_version = v;
+}
+
+void ZabPeer::update_ensemble_version() {
+  // The newest version every member speaks: a member not heard from may run the oldest build
+  // this one replaces, so it counts as the oldest this member speaks.
+  uint32_t v = cfg_.protocols.newest;
+  auto count = [&](PeerId p) {
+    auto it = newest_heard_.find(p);
+    if (p != cfg_.id) v = std::min(v, it == newest_heard_.end() ? cfg_.protocols.oldest : it->second);
+  };
+  for (PeerId p : cfg_.ensemble.voters) count(p);
+  for (PeerId p : cfg_.ensemble.observers) count(p);
+  if (pending_) {
+    for (PeerId p : pending_->second.voters) count(p);
+    for (PeerId p : pending_->second.observers) count(p);
+  }
+  set_ensemble_version(v);
+}
+
+void ZabPeer::take_ensemble_version(const pb::PeerMessage& m, uint32_t announced) {
+  if (!speaks_newer(range_protocol)) return;
+  set_ensemble_version(std::min(announced ? announced : sender_range(m).newest, cfg_.protocols.newest));
+}
+
 void ZabPeer::take_digest(Zxid applied, uint64_t digest) {
+  if (!speaks_newer(digests_protocol)) return;  // a member of the build before reads none
   if (applied > 0 && fphase_ == FPhase::broadcast) ready_.leader_digest = std::make_pair(applied, digest);
 }
 
@@ -256,6 +286,7 @@ void ZabPeer::become_leader() {
   lead_since_ = now_;
   history_end_ = log_.last_zxid();
   counter_ = 0;
+  update_ensemble_version();
   last_proposed_ = history_end_;
   unsent_.clear();
   maybe_choose_epoch();
@@ -301,7 +332,8 @@ void ZabPeer::receive(PeerId from, const pb::PeerMessage& m) {
   // Servers outside the configuration are heard too: a looking one learns who leads, and one
   // about to join links to the leader as a follower that does not count until a reconfig names
   // it (the host's transport decides who may connect at all).
-  if (m.version() != protocol_version || from == cfg_.id) return;
+  if (from == cfg_.id || !protocol_refusal(sender_range(m), cfg_.protocols).empty()) return;
+  newest_heard_[from] = std::min(sender_range(m).newest, cfg_.protocols.newest);
   if (m.has_vote()) return on_vote(from, m);
   if (role_ == Role::leading) return lead_receive(from, m);
   if ((role_ == Role::following || role_ == Role::observing) && from == leader_) return follow_receive(from, m);

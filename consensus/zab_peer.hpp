@@ -28,6 +28,7 @@
 
 #include "consensus/link_view.hpp"
 #include "consensus/peer.pb.h"
+#include "consensus/protocol.hpp"
 #include "consensus/quorum.hpp"
 #include "consensus/replicator.hpp"
 
@@ -110,6 +111,10 @@ struct PeerConfig {
   // established as leader does too. While no member is synced (a new ensemble) every vote counts;
   // an unsynced member that hears a synced voter counts as synced members do.
   bool synced = true;
+  // The peer protocol versions this member speaks (consensus/protocol.hpp). The simulator gives
+  // a member of the build before {2, 2}: it sends what that build sends (no range, no unsynced
+  // votes) and leaves what it would not read (digests, unsynced votes, the ensemble version).
+  ProtocolRange protocols;
 #ifdef WARDEN_PLANTS
   Plants plants;
 #endif
@@ -185,9 +190,11 @@ struct Ready {
   // inform's), for the host to compare with its own after the same txn (ZabPeer::resync on a
   // mismatch).
   std::optional<std::pair<Zxid, uint64_t>> leader_digest;
+  // The ensemble version changed (ZabPeer::ensemble_version): the host logs it.
+  std::optional<uint32_t> ensemble_version;
   bool empty() const {
     return !epochs && !truncate_after && !reset && !snapshot && append.empty() && messages.empty() && !role_changed &&
-           requests.empty() && !config && !pending && notes.empty() && !synced && !leader_digest;
+           requests.empty() && !config && !pending && notes.empty() && !synced && !leader_digest && !ensemble_version;
   }
 };
 
@@ -254,6 +261,11 @@ class ZabPeer {
   uint32_t link_epoch() const { return link_epoch_; }
   uint64_t link_sent() const { return sent_; }
   uint64_t link_acked() const { return leader_received_; }
+  // The newest peer protocol every member of the configuration speaks, as the leader works it
+  // out (this member's own while it leads; its leader's word while it follows; the last it knew
+  // while it looks). A member not heard from counts as the oldest this member speaks.
+  uint32_t ensemble_version() const { return ensemble_version_; }
+  const ProtocolRange& protocols() const { return cfg_.protocols; }
 
  private:
   struct Vote {
@@ -366,14 +378,29 @@ class ZabPeer {
   // start (a larger store to load) must be heard before two wiped members elect each other.
   std::set<PeerId> unsynced_heard_;
   bool may_decide() const;
+  // Version negotiation (consensus/protocol.hpp): the newest version each peer said it speaks
+  // (its messages' range), and the ensemble version.
+  std::map<PeerId, uint32_t> newest_heard_;
+  uint32_t ensemble_version_ = 0;
+  void set_ensemble_version(uint32_t v);
+  void update_ensemble_version();  // leader: from what it heard of each member
+  // Follower: its leader's word (`announced`; 0 from a leader that speaks its version alone).
+  void take_ensemble_version(const pb::PeerMessage& m, uint32_t announced);
+  bool speaks_newer(uint32_t version) const { return cfg_.protocols.newest >= version; }
   Zxid digest_zxid_ = 0;  // leader: note_digest's latest
   uint64_t digest_ = 0;
-  // Leader: the latest digest into a ping, commit or inform (none while digests are off).
+  // Leader: the latest digest into a ping, commit or inform (none while digests are off, or
+  // while a member of the ensemble does not speak them).
   template <class Message>
   void attach_digest(Message& m) const {
-    if (digest_zxid_ == 0 || digest_ == 0) return;
+    if (digest_zxid_ == 0 || digest_ == 0 || ensemble_version_ < digests_protocol) return;
     m.set_digest_zxid(digest_zxid_);
     m.set_digest(digest_);
+  }
+  // Leader: the ensemble version into a ping or UPTODATE.
+  template <class Message>
+  void announce_ensemble_version(Message& m) const {
+    if (speaks_newer(range_protocol)) m.set_ensemble_version(ensemble_version_);
   }
   // Follower or observer: a digest its leader sent, for the host to compare.
   void take_digest(Zxid applied, uint64_t digest);

@@ -118,6 +118,15 @@ void ServerRuntime::Impl::add_sync_hooks(consensus::EnsembleReplicator::Hooks& h
         "{:016x}): it is synced from nothing (digest_mismatches_count)",
         static_cast<uint64_t>(z), mine, leaders);
   };
+  h.ensemble_version = [](uint32_t was, uint32_t now) {
+    if (now > was)
+      spdlog::info("the ensemble version rises from {} to {}: every member speaks peer protocol {} ({})", was, now, now,
+                   consensus::switched_on_at(now));
+    else
+      spdlog::warn("the ensemble version falls from {} to {}: a member speaks no protocol above {} (a member of an "
+                   "older build, or one not heard from yet); what protocol {} added is off",
+                   was, now, now, was);
+  };
   h.synced_changed = [](bool synced, bool at_start) {
     if (synced)
       spdlog::info("this member's store is synced: the leader synced it whole, or it leads; its votes count again");

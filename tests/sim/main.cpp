@@ -1,5 +1,6 @@
 // warden-sim: runs seeded simulations of whole replicas (tests/sim/simulation.hpp).
 //   warden-sim --seeds N [--first S] [--voters 3|5] [--observers K] [--spares K] [--reconfig] [--wipes|--disk-faults]
+//                [--mixed-versions]
 //                [--plant BUG] [--stop]
 //   warden-sim --seed S [same shape options] [--verbose] [--capture DIR]
 // One line per failing seed (the seed and the broken invariant) and exit 1; or a summary and 0.
@@ -26,6 +27,8 @@ const char* usage =
     "--disk-faults: --wipes, and failed writes and fsyncs (EIO, ENOSPC), torn writes, lost writes and failed reads\n"
     "--beyond-rule: --disk-faults, and stores lost on several servers at once (one voter's kept): safety only is\n"
     "     checked, and calm stretches that commit nothing are counted\n"
+    "--mixed-versions: a rolling upgrade: every server starts on the build before (peer protocol 2 alone), and\n"
+    "     restarts among the faults upgrade them one by one (not with --wipes, --disk-faults or --beyond-rule)\n"
     "BUG: commit-minority, skip-trunc, stale-vote, commit-old-quorum-only, count-removed-member (these two need\n"
     "     --reconfig), count-unsynced or truncate-on-damage (these two need --wipes), one-epoch-copy (needs\n"
     "     --disk-faults), decide-unheard (needs --beyond-rule): test-only bugs the checks must catch\n"
@@ -73,6 +76,8 @@ int main(int argc, char** argv) {
       base.wipes = true;
     } else if (a == "--disk-faults") {
       base.wipes = base.disk_faults = true;
+    } else if (a == "--mixed-versions") {
+      base.mixed_versions = true;
     } else if (a == "--beyond-rule") {
       base.wipes = base.disk_faults = base.beyond_rule = true;
     } else if (a == "--plant") {
@@ -106,6 +111,9 @@ int main(int argc, char** argv) {
   if (base.one_epoch_copy && !base.disk_faults) return bad("the plant one-epoch-copy needs --disk-faults");
   if (base.plants.decide_unheard && !base.beyond_rule) return bad("the plant decide-unheard needs --beyond-rule");
   if (base.beyond_rule && base.reconfig) return bad("--beyond-rule does not go with --reconfig");
+  if (base.mixed_versions && base.wipes)
+    return bad("--mixed-versions does not go with --wipes, --disk-faults or --beyond-rule (the build before does "
+               "not survive a lost store)");
   base.voters = static_cast<int>(voters);
   base.observers = static_cast<int>(observers);
   base.spares = static_cast<int>(spares);
@@ -130,10 +138,10 @@ int main(int argc, char** argv) {
     return fmt::format("{} steps, {} txns committed, {} writes acknowledged, {} leaders established; faults: {} "
                        "crashes, {} partitions, {} network changes, {} disk changes, {} disks wiped, {} stores "
                        "damaged, {} writes failed, {} writes torn, {} synced writes lost, {} opens with failed reads; {} calm "
-                       "stretches checked, the longest wait for a commit in one {} ms",
+                       "stretches checked, the longest wait for a commit in one {} ms; {} servers upgraded",
                        r.steps, r.committed, r.acked, r.elections, r.crashes, r.partitions, r.network_changes,
                        r.disk_changes, r.wipes, r.damaged, r.failed_writes, r.torn_writes, r.lost_writes,
-                       r.failed_reads, r.calm_stretches, r.max_settle_ms);
+                       r.failed_reads, r.calm_stretches, r.max_settle_ms, r.upgrades);
   };
   if (one) {
     base.seed = seed;
@@ -175,6 +183,7 @@ int main(int argc, char** argv) {
     sum.calm_unavailable += r.calm_unavailable;
     sum.reconfigs += r.reconfigs;
     sum.reconfigs_committed += r.reconfigs_committed;
+    sum.upgrades += r.upgrades;
     sum.max_settle_ms = std::max(sum.max_settle_ms, r.max_settle_ms);
     if (!r.ok) {
       ++failed;

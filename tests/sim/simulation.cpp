@@ -85,6 +85,7 @@ struct Replica final : consensus::MemoryLog {
   Zxid durable_zxid = 0;  // the log (MemoryLog's entries) is durable up to here
   Zxid commit_mark = 0;
   bool synced = false;  // the store's synced mark: new stores start unsynced, as a server's do
+  bool upgraded = true;  // runs the new build (SimOptions::mixed_versions: the build before until a restart)
   bool wipe_at_restart = false;  // its store is lost at its restart: wiped, or damaged (below)
   bool damaged = false;
   consensus::Epochs epochs_before;  // before their newest write: what losing that write leaves
@@ -154,6 +155,8 @@ class World {
   consensus::PeerConfig config_of(const Replica& r) const;
   void start(Replica& r);
   void restart(Replica& r);  // a store lost at the restart first
+  void upgrade(Replica& r);  // SimOptions::mixed_versions: to the new build, before a start
+  void check_ensemble_version();
   void crash(Replica& r, bool torn = false);
   void write_fails(Replica& r, const char* what);
   void lose_a_write(Replica& r);
@@ -226,6 +229,10 @@ consensus::PeerConfig World::config_of(const Replica& r) const {
   c.max_entries_per_message = 64;
   c.plants = opt_.plants;
   c.synced = r.synced;
+  if (!r.upgraded) {  // the build before: peer protocol 2 alone, and no synced mark (synced)
+    c.protocols = consensus::ProtocolRange{consensus::oldest_protocol, consensus::oldest_protocol};
+    c.synced = true;
+  }
   return c;
 }
 
@@ -286,7 +293,8 @@ void World::restart(Replica& r) {
   }
   if (r.wipe_at_restart) r.damaged ? damage(r) : wipe(r);
   r.reads_fail_at_restart = false;
-  trace(fmt::format("server {} restarts", r.id));
+  if (!r.upgraded && faults_on_ && chance() < 0.5) upgrade(r);
+  trace(fmt::format("server {} restarts{}", r.id, r.upgraded ? "" : " (on the build before)"));
   start(r);
 }
 
@@ -484,7 +492,7 @@ void World::process(Replica& r) {
     r.epochs_write_lost = lose;  // a later write that lands replaces the whole record
     r.epochs = *rd.epochs;
   }
-  if (rd.synced) r.synced = *rd.synced;
+  if (rd.synced && r.upgraded) r.synced = *rd.synced;  // the build before keeps no mark
   if (rd.config) {
     if (rd.config->version < r.config.version) return fail(fmt::format("server {}: its configuration went back", r.id));
     auto [seen, fresh] = configs_.emplace(rd.config->version, *rd.config);
@@ -817,6 +825,24 @@ int64_t World::settle_bound_ms() const {
   return ticks * tick_ms + slowest_disk_ms + 2 * tick_ms;
 }
 
+void World::upgrade(Replica& r) {
+  // The new build reads the build before's store: without a synced mark, it is synced unless it
+  // is empty (EnsembleReplicator's rule).
+  r.upgraded = true;
+  r.synced = r.last_zxid() != 0 || r.snap_zxid != 0 || r.epochs.current != 0;
+  ++result_.upgrades;
+  trace(fmt::format("server {} is upgraded: it speaks peer protocols 2 to 3 now", r.id));
+}
+
+void World::check_ensemble_version() {
+  for (const auto& r : reps_) {
+    if (!r.up || !r.peer->serving()) continue;
+    if (r.peer->ensemble_version() != consensus::newest_protocol)
+      return fail(fmt::format("server {} runs at ensemble version {} at the end, with every server upgraded",
+                              r.id, r.peer->ensemble_version()));
+  }
+}
+
 void World::begin_calm(int64_t until) {
   partitions_.clear();
   drop_ = dup_ = 0;
@@ -865,7 +891,10 @@ SimResult World::run() {
     reps_[static_cast<size_t>(i)].config = first;
     reps_[static_cast<size_t>(i)].snapshot_every = 20 + rand(200);
   }
-  for (auto& r : reps_) start(r);
+  for (auto& r : reps_) {
+    r.upgraded = !opt_.mixed_versions;
+    start(r);
+  }
   schedule(Event{Event::client, 50});
   schedule(Event{Event::fault, 300});
   schedule(Event{Event::quiet, opt_.fault_ms});
@@ -965,6 +994,13 @@ SimResult World::run() {
         break;
       case Event::quiet:
         faults_on_ = false;
+        for (auto& r : reps_) {  // the rest of the rolling upgrade: a clean stop and a start each
+          if (r.upgraded) continue;
+          upgrade(r);
+          if (!r.up) continue;  // the calm restarts it
+          crash(r);
+          start(r);
+        }
         begin_calm(end);
         break;
       case Event::calm_check:
@@ -979,6 +1015,7 @@ SimResult World::run() {
     }
   }
   if (result_.ok && !opt_.beyond_rule) check_everyone_rejoined();
+  if (result_.ok && opt_.mixed_versions) check_ensemble_version();
   if (result_.ok) {
     for (const auto& [z, h] : acked_) {
       auto it = committed_.find(z);

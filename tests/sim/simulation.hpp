@@ -53,6 +53,13 @@ struct SimOptions {
   // missing from a leader, no divergence; unavailable is allowed) and count the calm stretches
   // that committed nothing.
   bool beyond_rule = false;
+  // A rolling upgrade (issue 48): every server starts on the build before (peer protocol 2
+  // alone: it sends what f1c90d0 sends, reads none of protocol 3, and keeps no synced mark), and
+  // each restart among the faults upgrades it with even odds, one server at a time as crashes
+  // come. The ones left are restarted on the new build as the faults end. The checks are the
+  // same, and at the end every member runs at ensemble version 3. Not with wipes: the build
+  // before does not survive a lost store (issue 46).
+  bool mixed_versions = false;
   consensus::Plants plants;
   // Simulated time with faults, then without any: the ensemble must settle and commit again.
   int64_t fault_ms = 20000;
@@ -77,6 +84,7 @@ struct SimResult {
   // lost, starts whose reads failed.
   uint64_t failed_writes = 0, torn_writes = 0, lost_writes = 0, failed_reads = 0;
   uint64_t reconfigs = 0, reconfigs_committed = 0;  // proposed, and committed
+  uint64_t upgrades = 0;  // mixed_versions: servers upgraded among the faults
   uint64_t calm_stretches = 0;  // stretches with every server up and the network whole, checked
   uint64_t calm_unavailable = 0;  // beyond_rule: of those, the ones that committed nothing
   int64_t max_settle_ms = 0;    // the longest a calm stretch waited for its first commit

@@ -70,6 +70,7 @@ struct Net {
   std::map<PeerId, std::vector<bool>> synced_marks;
   std::map<PeerId, int> resets_while_synced;
   std::map<PeerId, std::vector<std::pair<Zxid, uint64_t>>> leader_digests;  // what each heard in pings
+  std::map<PeerId, std::vector<uint32_t>> ensemble_versions;  // each change of the ensemble version
 
   explicit Net(int n, std::map<PeerId, std::vector<Entry>> start = {}, std::map<PeerId, Epochs> e = {},
                std::function<void(PeerId, PeerConfig&, MemLog&)> setup = nullptr,
@@ -97,6 +98,7 @@ struct Net {
     for (auto& n : r.notes) notes[id].push_back(n);
     if (r.synced) synced_marks[id].push_back(*r.synced);
     if (r.leader_digest) leader_digests[id].push_back(*r.leader_digest);
+    if (r.ensemble_version) ensemble_versions[id].push_back(*r.ensemble_version);
     if (r.reset && (synced_marks[id].empty() || synced_marks[id].back())) ++resets_while_synced[id];
     if (r.reset) {  // the host empties the log, its snapshot and the tree
       logs[id].log.clear();
@@ -123,7 +125,7 @@ struct Net {
       int n = 0;
       for (size_t i = 0; i < all.size(); i += frame_entries, ++n) {
         pb::PeerMessage f;
-        f.set_version(protocol_version);
+        f.set_version(oldest_protocol);
         f.set_from(id);
         f.set_epoch(m.epoch());
         f.set_link(m.link());
@@ -202,7 +204,7 @@ struct OnePeer {
 // A vote as a peer sends it.
 pb::PeerMessage vote(PeerId from, uint64_t round, PeerId leader, Zxid zxid, uint32_t epoch, pb::PeerState state) {
   pb::PeerMessage m;
-  m.set_version(protocol_version);
+  m.set_version(oldest_protocol);
   m.set_from(from);
   auto* v = m.mutable_vote();
   v->set_round(round);
@@ -224,22 +226,30 @@ TEST_CASE("peer messages: garbage is an error naming the problem, never a crash"
     CHECK((d.message.has_value() || !d.error.empty()));
   }
   pb::PeerMessage m;
-  m.set_version(protocol_version);
+  m.set_version(oldest_protocol);
   CHECK(decode_peer_message(encode_peer_message(m)).error == "no body");
   m.mutable_ack()->set_zxid(-5);
   CHECK(decode_peer_message(encode_peer_message(m)).error == "a negative zxid");
   m.mutable_ack()->set_zxid(5);
   REQUIRE(decode_peer_message(encode_peer_message(m)).message);
-  m.set_version(protocol_version + 1);
-  CHECK(decode_peer_message(encode_peer_message(m)).error.find("peer protocol version") == 0);
-  m.set_version(protocol_version);
+  // Ranges that do not meet this build's 2 to 3 are refused, the line naming both.
+  m.set_version(newest_protocol + 1);
+  CHECK(decode_peer_message(encode_peer_message(m)).error == "it speaks peer protocol 4, this member 2 to 3");
+  m.set_version(1);
+  CHECK(decode_peer_message(encode_peer_message(m)).error == "it speaks peer protocol 1, this member 2 to 3");
+  m.set_speaks(2);  // a newer build that speaks 1 to 2 meets it at 2
+  CHECK(decode_peer_message(encode_peer_message(m)).message);
+  m.set_version(3);  // an oldest above the newest is garbage
+  CHECK(decode_peer_message(encode_peer_message(m)).error == "it speaks peer protocol 3 to 2, this member 2 to 3");
+  m.set_speaks(0);
+  m.set_version(oldest_protocol);
   auto* p = m.mutable_proposal();
   p->add_entries()->set_zxid(9);
   p->add_entries()->set_zxid(3);
   CHECK(decode_peer_message(encode_peer_message(m)).error.find("not in ascending") != std::string::npos);
   {  // a streamed sync's frames
     pb::PeerMessage f;
-    f.set_version(protocol_version);
+    f.set_version(oldest_protocol);
     f.mutable_sync_data()->set_after(7);
     f.mutable_sync_data()->add_entries()->set_zxid(7);
     CHECK(decode_peer_message(encode_peer_message(f)).error.find("after its start") != std::string::npos);
@@ -248,7 +258,7 @@ TEST_CASE("peer messages: garbage is an error naming the problem, never a crash"
     f.mutable_sync_data()->set_after(-1);
     CHECK(decode_peer_message(encode_peer_message(f)).error == "sync data with a negative zxid");
     pb::PeerMessage c;
-    c.set_version(protocol_version);
+    c.set_version(oldest_protocol);
     c.mutable_snap_chunk()->set_zxid(5);
     c.mutable_snap_chunk()->set_part('x');
     CHECK(decode_peer_message(encode_peer_message(c)).error == "a snapshot chunk of an unknown part");
@@ -1062,7 +1072,7 @@ TEST_CASE("an observer that a ping's commit removes answers nobody") {
   REQUIRE(nonce != 0);
   auto on_link = [](uint64_t seq) {
     pb::PeerMessage m;
-    m.set_version(protocol_version);
+    m.set_version(oldest_protocol);
     m.set_from(3);
     m.set_epoch(2);
     m.set_link(7);
@@ -1202,7 +1212,7 @@ namespace {
 // A FollowerInfo as a server sends it to the leader it chose.
 pb::PeerMessage follower_info(PeerId from, uint32_t accepted_epoch, uint64_t nonce = 1) {
   pb::PeerMessage m;
-  m.set_version(protocol_version);
+  m.set_version(oldest_protocol);
   m.set_from(from);
   m.mutable_follower_info()->set_accepted_epoch(accepted_epoch);
   m.mutable_follower_info()->set_nonce(nonce);
@@ -1492,4 +1502,104 @@ TEST_CASE("two wiped members wait for every voter before electing each other") {
   partial.cut.erase(3);
   partial.ticks(30);
   CHECK(partial.leader() != 0);
+}
+
+TEST_CASE("the ensemble runs at the newest protocol every member speaks; digests wait for it") {
+  // Issue 48: member 3 runs the build before (it speaks 2 alone, and sends what that build
+  // sends); the others speak 2 to 3. The ensemble runs at 2, and the leader sends no digest
+  // until member 3 is upgraded (restarted speaking 2 to 3) and heard.
+  auto old_three = [](PeerId id, PeerConfig& c, MemLog&) {
+    if (id != 3) return;
+    c.protocols = ProtocolRange{2, 2};
+    c.synced = false;  // which the build before cannot say
+  };
+  Net net(3, {}, {}, old_three);
+  // What member 3 sends is the build before's: no range, and no unsynced mark.
+  int from_three = 0;
+  for (const auto& [to, msg] : net.wire) {
+    if (msg.first != 3) continue;
+    auto d = decode_peer_message(msg.second);
+    REQUIRE(d.message);
+    ++from_three;
+    CHECK(d.message->version() == 2);
+    CHECK(d.message->speaks() == 0);
+    REQUIRE(d.message->has_vote());
+    CHECK_FALSE(d.message->vote().unsynced());
+  }
+  CHECK(from_three == 2);
+  CHECK_FALSE(net.peers[3]->store_synced());
+  PeerId l = net.settle();
+  REQUIRE(l != 0);
+  net.ticks(3);
+  for (PeerId p = 1; p <= 3; ++p) {
+    INFO("member " << p);
+    CHECK(net.peers[p]->ensemble_version() == 2);
+  }
+  REQUIRE(net.peers[l]->propose("a"));
+  net.drain(l);
+  net.deliver_all();
+  REQUIRE(net.logs[l].last_zxid() != 0);
+  net.peers[l]->note_digest(net.logs[l].last_zxid(), 0xabc);
+  net.ticks(3);
+  for (PeerId p = 1; p <= 3; ++p) CHECK(net.leader_digests[p].empty());
+  CHECK(net.ensemble_versions[l].empty());  // it started at 2 and stayed there
+
+  // Upgrade member 3: stopped, then started again on the new build with its log and epochs.
+  PeerConfig c;
+  c.id = 3;
+  c.ensemble.voters = {1, 2, 3};
+  net.peers[3] = std::make_unique<ZabPeer>(c, net.logs[3], net.epochs[3], net.committed[3]);
+  net.drain(3);
+  net.ticks(20);
+  REQUIRE(net.leader() != 0);
+  l = net.leader();
+  for (PeerId p = 1; p <= 3; ++p) {
+    INFO("member " << p);
+    CHECK(net.peers[p]->ensemble_version() == 3);
+    REQUIRE_FALSE(net.ensemble_versions[p].empty());
+    CHECK(net.ensemble_versions[p].back() == 3);
+  }
+  net.peers[l]->note_digest(net.logs[l].last_zxid(), 0xabc);
+  net.ticks(3);
+  for (PeerId p = 1; p <= 3; ++p)
+    if (p != l) CHECK_FALSE(net.leader_digests[p].empty());
+
+  // A member of a later build that no longer speaks 3 is not heard: its messages are refused.
+  pb::PeerMessage v = vote(3, 99, 3, net.logs[3].last_zxid(), 9, pb::LOOKING);
+  v.set_version(4);
+  v.set_speaks(5);
+  CHECK(decode_peer_message(encode_peer_message(v)).error == "it speaks peer protocol 4 to 5, this member 2 to 3");
+  net.peers[l]->receive(3, v);  // were it heard, a looking voter's vote would be answered
+  CHECK(net.peers[l]->role() == Role::leading);
+  CHECK(net.peers[l]->ready().messages.empty());
+  v.set_version(2);
+  v.set_speaks(3);
+  net.peers[l]->receive(3, v);  // heard: the leader answers with its own vote
+  CHECK_FALSE(net.peers[l]->ready().messages.empty());
+}
+
+TEST_CASE("a leader counts a member it has not heard from as the oldest protocol it speaks") {
+  Net net(3);
+  net.cut.insert(3);
+  net.wire.clear();  // member 3's first votes, lost
+  net.ticks(40);
+  PeerId l = net.leader();
+  REQUIRE(l != 0);
+  net.ticks(3);
+  CHECK(net.peers[l]->ensemble_version() == 2);  // member 3 may run the build before
+  net.cut.erase(3);
+  net.ticks(20);
+  CHECK(net.peers[l]->ensemble_version() == 3);
+  // A member that speaks 2 alone joins again (an operator rolled it back): the version falls.
+  PeerConfig c;
+  c.id = 3;
+  c.ensemble.voters = {1, 2, 3};
+  c.protocols = ProtocolRange{2, 2};
+  net.peers[3] = std::make_unique<ZabPeer>(c, net.logs[3], net.epochs[3], net.committed[3]);
+  net.drain(3);
+  net.ticks(20);
+  REQUIRE(net.leader() != 0);
+  CHECK(net.peers[net.leader()]->ensemble_version() == 2);
+  REQUIRE_FALSE(net.ensemble_versions[l].empty());
+  CHECK(net.ensemble_versions[l].back() == 2);
 }
