@@ -29,7 +29,6 @@ constexpr char log_prefix = 'L';
 // snapshots' key range ("S"), which would stop RocksDB from ingesting snapshots at the bottom.
 constexpr const char* format_key = "!warden.format";
 constexpr const char* legacy_format_key = "warden.format";
-constexpr const char* format_value = "warden-log-3";
 // The log's base (LogStore::base()): sorts before the log records, as the format key does.
 constexpr const char* base_key = "B";
 
@@ -253,6 +252,9 @@ void RocksDbLogStore::check_format_and_find_last(bool may_initialise) {
       st = rocksdb::Status::OK();
     }
   }
+  const std::string format_value = data_format_name(data_format);
+  bool readable = false;
+  for (int f = oldest_data_format; f <= data_format; ++f) readable = readable || format == data_format_name(f);
   std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions()));
   it->SeekToFirst();
   bool empty = !it->Valid();
@@ -261,12 +263,22 @@ void RocksDbLogStore::check_format_and_find_last(bool may_initialise) {
     w.sync = true;
     st = db_->Put(w, format_key, format_value);
     if (!st.ok()) throw StorageError("cannot initialise the log in " + dir + ": " + st.ToString());
-  } else if (st.ok() && format != format_value && format.starts_with("warden-log-")) {
+  } else if (st.ok() && !readable && format.starts_with("warden-log-")) {
     throw StorageError(dir + " holds a Warden log of format '" + format + "', which this server cannot read (it reads '" +
-                       format_value + "')");
-  } else if (!st.ok() || format != format_value) {
+                       data_format_name(oldest_data_format) + "' to '" + format_value + "')");
+  } else if (!st.ok() || !readable) {
     throw StorageError(dir + " holds a database that is not a Warden log (" +
                        (st.ok() ? "format '" + format + "'" : st.ToString()) + ")");
+  } else if (format != format_value && may_initialise) {
+    // A directory of an older build: marked with this build's format from now on, which the
+    // older build refuses (rolling back a member: docs/operations.md, "Upgrades").
+    rocksdb::WriteOptions w;
+    w.sync = true;
+    st = db_->Put(w, format_key, format_value);
+    if (!st.ok()) throw StorageError("cannot mark the log in " + dir + " with format " + format_value + ": " + st.ToString());
+    spdlog::info("the data directory {} was of format '{}' (an older build's): it is of format '{}' now, which builds "
+                 "before this one do not start on (docs/operations.md, \"Upgrades\")",
+                 dir, format, format_value);
   }
   it->SeekForPrev(key_of(INT64_MAX));
   if (it->Valid() && it->key().size() == 9 && it->key()[0] == log_prefix) last_ = zxid_of(it->key());

@@ -42,6 +42,16 @@ class StorageDamage : public StorageError {
 
 class RocksDbLogStore final : public LogStore, public SnapshotStore {
  public:
+  // The data directory's format, the one source of the number (--version, srvr and the
+  // CHANGELOG name it as "warden-log-N"):
+  // 3: the log, snapshots, replica state and commit mark in RocksDB (f1c90d0, warden-server 0.1.0).
+  // 4: the same, with durable-end (the synced end and a copy of the epochs) and the synced mark,
+  //    which a format-3 build would leave stale; so a format-3 build refuses it (it reads only
+  //    'warden-log-3'), and a start of this build on a format-3 directory marks it 4.
+  static constexpr int data_format = 4;
+  static constexpr int oldest_data_format = 3;  // the oldest this build reads (and upgrades)
+  static std::string data_format_name(int format) { return "warden-log-" + std::to_string(format); }
+
   // RocksDB's memtable size, and the free space every append leaves behind it: room for the
   // memtable flushes and the write-ahead log switch that follow. RocksDB must never meet a full
   // disk itself: Debian's build aborts on the write after a failed write-ahead-log append.

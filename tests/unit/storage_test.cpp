@@ -46,6 +46,16 @@ void raw_put(const std::string& dir, const std::string& key, const std::string& 
   delete db;
 }
 
+// A raw record of a RocksDB database, read bypassing the store ("" when missing).
+std::string raw_get(const std::string& dir, const std::string& key) {
+  rocksdb::DB* db = nullptr;
+  REQUIRE(rocksdb::DB::OpenForReadOnly(rocksdb::Options(), dir, &db).ok());
+  std::string v;
+  auto st = db->Get(rocksdb::ReadOptions(), key, &v);
+  delete db;
+  return st.ok() ? v : std::string();
+}
+
 // The newest write-ahead-log file of a store's directory (empty when there is none).
 fs::path newest_wal(const fs::path& dir) {
   fs::path wal;
@@ -361,6 +371,37 @@ TEST_CASE("a directory that is not a Warden log is refused") {
   raw_put(older.str(), "warden.format", "warden-log-1");
   CHECK_THROWS_WITH(storage::RocksDbLogStore(older.str(), true),
                     Catch::Contains("format 'warden-log-1'") && Catch::Contains("cannot read"));
+}
+
+TEST_CASE("a log of the format before is read and marked with this build's; a newer one is refused") {
+  // Issue 48: f1c90d0 (warden-server 0.1.0) wrote 'warden-log-3'. This build reads it, and a
+  // start marks it 'warden-log-4', which f1c90d0 refuses at its start (it reads only 3).
+  TempDir d;
+  {
+    storage::RocksDbLogStore log(d.str(), true);
+    log.append(entries(1, 5));
+  }
+  raw_put(d.str(), "!warden.format", "warden-log-3");
+  CHECK(raw_get(d.str(), "!warden.format") == "warden-log-3");
+  {
+    auto read_only = storage::RocksDbLogStore::open_read_only(d.str());  // a tool reads it as it is
+    CHECK(read_only->last_zxid() == 5);
+  }
+  CHECK(raw_get(d.str(), "!warden.format") == "warden-log-3");
+  {
+    storage::RocksDbLogStore log(d.str(), true);
+    CHECK(log.last_zxid() == 5);
+    CHECK(log.read_after(0).size() == 5);
+  }
+  CHECK(raw_get(d.str(), "!warden.format") == "warden-log-4");
+  CHECK(storage::RocksDbLogStore::data_format_name(storage::RocksDbLogStore::data_format) == "warden-log-4");
+  raw_put(d.str(), "!warden.format", "warden-log-5");  // a later build's
+  CHECK_THROWS_WITH(storage::RocksDbLogStore(d.str(), true),
+                    Catch::Contains("format 'warden-log-5'") && Catch::Contains("it reads 'warden-log-3' to 'warden-log-4'"));
+  raw_put(d.str(), "!warden.format", "warden-log-\x01garbage");
+  CHECK_THROWS_WITH(storage::RocksDbLogStore(d.str(), true), Catch::Contains("cannot read"));
+  raw_put(d.str(), "!warden.format", "");
+  CHECK_THROWS_WITH(storage::RocksDbLogStore(d.str(), true), Catch::Contains("not a Warden log"));
 }
 
 TEST_CASE("damage before the tail stops recovery with a message naming it") {
