@@ -168,8 +168,7 @@ std::optional<int> read_options(const std::vector<std::string>& args, CommandLin
       std::fputs(usage, stdout);
       return 0;
     } else if (a == "--version") {
-      std::printf("warden-server %s (ZooKeeper %s client protocol)\n", warden::server::warden_version().c_str(),
-                  "3.9");
+      std::fputs(warden::server::version_text().c_str(), stdout);
       return 0;
     } else if (a == "--standalone") {
       cl.standalone = true;

@@ -9,6 +9,7 @@
 #include <optional>
 #include <set>
 
+#include "consensus/protocol.hpp"
 #include "server/base/version.hpp"
 #include "server/pipeline/request_pipeline.hpp"
 #include "server/secrets/redaction.hpp"
@@ -68,6 +69,7 @@ const std::vector<admin::CommandNames>& admin::commands() {
       {"watch_summary", {"wchs"}},
       {"watches", {"wchc"}},
       {"watches_by_path", {"wchp"}},
+      {"versions", {}},  // Warden's own
       {"zabstate", {}},
   };
   return all;
@@ -118,6 +120,11 @@ std::vector<std::pair<std::string, metrics::Json>> admin::monitor_values(const R
       {"max_client_response_size", counters.client_response.max},
   };
   if (!env.peer_state.empty()) m.emplace_back("peer_state", env.peer_state);
+  if (env.ensemble_version) {  // Warden's own keys: a member's peer protocols (docs/operations.md)
+    m.emplace_back("peer_protocol_oldest", env.peer_protocol_oldest);
+    m.emplace_back("peer_protocol_newest", env.peer_protocol_newest);
+    m.emplace_back("ensemble_version", env.ensemble_version);
+  }
   if (env.mode == "leader") {
     m.emplace_back("followers", env.followers);
     m.emplace_back("synced_followers", env.synced_followers);
@@ -268,6 +275,20 @@ std::optional<Json> answer_ruok_or_reset(Ask& a) {
 
 std::optional<Json> answer_is_read_only(Ask& a) {
   a.r.set("read_only", a.p.read_only());
+  return std::nullopt;
+}
+
+// Warden's own command (ZooKeeper has none like it): the build, the peer protocols it speaks,
+// the ensemble version (a member's) and the data format, for an operator rolling an upgrade.
+std::optional<Json> answer_versions(Ask& a) {
+  a.r.set("version", warden_version());
+  Json protocols = Json::object();
+  protocols.set("oldest", static_cast<int64_t>(consensus::oldest_protocol));
+  protocols.set("newest", static_cast<int64_t>(consensus::newest_protocol));
+  a.r.set("peer_protocols", std::move(protocols));
+  if (a.env.ensemble_version) a.r.set("ensemble_version", a.env.ensemble_version);
+  a.r.set("data_format", data_format());
+  a.r.set("data_formats_read", data_formats_read());
   return std::nullopt;
 }
 
@@ -484,6 +505,7 @@ const std::map<std::string, Answer>& answers() {
       {"is_read_only", answer_is_read_only},
       {"stats", answer_stats},
       {"server_stats", answer_stats},
+      {"versions", answer_versions},
       {"hash", answer_hash},
       {"get_trace_mask", answer_get_trace_mask},
       {"set_trace_mask", answer_set_trace_mask},

@@ -46,11 +46,17 @@ std::string latency_line(const RequestPipeline& p) {
 
 std::string server_lines(const RequestPipeline& p, const FourLetterEnv& env) {
   // ZooKeeper stores the root twice (under "" and "/") and counts both: so does this count.
-  return fmt::format(
+  std::string out = fmt::format(
       "Received: {}\nSent: {}\nConnections: {}\nOutstanding: {}\nZxid: {}\nMode: {}\n"
       "Node count: {}\n",
       p.packets_received(), p.packets_sent(), p.connection_count(), p.proposals_in_flight(),
       hex(p.tree().last_applied()), env.mode, p.tree().size() + 1);
+  // A member's peer protocols, after ZooKeeper's lines (as its leader adds proposal sizes
+  // there, where parsers of the lines above do not look).
+  if (env.ensemble_version)
+    out += fmt::format("Peer protocols: {} to {}, ensemble version {}\n", env.peer_protocol_oldest,
+                       env.peer_protocol_newest, env.ensemble_version);
+  return out;
 }
 
 std::string connection_line(const RequestPipeline::ConnectionView& c, ConnId self, bool full) {

@@ -38,6 +38,9 @@ struct FourLetterEnv {
   bool serving = true;
   std::string peer_state;  // mntr's zk_peer_state, e.g. "leading - broadcast"; empty standalone
   int64_t followers = 0, synced_followers = 0, pending_syncs = 0;  // a leader's
+  // A member's peer protocol versions (the range it speaks; consensus/protocol.hpp) and the
+  // ensemble version; 0 standalone.
+  int64_t peer_protocol_oldest = 0, peer_protocol_newest = 0, ensemble_version = 0;
   // For the AdminServer: configuration's typed keys, the configuration file's text, the leader.
   std::vector<std::pair<std::string, metrics::Json>> admin_conf;
   std::string initial_configuration;

@@ -63,6 +63,9 @@ void ServerRuntime::Impl::add_member_state(FourLetterEnv& env) const {
                                          : "election");
   env.followers = static_cast<int64_t>(ensemble->followers());
   env.synced_followers = static_cast<int64_t>(ensemble->synced_followers());
+  env.peer_protocol_oldest = ensemble->protocols().oldest;
+  env.peer_protocol_newest = ensemble->protocols().newest;
+  env.ensemble_version = ensemble->ensemble_version();
   if (server->read_only()) {
     // As ZooKeeper's ReadOnlyZooKeeperServer: it serves, in mode "read-only".
     env.mode = "read-only";

@@ -101,6 +101,7 @@ def compared():
         busy = busy_session(w.hosts)
         answers["Warden"] = {cmd: get(port, f"/commands/{cmd}") for cmd in COMMANDS}
         answers["Warden"]["(list)"] = get(port, "/commands")
+        answers["Warden"]["versions"] = get(port, "/commands/versions")
         busy.stop()
     z, wa = answers["ZooKeeper"], answers["Warden"]
     # ZooKeeper's digest, read from what a client sees, is what ZooKeeper's hash logs; Warden's
@@ -147,8 +148,23 @@ def compared():
     links = re.findall(r'href="/commands/([a-z_]+)"', wa["(list)"][1])
     zk_links = re.findall(r'href="/commands/([a-z_]+)"', z["(list)"][1])
     zk39 = {"snapshot", "restore"}  # ZooKeeper 3.9's backup commands (it_backup)
-    c.check(links and set(links) <= set(zk_links) | zk39, f"the list links Warden's commands, all ZooKeeper's names: "
-                                                          f"{links}")
+    own = {"versions"}  # Warden's own: the build, its peer protocols and data format (issue 48)
+    c.check(links and set(links) <= set(zk_links) | zk39 | own,
+            f"the list links Warden's commands, all ZooKeeper's names or Warden's own: {links}")
+    c.check("versions" in links and "versions" not in zk_links, "the list links Warden's own versions command")
+    status, text = wa["versions"]
+    v = json.loads(text)
+    c.check(status == 200 and v.get("command") == "versions" and v.get("error") is None
+            and re.fullmatch(r"\d+\.\d+\.\d+", v.get("version", "")) is not None
+            and v.get("peer_protocols", {}).get("oldest", 0) >= 2
+            and v["peer_protocols"]["newest"] >= v["peer_protocols"]["oldest"]
+            and re.fullmatch(r"warden-log-\d+", v.get("data_format", "")) is not None
+            and "ensemble_version" not in v,
+            f"versions: the build's version, peer protocols and data format (no ensemble standalone): {v}")
+    version_line = subprocess.run([os.environ["WARDEN_SERVER"], "--version"], capture_output=True, text=True).stdout
+    c.check(f"warden-server {v.get('version')} " in version_line and f"data format {v.get('data_format')} " in version_line
+            and f"peer protocols {v['peer_protocols']['oldest']} to {v['peer_protocols']['newest']}\n" in version_line,
+            f"versions says what --version says: {version_line!r}")
 
 
 def zk_digest_of(zk):
@@ -451,7 +467,10 @@ def ensemble_views():
         for m in ens.members:
             port = admin_port(m.log())
             views[m.id] = {cmd: json.loads(get(port, f"/commands/{cmd}")[1])
-                           for cmd in ("leader", "zabstate", "voting_view", "server_stats", "observers")}
+                           for cmd in ("leader", "zabstate", "voting_view", "server_stats", "observers", "versions")}
+        c.equal({v["versions"].get("ensemble_version") for v in views.values()},
+                {views[leader.id]["versions"]["peer_protocols"]["newest"]},
+                "versions: every member, the observer too, runs at the newest protocol this build speaks")
         c.equal({i: v["leader"]["is_leader"] for i, v in views.items()},
                 {m.id: m is leader for m in ens.members}, "leader: is_leader on the leader alone")
         c.equal({v["leader"]["leader_id"] for v in views.values()}, {leader.id}, "leader: every member names it")

@@ -12,6 +12,8 @@ import support
 c = support.Checks("cmake_package")
 ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 BUILD = os.path.dirname(os.path.dirname(os.environ["WARDEN_SERVER"]))
+version = re.search(r"^CMAKE_PROJECT_VERSION:STATIC=(.*)$", open(os.path.join(BUILD, "CMakeCache.txt")).read(), re.M).group(1)
+major_minor = ".".join(version.split(".")[:2])
 
 readme = open(os.path.join(ROOT, "README.md")).read()
 section = readme[readme.index("## The C++ client library"):]
@@ -32,10 +34,20 @@ with open(os.path.join(app, "main.cpp"), "w") as f:
     f.write(m.group(1))
 with open(os.path.join(app, "CMakeLists.txt"), "w") as f:
     f.write("cmake_minimum_required(VERSION 3.20)\nproject(app CXX)\nset(CMAKE_CXX_STANDARD 20)\n"
-            "find_package(Warden REQUIRED)\nadd_executable(app main.cpp)\ntarget_link_libraries(app Warden::client)\n")
+            f"find_package(Warden {major_minor} REQUIRED)\nmessage(STATUS \"Warden_VERSION=${{Warden_VERSION}}\")\n"
+            "add_executable(app main.cpp)\ntarget_link_libraries(app Warden::client)\n")
 r = subprocess.run(["cmake", "-S", app, "-B", os.path.join(app, "build"), "-G", "Ninja", f"-DCMAKE_PREFIX_PATH={prefix}"],
                    capture_output=True, text=True, timeout=300)
-c.equal(r.returncode, 0, f"find_package(Warden) configures: {r.stdout[-1500:]}{r.stderr[-1500:]}")
+c.equal(r.returncode, 0, f"find_package(Warden {major_minor}) configures: {r.stdout[-1500:]}{r.stderr[-1500:]}")
+c.check(f"Warden_VERSION={version}\n" in r.stdout, f"the package's version is the project's, {version}: {r.stdout[-600:]}")
+# A version it is not: refused by the package's version file, naming what it has.
+other = os.path.join(work, "other")
+os.makedirs(other)
+with open(os.path.join(other, "CMakeLists.txt"), "w") as f:
+    f.write("cmake_minimum_required(VERSION 3.20)\nproject(other CXX)\nfind_package(Warden 9.0 REQUIRED)\n")
+r = subprocess.run(["cmake", "-S", other, "-B", os.path.join(other, "build"), "-G", "Ninja", f"-DCMAKE_PREFIX_PATH={prefix}"],
+                   capture_output=True, text=True, timeout=300)
+c.check(r.returncode != 0 and version in r.stderr, f"find_package(Warden 9.0) is refused, naming {version}: {r.stderr[-800:]}")
 r = subprocess.run(["cmake", "--build", os.path.join(app, "build")], capture_output=True, text=True, timeout=600)
 c.equal(r.returncode, 0, f"the README example builds against Warden::client: {r.stdout[-3000:]}")
 with support.start_warden() as w:

@@ -84,6 +84,21 @@ with Ensemble(3) as ens:
     fm = dict(line.split("\t", 1) for line in four_letter(follower.client_port, "mntr").splitlines() if "\t" in line)
     c.equal(fm.get("zk_server_state"), "follower", "a follower's mntr")
     c.check("zk_followers" not in fm, "a follower's mntr has no zk_followers")
+    # The peer protocols each member speaks and the ensemble version (issue 48), after
+    # ZooKeeper's lines of srvr, and as Warden's own mntr keys; the same as --version says.
+    version_text = subprocess.run([os.environ["WARDEN_SERVER"], "--version"], capture_output=True, text=True).stdout
+    speaks = re.search(r"^peer protocols (\d+) to (\d+)$", version_text, re.M)
+    c.check(speaks is not None, f"--version names the peer protocols: {version_text!r}")
+    oldest, newest = speaks.groups() if speaks else ("?", "?")
+    for m in ens.members:
+        srvr = four_letter(m.client_port, "srvr")
+        c.check(srvr.splitlines()[-1] == f"Peer protocols: {oldest} to {newest}, ensemble version {newest}",
+                f"srvr on server {m.id}: its peer protocols and the ensemble version, last: {srvr!r}")
+        mm = dict(line.split("\t", 1) for line in four_letter(m.client_port, "mntr").splitlines() if "\t" in line)
+        c.equal((mm.get("zk_peer_protocol_oldest"), mm.get("zk_peer_protocol_newest"), mm.get("zk_ensemble_version")),
+                (oldest, newest, newest), f"mntr on server {m.id}: peer protocols and the ensemble version")
+        c.check(f"the ensemble version rises from {oldest} to {newest}" in m.log(),
+                f"server {m.id} logged the ensemble version's rise")
 
     # ---- garbage on a peer port closes that connection and nothing else
     def peer_bytes(port, data, wait=3.0):

@@ -118,7 +118,11 @@ def main():
         r = run("systemd-analyze", "verify", UNIT)
         c.check(r.returncode == 0 and "warden.service" not in r.stderr, f"systemd-analyze verify: {r.stderr!r}")
         r = run("/usr/bin/warden-server", "--version")
-        c.equal(r.stdout.strip(), f"warden-server {version} (ZooKeeper 3.9 client protocol)", "--version")
+        lines = r.stdout.splitlines()
+        c.equal(lines[:1], [f"warden-server {version} (ZooKeeper 3.9 client protocol)"], "--version: the package's version")
+        c.check(len(lines) == 3 and re.fullmatch(r"peer protocols \d+( to \d+)?", lines[1]) is not None and
+                re.fullmatch(r"data format warden-log-\d+ \(reads warden-log-\d+ to warden-log-\d+\)", lines[2]) is not None,
+                f"--version: the peer protocols and the data format: {lines}")
         served = serve_as_warden(work)
         c.check(served["notify"].startswith("READY=1"), f"it tells systemd it is ready: {served['notify']!r}")
         c.check("Created /pkg" in served["zkcli"] and "\nhi\n" in served["zkcli"],
