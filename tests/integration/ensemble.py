@@ -82,9 +82,10 @@ class Member:
         except OSError:
             return ""
 
-    def start(self, env=None):
-        """Starts the member; `env`: variables added to this process's environment for it."""
-        binary = os.environ["WARDEN_SERVER"]
+    def start(self, env=None, binary=None):
+        """Starts the member; `env`: variables added to this process's environment for it;
+        `binary`: another build's server (the upgrade test's), else WARDEN_SERVER."""
+        binary = binary or os.environ["WARDEN_SERVER"]
         log = open(os.path.join(self.dir, "server.log"), "a")
         self.proc = subprocess.Popen([binary, self.cfg], stdout=log, stderr=subprocess.STDOUT,
                                      env=dict(os.environ, **env) if env else None)
@@ -163,9 +164,9 @@ class Ensemble:
     def hosts_of(self, members):
         return ",".join(m.hosts for m in members)
 
-    def start(self, wait=True, timeout=60):
+    def start(self, wait=True, timeout=60, binary=None):
         for m in self.members:
-            m.start()
+            m.start(binary=binary)
         if wait:
             self.wait_serving(self.members, timeout)
         return self
@@ -191,6 +192,18 @@ class Ensemble:
             time.sleep(0.05)
         raise RuntimeError("no leader within %ss:\n%s" % (timeout, "\n".join(
             f"--- server {m.id}\n{m.log()[-2000:]}" for m in self.members)))
+
+    def settle_bound_s(self):
+        """How soon after a heal (every member up, the network whole) a leader must be established and
+        a write committed: the simulator's bound (tests/sim: initLimit, then two vote rounds with the
+        wait for a better vote; the core ticks ten times a tickTime, votes go out every 2 subticks
+        and a decision waits 1) from this ensemble's zoo.cfg, plus one answer's allowance
+        (support.answer_timeout_s: 1 s, 3 s on a sanitizer build) for what real processes add: a
+        restarted member opening its log, fsyncs, the probe's own connection. ZooKeeper's leader
+        alone may wait initLimit * tickTime at each of three steps."""
+        subtick_ms = self.tick_ms / 10
+        election_ms = self.init_limit * self.tick_ms + 2 * (2 + 1 + 1) * subtick_ms
+        return election_ms / 1000 + answer_timeout_s()
 
     def stop_cleanly(self):
         """SIGTERM to every running member; the ones that did not exit with 0 (a sanitizer's

@@ -405,19 +405,6 @@ def three_member_round(rnd):
         c.equal(ens.stop_cleanly(), [], f"round {rnd}: every member exits cleanly on SIGTERM")
 
 
-def settle_bound_s(ens):
-    """How soon after a heal (every member up, the network whole) a leader must be established and
-    a write committed: the simulator's bound (tests/sim: initLimit, then two vote rounds with the
-    wait for a better vote; the core ticks ten times a tickTime, votes go out every 2 subticks
-    and a decision waits 1) from this ensemble's zoo.cfg, plus one answer's allowance
-    (support.answer_timeout_s: 1 s, 3 s on a sanitizer build) for what real processes add: a
-    restarted member opening its log, fsyncs, the probe's own connection. ZooKeeper's leader
-    alone may wait initLimit * tickTime at each of three steps."""
-    subtick_ms = ens.tick_ms / 10
-    election_ms = ens.init_limit * ens.tick_ms + 2 * (2 + 1 + 1) * subtick_ms
-    return election_ms / 1000 + answer_timeout_s()
-
-
 def committed_after(ens, healed_at, limit):
     """Seconds from `healed_at` until some member says it leads and a write through it commits;
     None if that takes longer than `limit` seconds. Raw protocol, one short attempt at a time, so
@@ -473,7 +460,7 @@ def five_members():
 def five_member_rounds(ens):
     """Rounds of faults on the 5 members under load; after each heals, a leader and a committed
     write within settle_bound_s (issue 21: an election that finishes once the faults stop)."""
-    bound = settle_bound_s(ens)
+    bound = ens.settle_bound_s()
     sync_s = ens.tick_ms * ens.sync_limit / 1000
     scenarios = ["kill leader", "kill leader and a follower", "stop leader", "partition leader",
                  "split two from three", "kill all"]
