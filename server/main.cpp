@@ -70,7 +70,7 @@ options:
   --log-file FILE     log to FILE (rotated by size; zoo.cfg's warden.log.* set the rest)
   --log-format F      text (default) or json (one JSON object a line)
   --help              print this text
-  --version           print the version
+  --version           print the version, the peer protocols it speaks and its data format
 
 Under systemd (Type=notify) it reports ready once its client ports are bound.
 
