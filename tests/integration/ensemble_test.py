@@ -130,6 +130,12 @@ with Ensemble(3) as ens:
     other = next(m for m in ens.members if m is not follower)
     c.check(peer_bytes(victim_port, hello(other.id, 77)), "a hello meant for another member is refused")
     c.check(peer_bytes(victim_port, hello(other.id, follower.id, version=9)), "another protocol version is refused")
+    # A member of a build whose peer protocols do not meet this one's: its hello passes (the
+    # framing is the same), its first message is refused with a line naming both ranges.
+    # PeerMessage{version: 4, from: other, speaks: 5, vote: {}} in protobuf's wire form.
+    future = bytes([0x08, 4, 0x10, other.id, 0x30, 5, 0x52, 0])
+    c.check(peer_bytes(follower.election_port, hello(other.id, follower.id) + struct.pack(">I", len(future)) + future),
+            "a message of peer protocols 4 to 5 is refused")
     c.check(peer_from("127.0.0.2", victim_port, hello(other.id, follower.id)),
             "a hello from an address that is not the claimed member's is refused")
     t0 = time.time()
@@ -153,6 +159,8 @@ with Ensemble(3) as ens:
     c.check("refusing a peer connection" in flog and "server id 42 is not another member" in flog,
             "the refusal is logged with the unknown id")
     c.check("meant to reach server 77" in flog and "version 9" in flog, "each refusal names its reason")
+    c.check(f"closing the connection from server {other.id}: it speaks peer protocol 4 to 5, this member {oldest} to {newest}" in flog,
+            "the protocol refusal names both ranges")
     c.check(f"it says it is server {other.id}, configured at 127.0.0.1, but comes from 127.0.0.2" in flog,
             "the address refusal names the member, its host and the address it came from")
     c.check("no hello within 5000 ms" in flog and "already owe their hello" in flog,
