@@ -13,10 +13,11 @@ SUMMARY = re.compile(
     r"^(\d+) seeds \(.*\) in (\d+) s \(.*\): (\d+) steps, (\d+) txns committed, (\d+) writes acknowledged, "
     r"(\d+) leaders established; faults: (\d+) crashes, (\d+) partitions, (\d+) network changes, "
     r"(\d+) disk changes(?:, (\d+) disks wiped)?(?:, (\d+) stores damaged)?"
-    r"(?:, (\d+) writes failed, (\d+) writes torn, (\d+) synced writes lost, (\d+) opens with failed reads)?; (\d+) calm stretches checked, the longest wait for a commit in one (\d+) ms$", re.M)
+    r"(?:, (\d+) writes failed, (\d+) writes torn, (\d+) synced writes lost, (\d+) opens with failed reads)?; (\d+) calm stretches checked, the longest wait for a commit in one (\d+) ms"
+    r"(?:; (\d+) servers upgraded)?$", re.M)
 FIELDS = ["seeds", "seconds", "steps", "committed", "acked", "leaders", "crashes", "partitions",
           "network", "disks", "wipes", "damaged", "failed_writes", "torn", "lost_writes", "failed_reads", "calm",
-          "longest_ms"]
+          "longest_ms", "upgrades"]
 FAULTS = ["crashes", "partitions", "network", "disks", "wipes", "damaged", "failed_writes", "torn", "lost_writes",
           "failed_reads"]
 
@@ -38,8 +39,9 @@ def main(folder):
             value = int(value or 0)
             t[name] = max(t[name], value) if name == "longest_ms" else t[name] + value
     for voters, observers, seed, why in failures:
-        shape = (f"--observers {observers.rstrip('rwd')}" + (" --spares 2 --reconfig" if "r" in observers else "") +
-                 (" --wipes" if "w" in observers else "") + (" --disk-faults" if "d" in observers else ""))
+        shape = (f"--observers {observers.rstrip('rwdm')}" + (" --spares 2 --reconfig" if "r" in observers else "") +
+                 (" --wipes" if "w" in observers else "") + (" --disk-faults" if "d" in observers else "") +
+                 (" --mixed-versions" if "m" in observers else ""))
         print(f"FAILED seed {seed} ({voters} voters, {observers} observers): {why}\n"
               f"  replay: build/tests/sim/warden-sim --seed {seed} --voters {voters} {shape} --verbose")
     for name, tail in broken:
@@ -54,7 +56,8 @@ def main(folder):
               f"{t['failed_writes']} writes failed, {t['torn']} writes torn, {t['lost_writes']} synced writes lost, "
               f"{t['failed_reads']} opens with failed reads; "
               f"{t['calm']} calm stretches, "
-              f"longest wait for a commit {t['longest_ms']} ms")
+              f"longest wait for a commit {t['longest_ms']} ms" +
+              (f"; {t['upgrades']} servers upgraded" if t["upgrades"] else ""))
         for name in FIELDS:
             grand[name] = max(grand[name], t[name]) if name == "longest_ms" else grand[name] + t[name]
     print(f"all: {grand['seeds']} seeds, {len(failures)} failed; {grand['leaders']} leaders established, "
