@@ -6,8 +6,8 @@ current one must replace one member at a time (docs/operations.md, "Upgrades"). 
 taken with `git archive` into the build directory, configured without tests, and only
 warden-server is built, unoptimised (the test needs its protocol, not its speed): about two
 minutes from nothing on two cores, seconds again from the compiler cache (scripts/lib.sh's
-ccache settings, whose base directory holds the copy). WARDEN_OLD_SERVER names a server binary
-to use instead.
+ccache settings, whose base directory holds the copy). A shallow clone fetches its history
+first (`git fetch --unshallow`). WARDEN_OLD_SERVER names a server binary to use instead.
 """
 import os
 import shutil
@@ -32,8 +32,19 @@ def server(build_dir, log=print):
             raise RuntimeError(f"WARDEN_OLD_SERVER={given} is not an executable")
         return given
     commit = upgrade_from()
-    r = subprocess.run(["git", "-C", ROOT, "rev-parse", "--verify", "--quiet", f"{commit}^{{commit}}"],
-                       capture_output=True, text=True)
+
+    def find():
+        return subprocess.run(["git", "-C", ROOT, "rev-parse", "--verify", "--quiet", f"{commit}^{{commit}}"],
+                              capture_output=True, text=True)
+
+    r = find()
+    shallow = subprocess.run(["git", "-C", ROOT, "rev-parse", "--is-shallow-repository"], capture_output=True,
+                             text=True).stdout.strip() == "true"
+    if r.returncode != 0 and shallow:  # a shallow clone: its history is one fetch away
+        log(f"{commit} is not in this shallow clone: fetching its history")
+        subprocess.run(["git", "-C", ROOT, "fetch", "--quiet", "--unshallow"], stdin=subprocess.DEVNULL,
+                       timeout=600)
+        r = find()
     if r.returncode != 0:
         raise RuntimeError(f"commit {commit} is not in this clone's history (a shallow clone?): "
                            f"`git fetch --unshallow`, or set WARDEN_OLD_SERVER to a server of that build")
