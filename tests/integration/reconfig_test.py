@@ -18,6 +18,7 @@ given another client address listens there at once (its old sessions go on)."""
 import base64
 import hashlib
 import os
+import pathlib
 import re
 import shutil
 import subprocess
@@ -208,10 +209,14 @@ def main():
         for m in first_three:
             dynamic = f"{m.cfg}.dynamic.{in_force}"
             c.check(wait_until(lambda: os.path.exists(dynamic), 10), f"server {m.id} wrote {os.path.basename(dynamic)}")
-            with open(m.cfg) as f:
-                static = f.read()
-            c.check(f"dynamicConfigFile={dynamic}" in static and "\nserver." not in static,
-                    f"server {m.id}'s zoo.cfg names it:\n{static}")
+
+            def static_names_it():
+                static = pathlib.Path(m.cfg).read_text()
+                return f"dynamicConfigFile={dynamic}" in static and "\nserver." not in static
+
+            # The member writes the dynamic file first, then zoo.cfg (as ZooKeeper does): wait
+            # for the second as well.
+            c.check(wait_until(static_names_it, 10), f"server {m.id}'s zoo.cfg names it:\n{pathlib.Path(m.cfg).read_text()}")
             if os.path.exists(dynamic):
                 with open(dynamic) as f:
                     c.equal(sorted(members_of(f.read())[0]), [1, 2, 3], f"server {m.id}'s dynamic file lists the members")
