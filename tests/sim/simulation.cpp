@@ -89,6 +89,9 @@ struct Replica final : consensus::MemoryLog {
   bool wipe_at_restart = false;  // its store is lost at its restart: wiped, or damaged (below)
   bool damaged = false;
   consensus::Epochs epochs_before;  // before their newest write: what losing that write leaves
+  // The highest epochs the disk acknowledged: Zab's promise (a member that acknowledged an epoch
+  // never forgets it) holds while the store does; only losing the whole store resets it.
+  consensus::Epochs promised;
   // The disk: one write at a time, taking disk_ms.
   bool writing = false;
   Zxid writing_upto = 0;   // the write in flight holds the log up to here
@@ -272,6 +275,11 @@ void World::start(Replica& r) {
   // member held, whatever its epochs record says (a store of an older build, a lost write).
   uint32_t logged = consensus::zxid_epoch(r.last_zxid());
   r.epochs = {std::max(r.epochs.accepted, logged), std::max(r.epochs.current, logged)};
+  bool accepted_back = r.epochs.accepted < r.promised.accepted;
+  if (accepted_back || r.epochs.current < r.promised.current)
+    return fail(fmt::format("server {} starts with its {} epoch at {}, below the {} its disk acknowledged", r.id,
+                            accepted_back ? "accepted" : "current", accepted_back ? r.epochs.accepted : r.epochs.current,
+                            accepted_back ? r.promised.accepted : r.promised.current));
   r.peer = std::make_unique<consensus::ZabPeer>(config_of(r), r, r.epochs, r.commit_mark);
   Event t{Event::tick};
   t.at = now_ + 1 + static_cast<int64_t>(rand(tick_ms));
@@ -334,6 +342,7 @@ void World::wipe(Replica& r) {
   r.snap.clear();
   r.epochs = {};
   r.epochs_before = {};
+  r.promised = {};
   r.durable_zxid = 0;
   r.commit_mark = 0;
   r.synced = false;
@@ -491,6 +500,7 @@ void World::process(Replica& r) {
     r.epochs_before = r.epochs;  // what losing this write leaves
     r.epochs_write_lost = lose;  // a later write that lands replaces the whole record
     r.epochs = *rd.epochs;
+    r.promised = {std::max(r.promised.accepted, r.epochs.accepted), std::max(r.promised.current, r.epochs.current)};
   }
   if (rd.synced && r.upgraded) r.synced = *rd.synced;  // the build before keeps no mark
   if (rd.config) {
