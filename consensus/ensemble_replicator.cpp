@@ -1,6 +1,7 @@
 #include "consensus/ensemble_replicator.hpp"
 
 #include <algorithm>
+#include <random>
 
 #include "consensus/host_loop.hpp"
 #include "consensus/peer_codec.hpp"
@@ -127,6 +128,10 @@ void EnsembleReplicator::start(Zxid applied) {
   cfg.init_limit = settings_.init_limit * settings_.subticks;
   cfg.sync_limit = settings_.sync_limit * settings_.subticks;
   cfg.stream_sync = static_cast<bool>(hooks_.stream);
+  // This run's mark (PeerConfig::incarnation): random, so a restart, whatever survived of the
+  // store, never repeats one.
+  std::random_device random;
+  cfg.incarnation = ((static_cast<uint64_t>(random()) << 32) | random()) | 1;
   // A store that never said (a build before the mark) is synced unless it is empty; one created
   // empty here says so at once, so that a crash in its first sync leaves it unsynced.
   std::optional<bool> synced = store_.synced();

@@ -265,6 +265,7 @@ void ZabPeer::lead_receive(PeerId from, const pb::PeerMessage& m) {
     l.id = ++next_link_;
     l.observer = info.observer();
     l.nonce = info.nonce();
+    l.incarnation = info.incarnation();
     l.accepted_epoch = info.accepted_epoch();
     l.heard = now_;
     auto& slot = links_[from] = l;

@@ -19,7 +19,8 @@ namespace warden::consensus {
 // 2: syncs are streamed (Sync.streamed, SyncData, SnapChunk). The first build held to rolling
 //    upgrades (f1c90d0, warden-server 0.1.0) speaks 2 alone.
 // 3: the range itself (PeerMessage.speaks, Ping and UpToDate's ensemble_version); tree digests
-//    with commits, informs and pings, and SnapChunk.digest_from; Vote.unsynced.
+//    with commits, informs and pings, and SnapChunk.digest_from; Vote.unsynced; the sender's
+//    run in votes and FollowerInfo (incarnation).
 constexpr uint32_t oldest_protocol = 2;
 constexpr uint32_t newest_protocol = 3;
 
@@ -30,6 +31,11 @@ constexpr uint32_t digests_protocol = 3;  // a leader sends its tree digests
 // speaks it, whatever the ensemble version: the rule is what this member counts, and a member
 // of the build before skips the field, so a mixed ensemble is as safe as the build before.
 constexpr uint32_t unsynced_votes_protocol = 3;
+// Votes and FollowerInfo name their sender's run (its incarnation): a leader that hears a vote of
+// a later run from a member it links drops that link (the member restarted, and what it
+// acknowledged on it no longer counts). Sent and heeded whatever the ensemble version, for the
+// same reason: it only narrows what a leader counts.
+constexpr uint32_t incarnations_protocol = 3;
 
 struct ProtocolRange {
   uint32_t oldest = oldest_protocol;

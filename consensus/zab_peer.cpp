@@ -270,6 +270,7 @@ void ZabPeer::send_follower_info() {
   info->set_accepted_epoch(epochs_.accepted);
   info->set_observer(role_ == Role::observing);
   info->set_nonce(nonce_);
+  if (speaks_newer(incarnations_protocol)) info->set_incarnation(cfg_.incarnation);
   send(leader_, std::move(m));
 }
 

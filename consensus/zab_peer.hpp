@@ -115,6 +115,11 @@ struct PeerConfig {
   // a member of the build before {2, 2}: it sends what that build sends (no range, no unsynced
   // votes) and leaves what it would not read (digests, unsynced votes, the ensemble version).
   ProtocolRange protocols;
+  // This run of the member: new at each start (the host draws it at random), never 0. Votes and
+  // FollowerInfo carry it, so that a leader notices a follower that restarted after it
+  // acknowledged NEWLEADER (a power loss breaks no connection): counted, its acknowledgement
+  // established a leader after a later one had committed (simulator seed 1796000000002488).
+  uint64_t incarnation = 0;
 #ifdef WARDEN_PLANTS
   Plants plants;
 #endif
@@ -280,6 +285,7 @@ class ZabPeer {
     uint64_t sent = 0, received = 0;  // seq of the last message each way
     enum class Phase { info, epoch_acked, syncing, synced } phase = Phase::info;
     uint64_t nonce = 0;
+    uint64_t incarnation = 0;  // the follower's run (0: a build that does not say)
     uint32_t accepted_epoch = 0, current_epoch = 0;
     Zxid last_zxid = 0;  // reported in AckEpoch
     Zxid acked = 0;      // durable up to here (synced voters count towards commits)

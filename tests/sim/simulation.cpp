@@ -232,6 +232,7 @@ consensus::PeerConfig World::config_of(const Replica& r) const {
   c.max_entries_per_message = 64;
   c.plants = opt_.plants;
   c.synced = r.synced;
+  c.incarnation = r.incarnation + 1;
   if (!r.upgraded) {  // the build before: peer protocol 2 alone, and no synced mark (synced)
     c.protocols = consensus::ProtocolRange{consensus::oldest_protocol, consensus::oldest_protocol};
     c.synced = true;

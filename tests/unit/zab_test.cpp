@@ -1603,3 +1603,85 @@ TEST_CASE("a leader counts a member it has not heard from as the oldest protocol
   REQUIRE_FALSE(net.ensemble_versions[l].empty());
   CHECK(net.ensemble_versions[l].back() == 2);
 }
+
+TEST_CASE("a leader drops the link of a follower that restarted: its NEWLEADER ack no longer counts") {
+  // Simulator seed 1796000000002488: a follower acknowledged NEWLEADER, lost power and came
+  // back (no connection broke), joined a later leadership that committed; the first leader then
+  // took a late ack from another follower and was established on the lost one's, lacking that
+  // commit. Here: five voters, 4 and 5 cut off, so leader 3 needs the acks of both 1 and 2.
+  Net net(5, {}, {}, [](PeerId id, PeerConfig& c, MemLog&) { c.incarnation = 100 + id; });
+  net.cut = {4, 5};
+  net.wire.clear();
+  // Delivers what is on the wire, holding everything 2 sends 3 from its NEWLEADER ack on.
+  std::deque<std::pair<PeerId, pb::PeerMessage>> held;
+  auto deliver = [&] {
+    while (!net.wire.empty()) {
+      auto [to, msg] = net.wire.front();
+      net.wire.pop_front();
+      if (net.cut.count(to)) continue;
+      auto d = decode_peer_message(msg.second);
+      REQUIRE(d.message);
+      if (msg.first == 2 && to == 3 && (d.message->has_ack_new_leader() || !held.empty())) {
+        held.emplace_back(msg.first, *d.message);
+        continue;
+      }
+      net.peers[to]->receive(msg.first, *d.message);
+      net.drain(to);
+    }
+  };
+  auto synced_links = [&] {
+    int n = 0;
+    for (const auto& l : net.peers[3]->link_views()) n += l.synced ? 1 : 0;
+    return n;
+  };
+  uint64_t now = 0;
+  for (int t = 0; t < 40 && (held.empty() || synced_links() < 1); ++t) {
+    for (PeerId p : {1, 2, 3}) {
+      net.peers[p]->tick(now);
+      net.drain(p);
+    }
+    ++now;
+    deliver();
+  }
+  REQUIRE(net.peers[3]->role() == Role::leading);
+  REQUIRE(synced_links() == 1);  // 1's ack counted
+  REQUIRE_FALSE(held.empty());   // 2's held
+  CHECK_FALSE(net.peers[3]->serving());
+
+  // Member 1 restarts with its log and epochs; its first votes reach the leader.
+  PeerConfig c;
+  c.id = 1;
+  c.ensemble.voters = {1, 2, 3, 4, 5};
+  c.incarnation = 201;
+  net.peers[1] = std::make_unique<ZabPeer>(c, net.logs[1], net.epochs[1], net.committed[1]);
+  net.drain(1);
+  for (auto it = net.wire.begin(); it != net.wire.end();) {
+    if (it->first != 3) {
+      ++it;
+      continue;
+    }
+    auto d = decode_peer_message(it->second.second);
+    REQUIRE(d.message);
+    net.peers[3]->receive(it->second.first, *d.message);
+    it = net.wire.erase(it);
+  }
+  net.drain(3);
+  CHECK(synced_links() == 0);
+  // Now 2's ack: with 1's gone, 3 and 2 are no quorum of five.
+  for (auto& [from, m] : held) net.peers[3]->receive(from, m);
+  held.clear();
+  net.drain(3);
+  CHECK_FALSE(net.peers[3]->serving());
+  // The restarted member follows again on a new link, synced: then the leader is established.
+  for (int t = 0; t < 40 && !net.peers[3]->serving(); ++t) {
+    for (PeerId p : {1, 2, 3}) {
+      net.peers[p]->tick(now);
+      net.drain(p);
+    }
+    ++now;
+    net.deliver_all();
+  }
+  CHECK(net.peers[3]->serving());
+  CHECK(net.peers[1]->role() == Role::following);
+  CHECK(synced_links() == 2);
+}
