@@ -279,7 +279,8 @@ void World::start(Replica& r) {
   bool accepted_back = r.epochs.accepted < r.promised.accepted;
   if (accepted_back || r.epochs.current < r.promised.current)
     return fail(fmt::format("server {} starts with its {} epoch at {}, below the {} its disk acknowledged", r.id,
-                            accepted_back ? "accepted" : "current", accepted_back ? r.epochs.accepted : r.epochs.current,
+                            accepted_back ? "accepted" : "current",
+                            accepted_back ? r.epochs.accepted : r.epochs.current,
                             accepted_back ? r.promised.accepted : r.promised.current));
   r.peer = std::make_unique<consensus::ZabPeer>(config_of(r), r, r.epochs, r.commit_mark);
   Event t{Event::tick};
